@@ -1,0 +1,342 @@
+import * as aws from "@pulumi/aws";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { ClusterFacts } from "./clusterFacts";
+import { ControllerPolicyKey, controllerPolicies, interruptionQueuePolicy, interruptionRules } from "./controllerPolicy";
+
+export interface KarpenterControllerArgs {
+    /** The cluster Karpenter manages nodes for. */
+    cluster: ClusterFacts;
+    /** Karpenter chart and CRD chart version; the IAM policy and Helm values are written for it. */
+    version: string;
+    /**
+     * Prefix of every fixed AWS name (roles, queue, rules, policies). It must be unique per cluster and account.
+     * Check it with `controllerNameProblems` first.
+     */
+    namePrefix: string;
+    /** Namespace of the controller. @default "karpenter" */
+    namespace?: string;
+    /** Service account of the controller. @default "karpenter" */
+    serviceAccount?: string;
+    /** How the controller gets AWS credentials. @default "pod-identity" */
+    identity?: "pod-identity" | "irsa";
+    /** Controller replicas; two survive a node loss. @default 2 */
+    replicas?: number;
+    /** Controller CPU, requested and limited alike so the pod is Guaranteed. @default "1" */
+    cpu?: string;
+    /** Controller memory, requested and limited alike. @default "1Gi" */
+    memory?: string;
+    /** Controller log level. @default "info" */
+    logLevel?: "debug" | "info" | "error";
+    /** Node labels of the stable on-demand nodes; the controller must never run on nodes it manages. */
+    stableNodeSelector: Record<string, string>;
+    /** Reuse this IAM role for Karpenter nodes instead of creating one (no access entry is made for it). */
+    existingNodeRoleName?: string;
+    /** Extra managed policies for a created node role (e.g. CloudWatchAgentServerPolicy). @default [] */
+    nodeRolePolicyArns?: string[];
+    /** Create the account-wide `spot.amazonaws.com` service-linked role; an account holds only one. @default false */
+    createSpotServiceLinkedRole?: boolean;
+    /** Let consolidation replace spot nodes with cheaper spot nodes (an alpha feature gate). @default false */
+    spotToSpotConsolidation?: boolean;
+    /** Karpenter's batching window: idle and maximum length. @default "1s" and "10s" */
+    batchIdleDuration?: string;
+    batchMaxDuration?: string;
+}
+
+/** AWS limits on the fixed names this component creates. */
+const NAME_LIMITS = { "IAM role": 64, "SQS queue": 80, "EventBridge rule": 64, "IAM policy": 128 } as const;
+
+/** The fixed AWS names derived from a prefix, with the AWS limit that applies to each. */
+export function controllerNames(prefix: string) {
+    const policyKeys: ControllerPolicyKey[] = ["node-lifecycle", "iam-integration", "eks-integration", "interruption", "zonal-shift", "resource-discovery"];
+    return {
+        controllerRole: `${prefix}-karpenter`,
+        nodeRole: `${prefix}-karpenter-node`,
+        queue: `${prefix}-karpenter`,
+        rules: Object.fromEntries(interruptionRules.map((r) => [r.key, `${prefix}-${r.suffix}`])) as Record<string, string>,
+        policies: Object.fromEntries(policyKeys.map((k) => [k, `${prefix}-karpenter-${k}`])) as Record<ControllerPolicyKey, string>,
+    };
+}
+
+/** Each derived name that AWS would reject, as a sentence; empty when the prefix is fine. */
+export function controllerNameProblems(prefix: string): string[] {
+    const n = controllerNames(prefix);
+    const named: [keyof typeof NAME_LIMITS, string][] = [
+        ["IAM role", n.controllerRole],
+        ["IAM role", n.nodeRole],
+        ["SQS queue", n.queue],
+        ...Object.values(n.rules).map((r): [keyof typeof NAME_LIMITS, string] => ["EventBridge rule", r]),
+        ...Object.values(n.policies).map((p): [keyof typeof NAME_LIMITS, string] => ["IAM policy", p]),
+    ];
+    return named
+        .filter(([kind, name]) => name.length > NAME_LIMITS[kind])
+        .map(([kind, name]) => `gives the ${kind} name "${name}" ${name.length} characters; AWS allows at most ${NAME_LIMITS[kind]}`);
+}
+
+/** AWS managed policies of a Karpenter node role, as in the reference template. */
+const NODE_ROLE_POLICIES = ["AmazonEKS_CNI_Policy", "AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonSSMManagedInstanceCore"];
+
+const CHART_REPOSITORY = "oci://public.ecr.aws/karpenter";
+
+/**
+ * Karpenter's controller as the official v1.14.1 release installs it: IAM for the controller and its nodes, the
+ * interruption queue with its EventBridge rules, and the CRD and controller Helm charts, in that order.
+ *
+ * Anything that creates NodePools or EC2NodeClasses must depend on `ready`, so `pulumi up` never races the CRDs
+ * and `pulumi destroy` removes node pools while the controller can still drain their nodes.
+ */
+export class KarpenterController extends pulumi.ComponentResource {
+    /** Depend on these before creating Karpenter objects: the CRDs and the running controller. */
+    public readonly ready: pulumi.Resource[];
+    public readonly queueName: pulumi.Output<string>;
+    public readonly queueUrl: pulumi.Output<string>;
+    public readonly queueArn: pulumi.Output<string>;
+    public readonly controllerRoleArn: pulumi.Output<string>;
+    public readonly nodeRoleArn: pulumi.Output<string>;
+    /** The node role's name, for the EC2NodeClass's `role`. */
+    public readonly nodeRoleName: pulumi.Output<string>;
+    /** EventBridge rule names, for alarms on failed deliveries. */
+    public readonly ruleNames: pulumi.Output<string>[];
+    public readonly namespace: string;
+    public readonly serviceAccount: string;
+    /** The controller Deployment's name (the chart names it after the release). */
+    public readonly deploymentName = "karpenter";
+
+    constructor(name: string, args: KarpenterControllerArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("notify-karpenter:index:KarpenterController", name, {}, opts);
+        const problems = controllerNameProblems(args.namePrefix);
+        if (problems.length > 0) throw new Error(`KarpenterController ${name}: namePrefix "${args.namePrefix}" ${problems.join("; ")}`);
+        if (args.existingNodeRoleName && args.nodeRolePolicyArns?.length) {
+            throw new Error(`KarpenterController ${name}: nodeRolePolicyArns cannot be used with existingNodeRoleName`);
+        }
+        const namespace = (this.namespace = args.namespace ?? "karpenter");
+        const serviceAccount = (this.serviceAccount = args.serviceAccount ?? "karpenter");
+        const identity = args.identity ?? "pod-identity";
+        const names = controllerNames(args.namePrefix);
+        const { cluster } = args;
+        const child = { parent: this };
+
+        // Interruption handling: EC2 and AWS Health events reach the controller through this queue, so it can
+        // drain a spot node in the two minutes before AWS reclaims it.
+        const queue = new aws.sqs.Queue(`${name}-interruption-queue`, { name: names.queue, messageRetentionSeconds: 300, sqsManagedSseEnabled: true }, child);
+        const queuePolicy = new aws.sqs.QueuePolicy(
+            `${name}-interruption-queue-policy`,
+            { queueUrl: queue.url, policy: queue.arn.apply((arn) => JSON.stringify(interruptionQueuePolicy(arn))) },
+            child,
+        );
+        const targets = interruptionRules.map((r) => {
+            const rule = new aws.cloudwatch.EventRule(
+                `${name}-${r.key}-rule`,
+                {
+                    name: names.rules[r.key],
+                    description: `Karpenter interruption handling for ${args.namePrefix}: ${r.detailType}`,
+                    eventPattern: JSON.stringify({ source: [r.source], "detail-type": [r.detailType] }),
+                },
+                child,
+            );
+            return new aws.cloudwatch.EventTarget(
+                `${name}-${r.key}-target`,
+                { rule: rule.name, arn: queue.arn, targetId: "KarpenterInterruptionQueueTarget" },
+                { parent: this, dependsOn: [queuePolicy] },
+            );
+        });
+        this.ruleNames = interruptionRules.map((r) => pulumi.output(names.rules[r.key]));
+
+        // The role Karpenter's nodes run as. GC Notify reuses its managed node group's role, which EKS already maps.
+        let nodeRole: { arn: pulumi.Output<string>; name: pulumi.Output<string> };
+        let accessEntry: aws.eks.AccessEntry | undefined;
+        if (args.existingNodeRoleName) {
+            const existing = aws.iam.getRoleOutput({ name: args.existingNodeRoleName }, child);
+            nodeRole = { arn: existing.arn, name: existing.name };
+        } else {
+            const role = new aws.iam.Role(
+                `${name}-node-role`,
+                {
+                    name: names.nodeRole,
+                    assumeRolePolicy: pulumi.output(cluster.partition).apply((p) =>
+                        JSON.stringify({
+                            Version: "2012-10-17",
+                            Statement: [{ Effect: "Allow", Principal: { Service: `ec2.${dnsSuffix(p)}` }, Action: ["sts:AssumeRole"] }],
+                        }),
+                    ),
+                },
+                child,
+            );
+            const policyArns = [
+                ...NODE_ROLE_POLICIES.map((p) => pulumi.interpolate`arn:${cluster.partition}:iam::aws:policy/${p}`),
+                ...(args.nodeRolePolicyArns ?? []).map((arn) => pulumi.output(arn)),
+            ];
+            policyArns.forEach((policyArn, i) => {
+                const label = i < NODE_ROLE_POLICIES.length ? NODE_ROLE_POLICIES[i] : `extra-${i - NODE_ROLE_POLICIES.length}`;
+                new aws.iam.RolePolicyAttachment(`${name}-node-${label}`, { role: role.name, policyArn }, child);
+            });
+            // Without an access entry, nodes launch but never join the cluster.
+            accessEntry = new aws.eks.AccessEntry(`${name}-node-access-entry`, { clusterName: cluster.name, principalArn: role.arn, type: "EC2_LINUX" }, child);
+            nodeRole = { arn: role.arn, name: role.name };
+        }
+        this.nodeRoleArn = nodeRole.arn;
+        this.nodeRoleName = nodeRole.name;
+
+        // The controller's own role and its six scoped policies.
+        const controllerRole = new aws.iam.Role(
+            `${name}-controller-role`,
+            {
+                name: names.controllerRole,
+                assumeRolePolicy:
+                    identity === "pod-identity"
+                        ? JSON.stringify(podIdentityTrust())
+                        : pulumi.all([cluster.partition, cluster.accountId, cluster.oidcIssuerUrl]).apply(([p, a, issuer]) =>
+                              JSON.stringify(irsaTrust(p, a, issuer, namespace, serviceAccount)),
+                          ),
+            },
+            child,
+        );
+        const policyContext = pulumi.all([cluster.partition, cluster.accountId, cluster.name, nodeRole.arn, queue.arn]);
+        const attachments = (Object.keys(names.policies) as ControllerPolicyKey[]).map((key) => {
+            const policy = new aws.iam.Policy(
+                `${name}-${key}-policy`,
+                {
+                    name: names.policies[key],
+                    description: `Karpenter controller (${key}) for cluster ${args.namePrefix}`,
+                    policy: policyContext.apply(([partition, accountId, clusterName, nodeRoleArn, queueArn]) =>
+                        JSON.stringify(controllerPolicies({ partition, region: cluster.region, accountId, clusterName, nodeRoleArn, queueArn })[key]),
+                    ),
+                },
+                child,
+            );
+            return new aws.iam.RolePolicyAttachment(`${name}-${key}-attachment`, { role: controllerRole.name, policyArn: policy.arn }, child);
+        });
+        const credentials: pulumi.Resource[] = [...attachments];
+        if (identity === "pod-identity") {
+            credentials.push(
+                new aws.eks.PodIdentityAssociation(
+                    `${name}-pod-identity`,
+                    { clusterName: cluster.name, namespace, serviceAccount, roleArn: controllerRole.arn },
+                    child,
+                ),
+            );
+        }
+        this.controllerRoleArn = controllerRole.arn;
+
+        if (args.createSpotServiceLinkedRole) {
+            new aws.iam.ServiceLinkedRole(`${name}-spot-service-linked-role`, { awsServiceName: "spot.amazonaws.com" }, child);
+        }
+
+        // CRDs from their own chart: Helm never upgrades a chart's crds/ folder, the karpenter-crd chart does.
+        const crds = new k8s.helm.v3.Release(
+            `${name}-crds`,
+            { name: "karpenter-crd", chart: `${CHART_REPOSITORY}/karpenter-crd`, version: args.version, namespace, createNamespace: true },
+            child,
+        );
+        const controller = new k8s.helm.v3.Release(
+            `${name}-chart`,
+            {
+                name: this.deploymentName,
+                chart: `${CHART_REPOSITORY}/karpenter`,
+                version: args.version,
+                namespace,
+                createNamespace: true,
+                skipCrds: true,
+                values: controllerValues({
+                    ...args,
+                    clusterName: cluster.name,
+                    clusterEndpoint: cluster.endpoint,
+                    queueName: queue.name,
+                    serviceAccount,
+                    irsaRoleArn: identity === "irsa" ? controllerRole.arn : undefined,
+                }),
+            },
+            // The controller must find its CRDs, credentials and queue when it starts, or it crash-loops.
+            { parent: this, dependsOn: [crds, ...credentials, ...targets, ...(accessEntry ? [accessEntry] : [])] },
+        );
+        this.ready = [crds, controller];
+
+        this.queueName = queue.name;
+        this.queueUrl = queue.url;
+        this.queueArn = queue.arn;
+        this.registerOutputs({
+            queueName: this.queueName,
+            queueUrl: this.queueUrl,
+            queueArn: this.queueArn,
+            controllerRoleArn: this.controllerRoleArn,
+            nodeRoleArn: this.nodeRoleArn,
+            nodeRoleName: this.nodeRoleName,
+            namespace,
+            serviceAccount,
+        });
+    }
+}
+
+interface ValuesInput extends KarpenterControllerArgs {
+    clusterName: pulumi.Input<string>;
+    clusterEndpoint: pulumi.Input<string>;
+    queueName: pulumi.Input<string>;
+    serviceAccount: string;
+    irsaRoleArn?: pulumi.Input<string>;
+}
+
+/** The karpenter chart's values. Every key here exists in the chart's values.yaml (a test holds us to that). */
+export function controllerValues(v: ValuesInput) {
+    const resources = { cpu: v.cpu ?? "1", memory: v.memory ?? "1Gi" };
+    return {
+        settings: {
+            clusterName: v.clusterName,
+            clusterEndpoint: v.clusterEndpoint,
+            interruptionQueue: v.queueName,
+            batchIdleDuration: v.batchIdleDuration ?? "1s",
+            batchMaxDuration: v.batchMaxDuration ?? "10s",
+            featureGates: { spotToSpotConsolidation: v.spotToSpotConsolidation ?? false },
+        },
+        replicas: v.replicas ?? 2,
+        podDisruptionBudget: { name: "karpenter", maxUnavailable: 1 },
+        priorityClassName: "system-cluster-critical",
+        serviceAccount: {
+            create: true,
+            name: v.serviceAccount,
+            annotations: v.irsaRoleArn ? { "eks.amazonaws.com/role-arn": v.irsaRoleArn } : {},
+        },
+        controller: { resources: { requests: resources, limits: resources } },
+        // Stable nodes only, and never a node Karpenter launched (the chart's own rule, kept explicitly).
+        nodeSelector: { "kubernetes.io/os": "linux", ...v.stableNodeSelector },
+        affinity: {
+            nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                    nodeSelectorTerms: [{ matchExpressions: [{ key: "karpenter.sh/nodepool", operator: "DoesNotExist" }] }],
+                },
+            },
+            podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: "kubernetes.io/hostname" }] },
+        },
+        logLevel: v.logLevel ?? "info",
+    };
+}
+
+function podIdentityTrust() {
+    return {
+        Version: "2012-10-17",
+        Statement: [{ Effect: "Allow", Principal: { Service: "pods.eks.amazonaws.com" }, Action: ["sts:AssumeRole", "sts:TagSession"] }],
+    };
+}
+
+function irsaTrust(partition: string, accountId: string, issuerUrl: string, namespace: string, serviceAccount: string) {
+    const issuer = issuerUrl.replace(/^https:\/\//, "");
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            {
+                Effect: "Allow",
+                Principal: { Federated: `arn:${partition}:iam::${accountId}:oidc-provider/${issuer}` },
+                Action: "sts:AssumeRoleWithWebIdentity",
+                Condition: {
+                    StringEquals: {
+                        [`${issuer}:sub`]: `system:serviceaccount:${namespace}:${serviceAccount}`,
+                        [`${issuer}:aud`]: "sts.amazonaws.com",
+                    },
+                },
+            },
+        ],
+    };
+}
+
+function dnsSuffix(partition: string): string {
+    return partition === "aws-cn" ? "amazonaws.com.cn" : "amazonaws.com";
+}

@@ -1,0 +1,194 @@
+// Runs the real program under Pulumi's mock runtime: no Pulumi CLI, AWS account or Kubernetes API needed.
+// Both the offline plan (`npm run plan`) and the tests use it, so what the tests check is what the plan shows.
+import * as pulumi from "@pulumi/pulumi";
+import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
+import { setMockOptions } from "@pulumi/pulumi/runtime/settings";
+import * as fs from "fs";
+import * as path from "path";
+import { parse } from "yaml";
+
+// Internal to the SDK (runtime/settings.js) and absent from its typings, but the only way to know that every
+// registration has finished; @pulumi/pulumi is pinned, so it cannot move under us.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { waitForRPCs } = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs(): Promise<void> };
+
+export const PROJECT = "notify-karpenter";
+export const PROJECT_DIR = path.join(__dirname, "..");
+
+/**
+ * Stand-ins for what only AWS knows. They are documented in the README, and they look like real values so
+ * that the plan reads naturally: AWS's documentation account, an example endpoint and OIDC issuer.
+ */
+export const PLACEHOLDERS = {
+    partition: "aws",
+    accountId: "123456789012",
+    clusterEndpoint: (region: string) => `https://EXAMPLED539D4633E53DE1B71EXAMPLE.gr7.${region}.eks.amazonaws.com`,
+    oidcIssuer: (region: string) => `https://oidc.eks.${region}.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE`,
+    certificateAuthority: "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCnBsYWNlaG9sZGVyCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K",
+    clusterSecurityGroupId: "sg-0123456789abcdef0",
+};
+
+/** One resource the program registered, with what `pulumi preview --json` would show for it. */
+export interface RecordedResource {
+    urn: string;
+    type: string;
+    name: string;
+    custom: boolean;
+    /** The parent's URN ("" for top-level resources). */
+    parent: string;
+    /** The provider reference (`<provider urn>::<id>`), "" when none was given. */
+    provider: string;
+    /** URNs this resource depends on: dependsOn plus every resource whose output feeds an input. */
+    dependencies: string[];
+    inputs: Record<string, any>;
+}
+
+export interface Recording {
+    resources: RecordedResource[];
+    /** Invokes (data-source calls) the mocks had no answer for. */
+    unmockedCalls: string[];
+    byType(type: string): RecordedResource[];
+    /** The one resource of `type` whose logical name is `name`; throws when there is none. */
+    get(type: string, name: string): RecordedResource;
+}
+
+/** Records every registration, with the parent and dependencies that the stock MockMonitor drops. */
+class RecordingMonitor extends MockMonitor {
+    constructor(mocks: pulumi.runtime.Mocks, private readonly record: (r: RecordedResource) => void) {
+        super(mocks);
+    }
+
+    async registerResource(req: any, callback: (err: any, resp: any) => void) {
+        return super.registerResource(req, (err: any, resp: any) => {
+            if (!err) {
+                this.record({
+                    urn: resp.getUrn(),
+                    type: req.getType(),
+                    name: req.getName(),
+                    custom: req.getCustom(),
+                    parent: req.getParent(),
+                    provider: req.getProvider(),
+                    dependencies: req.getDependenciesList(),
+                    inputs: pulumi.runtime.deserializeProperties(req.getObject()),
+                });
+            }
+            callback(err, resp);
+        });
+    }
+}
+
+/** Reads `Pulumi.<stack>.yaml` the way the CLI hands config to a program: objects JSON-encoded. */
+export function readStackConfig(stack: string, dir = PROJECT_DIR): Record<string, string> {
+    const file = path.join(dir, `Pulumi.${stack}.yaml`);
+    if (!fs.existsSync(file)) throw new Error(`no stack file ${file}: known stacks are ${knownStacks(dir).join(", ")}`);
+    const doc = parse(fs.readFileSync(file, "utf8")) ?? {};
+    const flat: Record<string, string> = {};
+    for (const [k, v] of Object.entries(doc.config ?? {})) flat[k] = typeof v === "string" ? v : JSON.stringify(v);
+    return flat;
+}
+
+export function knownStacks(dir = PROJECT_DIR): string[] {
+    return fs
+        .readdirSync(dir)
+        .map((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1])
+        .filter((s): s is string => !!s)
+        .sort();
+}
+
+export interface OfflineRunOptions {
+    /** Config values that replace the stack file's, keyed like the file (`notify-karpenter:controller`). */
+    overrides?: Record<string, unknown>;
+    /** Where the stack files are. @default the project directory */
+    dir?: string;
+}
+
+/**
+ * Installs recording mocks and the stack's config, runs `program`, and waits until every resource is registered.
+ * A throw from the program (bad config) propagates before anything is registered.
+ */
+export async function runOffline<T>(stack: string, program: () => T, opts: OfflineRunOptions = {}): Promise<Recording & { outputs: T }> {
+    const config = readStackConfig(stack, opts.dir);
+    for (const [k, v] of Object.entries(opts.overrides ?? {})) {
+        if (v === undefined) delete config[k];
+        else config[k] = typeof v === "string" ? v : JSON.stringify(v);
+    }
+    const region = regionOf(config);
+    const resources: RecordedResource[] = [];
+    const unmockedCalls: string[] = [];
+    const mocks: pulumi.runtime.Mocks = {
+        newResource: (a) => ({ id: `${a.name}-id`, state: { ...a.inputs, ...computedOutputs(a, region) } }),
+        call: (a) => {
+            const answer = invokeResults[a.token];
+            if (!answer) {
+                unmockedCalls.push(a.token);
+                return {};
+            }
+            return answer(a.inputs, region);
+        },
+    };
+    await pulumi.runtime.setMocks(mocks, PROJECT, stack, false);
+    setMockOptions(new RecordingMonitor(mocks, (r) => resources.push(r)), PROJECT, stack, false);
+    pulumi.runtime.setAllConfig(config, []);
+
+    const outputs = program();
+    await waitForRPCs();
+    return {
+        outputs,
+        resources,
+        unmockedCalls,
+        byType: (type) => resources.filter((r) => r.type === type),
+        get: (type, name) => {
+            const found = resources.find((r) => r.type === type && r.name === name);
+            if (!found) throw new Error(`no ${type} named ${name}; have ${resources.filter((r) => r.type === type).map((r) => r.name).join(", ") || "none"}`);
+            return found;
+        },
+    };
+}
+
+function regionOf(config: Record<string, string>): string {
+    try {
+        return JSON.parse(config[`${PROJECT}:cluster`] ?? "{}").region ?? "ca-central-1";
+    } catch {
+        return "ca-central-1";
+    }
+}
+
+/** What AWS would compute on create: ARNs, URLs and names, shaped like the real thing. */
+function computedOutputs(a: pulumi.runtime.MockResourceArgs, region: string): Record<string, unknown> {
+    const { accountId: acct, partition: p } = PLACEHOLDERS;
+    const name = a.inputs.name ?? a.name;
+    switch (a.type) {
+        case "aws:sqs/queue:Queue":
+            return { name, arn: `arn:${p}:sqs:${region}:${acct}:${name}`, url: `https://sqs.${region}.amazonaws.com/${acct}/${name}` };
+        case "aws:iam/role:Role":
+            return { name, arn: `arn:${p}:iam::${acct}:role/${name}` };
+        case "aws:iam/policy:Policy":
+            return { name, arn: `arn:${p}:iam::${acct}:policy/${name}` };
+        case "aws:cloudwatch/eventRule:EventRule":
+            return { name, arn: `arn:${p}:events:${region}:${acct}:rule/${name}` };
+        case "aws:sns/topic:Topic":
+            return { name, arn: `arn:${p}:sns:${region}:${acct}:${name}` };
+        case "aws:kms/key:Key":
+            return { arn: `arn:${p}:kms:${region}:${acct}:key/${a.name}`, keyId: `${a.name}-key-id` };
+        default:
+            return a.inputs.name === undefined ? {} : { name };
+    }
+}
+
+/** Answers for the data sources the program reads. */
+const invokeResults: Record<string, (inputs: any, region: string) => Record<string, unknown>> = {
+    "aws:eks/getCluster:getCluster": (i, region) => ({
+        name: i.name,
+        id: i.name,
+        arn: `arn:${PLACEHOLDERS.partition}:eks:${region}:${PLACEHOLDERS.accountId}:cluster/${i.name}`,
+        endpoint: PLACEHOLDERS.clusterEndpoint(region),
+        certificateAuthorities: [{ data: PLACEHOLDERS.certificateAuthority }],
+        identities: [{ oidcs: [{ issuer: PLACEHOLDERS.oidcIssuer(region) }] }],
+        vpcConfig: { clusterSecurityGroupId: PLACEHOLDERS.clusterSecurityGroupId },
+    }),
+    "aws:iam/getRole:getRole": (i) => ({
+        name: i.name,
+        id: i.name,
+        arn: `arn:${PLACEHOLDERS.partition}:iam::${PLACEHOLDERS.accountId}:role/${i.name}`,
+    }),
+};

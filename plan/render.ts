@@ -1,0 +1,98 @@
+// Turns a recording of the program into what a reviewer reads: a preview in `pulumi preview --json` shape, every
+// Kubernetes object as YAML, and a short summary.
+import { stringify } from "yaml";
+import { PROJECT, RecordedResource } from "./offlineRuntime";
+
+const HELM_RELEASE = "kubernetes:helm.sh/v3:Release";
+
+export function stackUrn(stack: string): string {
+    return `urn:pulumi:${stack}::${PROJECT}::pulumi:pulumi:Stack::${PROJECT}-${stack}`;
+}
+
+/** The shape of `pulumi preview --json`: one create step per resource, the stack itself first. */
+export function previewJson(stack: string, resources: RecordedResource[]) {
+    const root = stackUrn(stack);
+    const steps = [
+        { op: "create", urn: root, newState: { type: "pulumi:pulumi:Stack", urn: root, custom: false, parent: "", provider: "", inputs: {} } },
+        ...resources.map((r) => ({
+            op: "create",
+            urn: r.urn,
+            newState: {
+                type: r.type,
+                urn: r.urn,
+                custom: r.custom,
+                parent: r.parent || root,
+                provider: r.provider,
+                dependencies: r.dependencies,
+                inputs: r.inputs,
+            },
+        })),
+    ];
+    return { steps, changeSummary: { create: steps.length } };
+}
+
+/** Every Kubernetes object the stack applies, as multi-document YAML; Helm releases as chart, version and values. */
+export function manifestsYaml(resources: RecordedResource[]): string {
+    const docs = resources
+        .filter((r) => r.custom && r.type.startsWith("kubernetes:") && !r.type.startsWith("pulumi:providers:"))
+        .map((r) => {
+            if (r.type === HELM_RELEASE) {
+                const { name, namespace, chart, version, values } = r.inputs;
+                return `# Helm release (${r.name}): ${chart} ${version}\n${stringify({ helmRelease: { name, namespace, chart, version, values } })}`;
+            }
+            const { apiVersion, kind, metadata, spec, data, ...rest } = r.inputs;
+            const patch = r.type.endsWith("Patch") ? ", applied as a server-side apply patch" : "";
+            const body = { apiVersion, kind, metadata, ...(spec === undefined ? {} : { spec }), ...(data === undefined ? {} : { data }), ...rest };
+            return `# ${r.name}${patch}\n${stringify(body)}`;
+        });
+    return docs.join("---\n");
+}
+
+/** A few lines a reviewer can read at a glance: counts by type, then the settings that matter. */
+export function summary(stack: string, resources: RecordedResource[]): string {
+    const custom = resources.filter((r) => r.custom && !r.type.startsWith("pulumi:providers:"));
+    const counts = new Map<string, number>();
+    for (const r of custom) counts.set(r.type, (counts.get(r.type) ?? 0) + 1);
+    const lines = [`Offline plan of stack ${stack}: ${custom.length} resources (placeholder AWS values; see README)`, "", "Resources by type:"];
+    for (const [type, n] of [...counts].sort()) lines.push(`  ${String(n).padStart(3)}  ${type}`);
+    lines.push("", "Key settings:");
+    for (const r of custom) {
+        const line = keySetting(r);
+        if (line) lines.push(`  ${line}`);
+    }
+    return lines.join("\n");
+}
+
+function keySetting(r: RecordedResource): string | undefined {
+    const i = r.inputs;
+    switch (r.type) {
+        case HELM_RELEASE: {
+            const s = i.values?.settings;
+            const detail = s ? `; clusterName=${s.clusterName}, interruptionQueue=${s.interruptionQueue}, featureGates=${JSON.stringify(s.featureGates)}` : "";
+            return `helm ${i.name}: ${i.chart} ${i.version} in namespace ${i.namespace}${detail}`;
+        }
+        case "aws:iam/role:Role":
+            return `IAM role ${i.name}, trusted by ${trustedBy(i.assumeRolePolicy)}`;
+        case "aws:iam/policy:Policy":
+            return `IAM policy ${i.name}: ${actionCount(i.policy)} actions`;
+        case "aws:sqs/queue:Queue":
+            return `SQS queue ${i.name}: retention ${i.messageRetentionSeconds}s, SSE ${i.sqsManagedSseEnabled ? "on" : "off"}`;
+        case "aws:cloudwatch/eventRule:EventRule":
+            return `EventBridge rule ${i.name}: ${i.eventPattern}`;
+        case "aws:eks/podIdentityAssociation:PodIdentityAssociation":
+            return `Pod Identity: ${i.namespace}/${i.serviceAccount} -> ${i.roleArn}`;
+        case "aws:eks/accessEntry:AccessEntry":
+            return `EKS access entry ${i.type} for ${i.principalArn}`;
+        default:
+            return undefined;
+    }
+}
+
+function trustedBy(policy: string): string {
+    const principals = JSON.parse(policy).Statement.map((s: any) => s.Principal.Service ?? s.Principal.Federated);
+    return principals.join(", ");
+}
+
+function actionCount(policy: string): number {
+    return JSON.parse(policy).Statement.flatMap((s: any) => [].concat(s.Action)).length;
+}

@@ -1,0 +1,99 @@
+// The only place that reads pulumi.Config. Each stack's config is read once into one typed, validated object;
+// components receive plain values from it and never see config keys.
+import * as pulumi from "@pulumi/pulumi";
+import { controllerNameProblems } from "../components/karpenterController";
+import { Infer, Issue, boolean, integer, k8sName, labelKey, list, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
+
+/** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
+export const KARPENTER_VERSION = "1.14.1";
+
+const tagValue = text("a tag value of at most 256 characters", /^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u, 256);
+const nodeSelector = record("label keys such as eks.amazonaws.com/capacityType", labelKey, labelValue, 10);
+
+const cluster = object({
+    /** Name of the existing EKS cluster (GC Notify: notification-canada-ca-<env>-eks-cluster). */
+    name: text("an EKS cluster name (letters, digits, - and _, at most 100 characters)", /^[0-9A-Za-z][A-Za-z0-9\-_]*$/, 100),
+    /** AWS region of the cluster. */
+    region: text("an AWS region such as ca-central-1", /^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$/, 32),
+    /** Labels that select the stable on-demand nodes (GC Notify's managed node group). */
+    stableNodeSelector: record("label keys such as eks.amazonaws.com/capacityType", labelKey, labelValue, 10),
+});
+
+const controller = object(
+    {
+        version: oneOf(KARPENTER_VERSION),
+        namespace: optional(k8sName, "karpenter"),
+        serviceAccount: optional(k8sName, "karpenter"),
+        identity: optional(oneOf("pod-identity", "irsa"), "pod-identity"),
+        replicas: optional(integer(1, 10), 2),
+        cpu: optional(quantity, "1"),
+        memory: optional(quantity, "1Gi"),
+        logLevel: optional(oneOf("debug", "info", "error"), "info"),
+        namePrefix: optional(text("a name prefix (letters, digits and -, at most 40 characters)", /^[A-Za-z0-9][A-Za-z0-9-]*$/, 40)),
+        existingNodeRoleName: optional(text("an IAM role name (letters, digits and +=,.@_-, at most 64 characters)", /^[\w+=,.@-]+$/, 64)),
+        nodeRolePolicyArns: optional(list(text("an IAM policy ARN", /^arn:aws[a-z-]*:iam::(aws|[0-9]{12}):policy\/.+$/, 2048), { max: 10, unique: true }), []),
+        createSpotServiceLinkedRole: optional(boolean(), false),
+        spotToSpotConsolidation: optional(boolean(), false),
+        batchIdleDuration: optional(duration, "1s"),
+        batchMaxDuration: optional(duration, "10s"),
+    },
+    (c, path) =>
+        c.existingNodeRoleName !== undefined && c.nodeRolePolicyArns.length > 0
+            ? [{ path: `${path}.nodeRolePolicyArns`, message: "must be empty when existingNodeRoleName is set: the program does not change a role it does not own" }]
+            : [],
+);
+
+const stackSchema = object(
+    {
+        cluster,
+        /** Tags on every AWS resource (through the provider's defaultTags). */
+        tags: optional(record("AWS tag keys (at most 128 characters, not starting with aws:)", /^(?!aws:)[\p{L}\p{Z}\p{N}_.:/=+\-@]{1,128}$/u, tagValue), {}),
+        controller,
+    },
+    (s) => controllerNameProblems(s.controller.namePrefix ?? s.cluster.name).map((message) => ({
+        path: s.controller.namePrefix === undefined ? "cluster.name" : "controller.namePrefix",
+        message: `${message}; set notify-karpenter:controller.namePrefix to a shorter prefix that is unique to this cluster`,
+    })),
+);
+
+export type StackConfig = Infer<typeof stackSchema> & { stack: string };
+export type ClusterConfig = StackConfig["cluster"];
+export type ControllerConfig = StackConfig["controller"];
+
+/** Raised for invalid config; its message lists every problem, one per line. */
+export class ConfigError extends Error {
+    constructor(readonly stack: string, readonly issues: Issue[], project: string) {
+        super(issues.map((i) => `${stack}: ${project}:${i.path} ${i.message}`).join("\n"));
+        this.name = "ConfigError";
+    }
+}
+
+/**
+ * Validates a stack's config: `raw` maps the keys below the project namespace (`cluster`, `controller`, ...) to
+ * their parsed YAML values. Throws a ConfigError naming the stack and each full key path.
+ */
+export function parseStackConfig(stack: string, raw: Record<string, unknown>, project = "notify-karpenter"): StackConfig {
+    const issues: Issue[] = [];
+    const parsed = stackSchema.parse(raw, "", issues);
+    if (issues.length > 0) throw new ConfigError(stack, issues, project);
+    return { ...parsed, stack };
+}
+
+/** Reads the current stack's config (all keys in this project's namespace) and validates it. */
+export function loadConfig(): StackConfig {
+    const project = pulumi.getProject();
+    const raw: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(pulumi.runtime.allConfig())) {
+        if (key.startsWith(`${project}:`)) raw[key.slice(project.length + 1)] = parseConfigValue(value);
+    }
+    return parseStackConfig(pulumi.getStack(), raw, project);
+}
+
+/** The engine hands structured values over as JSON and plain values as strings. */
+function parseConfigValue(value: string): unknown {
+    try {
+        return JSON.parse(value);
+    } catch {
+        return value;
+    }
+}

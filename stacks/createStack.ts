@@ -1,0 +1,52 @@
+// Turns one validated stack config into providers and components. Staging and production run this same code.
+import * as aws from "@pulumi/aws";
+import * as k8s from "@pulumi/kubernetes";
+import { KarpenterController } from "../components/karpenterController";
+import { existingCluster, kubeconfigFor } from "./cluster";
+import { StackConfig } from "./config";
+
+export function createStack(cfg: StackConfig) {
+    const awsProvider = new aws.Provider("aws", {
+        region: cfg.cluster.region as aws.Region,
+        defaultTags: { tags: { ...cfg.tags, "notify-karpenter:stack": cfg.stack } },
+    });
+    const cluster = existingCluster(cfg.cluster, awsProvider);
+    const k8sProvider = new k8s.Provider("kubernetes", { kubeconfig: kubeconfigFor(cluster), enableServerSideApply: true });
+    const providers = { aws: awsProvider, kubernetes: k8sProvider };
+
+    const c = cfg.controller;
+    const controller = new KarpenterController(
+        "karpenter",
+        {
+            cluster,
+            version: c.version,
+            namePrefix: c.namePrefix ?? cfg.cluster.name,
+            namespace: c.namespace,
+            serviceAccount: c.serviceAccount,
+            identity: c.identity,
+            replicas: c.replicas,
+            cpu: c.cpu,
+            memory: c.memory,
+            logLevel: c.logLevel,
+            stableNodeSelector: cfg.cluster.stableNodeSelector,
+            existingNodeRoleName: c.existingNodeRoleName,
+            nodeRolePolicyArns: c.nodeRolePolicyArns,
+            createSpotServiceLinkedRole: c.createSpotServiceLinkedRole,
+            spotToSpotConsolidation: c.spotToSpotConsolidation,
+            batchIdleDuration: c.batchIdleDuration,
+            batchMaxDuration: c.batchMaxDuration,
+        },
+        { providers },
+    );
+
+    return {
+        clusterName: cluster.name,
+        karpenterNamespace: controller.namespace,
+        karpenterServiceAccount: controller.serviceAccount,
+        interruptionQueueName: controller.queueName,
+        interruptionQueueUrl: controller.queueUrl,
+        interruptionQueueArn: controller.queueArn,
+        controllerRoleArn: controller.controllerRoleArn,
+        nodeRoleArn: controller.nodeRoleArn,
+    };
+}

@@ -1,0 +1,200 @@
+// A small validator for stack config. Every rule knows how to describe what it accepts, so every error reads
+// "<key path> must be <what is allowed> (got <value>)". A library such as zod reports *why* a value failed
+// ("too small") but not the whole allowed range, which is what a platform engineer needs at 2 a.m.
+
+/** One way a config value is wrong; `path` is the dotted key path below the project namespace. */
+export interface Issue {
+    path: string;
+    message: string;
+}
+
+export interface Schema<T> {
+    /** What the rule accepts, phrased to follow "must be": "an integer from 1 to 10". */
+    readonly expected: string;
+    /** Returns the parsed value; pushes an issue for each problem found (and returns a best-effort value). */
+    parse(value: unknown, path: string, issues: Issue[]): T;
+}
+
+export type Infer<S> = S extends Schema<infer T> ? T : never;
+
+export function got(value: unknown): string {
+    return value === undefined ? "nothing" : JSON.stringify(value);
+}
+
+function mismatch(path: string, expected: string, value: unknown): Issue {
+    return { path, message: `must be ${expected} (got ${got(value)})` };
+}
+
+function leaf<T>(expected: string, accepts: (v: unknown) => boolean): Schema<T> {
+    return {
+        expected,
+        parse(value, path, issues) {
+            if (!accepts(value)) issues.push(mismatch(path, expected, value));
+            return value as T;
+        },
+    };
+}
+
+export function integer(min: number, max: number): Schema<number> {
+    return leaf(`an integer from ${min} to ${max}`, (v) => Number.isInteger(v) && (v as number) >= min && (v as number) <= max);
+}
+
+export function number(min: number, max: number): Schema<number> {
+    return leaf(`a number from ${min} to ${max}`, (v) => typeof v === "number" && Number.isFinite(v) && v >= min && v <= max);
+}
+
+export function boolean(): Schema<boolean> {
+    return leaf("true or false", (v) => typeof v === "boolean");
+}
+
+/** A string matching `pattern`; `expected` says in words what the pattern means. */
+export function text(expected: string, pattern: RegExp = /^.+$/, maxLength = 1024): Schema<string> {
+    return leaf(expected, (v) => typeof v === "string" && v.length <= maxLength && pattern.test(v));
+}
+
+export function oneOf<const T extends readonly (string | number | boolean)[]>(...values: T): Schema<T[number]> {
+    const expected = values.length === 1 ? JSON.stringify(values[0]) : `one of ${values.map((v) => JSON.stringify(v)).join(", ")}`;
+    return leaf(expected, (v) => values.includes(v as T[number]));
+}
+
+export function list<T>(item: Schema<T>, opts: { min?: number; max?: number; unique?: boolean } = {}): Schema<T[]> {
+    const { min = 0, max = 1000, unique = false } = opts;
+    const size = min === max ? `${min}` : max >= 1000 ? `at least ${min}` : `${min} to ${max}`;
+    const expected = `a list of ${size} ${unique ? "distinct " : ""}items, each ${item.expected}`;
+    return {
+        expected,
+        parse(value, path, issues) {
+            if (!Array.isArray(value) || value.length < min || value.length > max) {
+                issues.push(mismatch(path, expected, value));
+                return [];
+            }
+            const out = value.map((v, i) => item.parse(v, `${path}[${i}]`, issues));
+            if (unique) {
+                const seen = new Set<string>();
+                out.forEach((v, i) => {
+                    const k = JSON.stringify(v);
+                    if (seen.has(k)) issues.push({ path: `${path}[${i}]`, message: `repeats ${k}; items must be distinct` });
+                    seen.add(k);
+                });
+            }
+            return out;
+        },
+    };
+}
+
+/** A map with free-form keys, such as tags or a nodeSelector. */
+export function record<T>(keyExpected: string, keyPattern: RegExp, value: Schema<T>, maxEntries = 50): Schema<Record<string, T>> {
+    const expected = `a map of up to ${maxEntries} entries whose keys are ${keyExpected} and values ${value.expected}`;
+    return {
+        expected,
+        parse(v, path, issues) {
+            if (!isPlainObject(v) || Object.keys(v).length > maxEntries) {
+                issues.push(mismatch(path, expected, v));
+                return {};
+            }
+            const out: Record<string, T> = {};
+            for (const [k, item] of Object.entries(v)) {
+                if (!keyPattern.test(k)) issues.push({ path: `${path}.${k}`, message: `is not a valid key: keys must be ${keyExpected}` });
+                out[k] = value.parse(item, `${path}.${k}`, issues);
+            }
+            return out;
+        },
+    };
+}
+
+/** Marks a field optional. With a default, the parsed type is never undefined. */
+export interface Optional<T> extends Schema<T> {
+    readonly optional: true;
+}
+
+export function optional<T>(schema: Schema<T>): Optional<T | undefined>;
+export function optional<T>(schema: Schema<T>, fallback: T): Optional<T>;
+export function optional<T>(schema: Schema<T>, fallback?: T): Optional<T | undefined> {
+    return {
+        optional: true,
+        expected: schema.expected,
+        parse(value, path, issues) {
+            if (value === undefined || value === null) return fallback;
+            return schema.parse(value, path, issues);
+        },
+    };
+}
+
+type Shape = Record<string, Schema<unknown>>;
+export type ObjectOf<S extends Shape> = { [K in keyof S]: Infer<S[K]> };
+
+/**
+ * A strict object: a missing required key, an unknown key (with the closest known key suggested) and a wrong
+ * value are all reported. `check` runs only when every field parsed, for rules that span fields.
+ */
+export function object<S extends Shape>(shape: S, check?: (v: ObjectOf<S>, path: string) => Issue[]): Schema<ObjectOf<S>> {
+    const keys = Object.keys(shape);
+    const expected = `an object with the keys ${keys.join(", ")}`;
+    return {
+        expected,
+        parse(value, path, issues) {
+            if (!isPlainObject(value)) {
+                issues.push(mismatch(path, expected, value));
+                return {} as ObjectOf<S>;
+            }
+            const before = issues.length;
+            for (const k of Object.keys(value).filter((k) => !(k in shape))) {
+                const near = closest(k, keys);
+                issues.push({
+                    path: join(path, k),
+                    message: `is not a known key${near ? ` (did you mean "${near}"?)` : ""}; known keys are ${keys.join(", ")}`,
+                });
+            }
+            const out: Record<string, unknown> = {};
+            for (const [k, schema] of Object.entries(shape)) {
+                const v = (value as Record<string, unknown>)[k];
+                if (v === undefined && !("optional" in schema)) {
+                    issues.push({ path: join(path, k), message: `is required: it must be ${schema.expected}` });
+                    continue;
+                }
+                out[k] = schema.parse(v, join(path, k), issues);
+            }
+            if (check && issues.length === before) issues.push(...check(out as ObjectOf<S>, path));
+            return out as ObjectOf<S>;
+        },
+    };
+}
+
+export function join(path: string, key: string): string {
+    return path ? `${path}.${key}` : key;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+    return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** The known key within edit distance 2 of `key`, if any: catches "replica" for "replicas". */
+function closest(key: string, known: string[]): string | undefined {
+    let best: { k: string; d: number } | undefined;
+    for (const k of known) {
+        const d = editDistance(key.toLowerCase(), k.toLowerCase());
+        if (d <= 2 && (!best || d < best.d)) best = { k, d };
+    }
+    return best?.k;
+}
+
+function editDistance(a: string, b: string): number {
+    const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+    for (let i = 1; i <= a.length; i++) {
+        let prev = row[0];
+        row[0] = i;
+        for (let j = 1; j <= b.length; j++) {
+            const cur = row[j];
+            row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+            prev = cur;
+        }
+    }
+    return row[b.length];
+}
+
+// Shapes shared by several config sections.
+export const duration = text("a duration such as 30s, 15m or 24h", /^([0-9]+(s|m|h))+$/, 32);
+export const k8sName = text("a Kubernetes name (lowercase letters, digits and -, at most 63 characters)", /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 63);
+export const labelKey = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+export const labelValue = text("a label value (letters, digits, -, _ and ., at most 63 characters)", /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/, 63);
+export const quantity = text("a Kubernetes quantity such as 500m, 1, 1Gi or 512Mi", /^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$/, 32);
