@@ -3,7 +3,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { ConfigError, loadConfig } from "../stacks/config";
 import { createStack } from "../stacks/createStack";
-import { knownStacks, runOffline } from "./offlineRuntime";
+import { PROJECT_DIR, knownStacks, runOffline } from "./offlineRuntime";
 import { manifestsYaml, previewJson, summary } from "./render";
 
 const USAGE = "usage: npm run plan -- --stack <name> [--out <dir>]";
@@ -14,15 +14,16 @@ export interface PlanResult {
     output: string;
 }
 
-export async function plan(argv: string[]): Promise<PlanResult> {
+/** Runs the plan for the stack files in `dir` (the project by default). */
+export async function plan(argv: string[], dir = PROJECT_DIR): Promise<PlanResult> {
     const args = parseArgs(argv);
     if (typeof args === "string") return { exitCode: 2, output: `${args}\n${USAGE}` };
-    const stacks = knownStacks();
+    const stacks = knownStacks(dir);
     if (!stacks.includes(args.stack)) return { exitCode: 2, output: `unknown stack "${args.stack}": known stacks are ${stacks.join(", ")}` };
 
     let recording;
     try {
-        recording = await runOffline(args.stack, () => createStack(loadConfig()));
+        recording = await runOffline(args.stack, () => createStack(loadConfig()), { dir });
     } catch (e) {
         if (e instanceof ConfigError) return { exitCode: 1, output: `invalid config, nothing was planned:\n${e.message}` };
         throw e;

@@ -1,0 +1,66 @@
+import { expect } from "chai";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { parseAllDocuments } from "yaml";
+import { plan } from "../plan/cli";
+import { PROJECT, readStackConfig } from "../plan/offlineRuntime";
+import { STACKS, patchSections } from "./helpers";
+
+function tempDir(): string {
+    return fs.mkdtempSync(path.join(os.tmpdir(), "plan-"));
+}
+
+describe("offline plan (npm run plan)", () => {
+    for (const stack of STACKS) {
+        it(`${stack}: writes preview.json in pulumi preview --json shape and manifests.yaml, in under 10 s`, async () => {
+            const out = tempDir();
+            const started = Date.now();
+            const result = await plan(["--stack", stack, "--out", out]);
+            expect(Date.now() - started).to.be.below(10_000);
+            expect(result.exitCode, result.output).to.equal(0);
+            expect(result.output).to.match(new RegExp(`Offline plan of stack ${stack}: \\d+ resources`));
+            expect(result.output).to.include("helm karpenter: oci://public.ecr.aws/karpenter/karpenter 1.14.1 in namespace karpenter");
+
+            const preview = JSON.parse(fs.readFileSync(path.join(out, "preview.json"), "utf8"));
+            const root = `urn:pulumi:${stack}::${PROJECT}::pulumi:pulumi:Stack::${PROJECT}-${stack}`;
+            expect(preview.steps[0]).to.deep.include({ op: "create", urn: root });
+            for (const step of preview.steps.slice(1)) {
+                expect(step.op).to.equal("create");
+                expect(step.newState).to.include.keys("type", "urn", "parent", "provider", "inputs");
+                expect(step.newState.urn).to.equal(step.urn);
+                expect(step.urn).to.match(new RegExp(`^urn:pulumi:${stack}::${PROJECT}::`));
+                expect(step.newState.parent).to.match(/^urn:pulumi:/);
+            }
+            const types = preview.steps.map((s: any) => s.newState.type);
+            expect(types).to.include.members(["notify-karpenter:index:KarpenterController", "aws:sqs/queue:Queue", "kubernetes:helm.sh/v3:Release"]);
+
+            const docs = parseAllDocuments(fs.readFileSync(path.join(out, "manifests.yaml"), "utf8")).map((d) => d.toJS());
+            const releases = docs.filter((d) => d.helmRelease).map((d) => d.helmRelease);
+            expect(releases.map((x: any) => `${x.chart}@${x.version}`)).to.include.members([
+                "oci://public.ecr.aws/karpenter/karpenter-crd@1.14.1",
+                "oci://public.ecr.aws/karpenter/karpenter@1.14.1",
+            ]);
+            expect(releases.find((x: any) => x.name === "karpenter").values.settings.clusterName).to.equal(`notification-canada-ca-${stack}-eks-cluster`);
+        });
+    }
+
+    it("exits 1 with the config error and writes nothing when config is bad", async () => {
+        const out = path.join(tempDir(), "never");
+        // A copy of the staging stack file with one bad value, in a directory of its own.
+        const stackFileDir = tempDir();
+        const config = { ...readStackConfig("staging"), ...patchSections("staging", { controller: { replicas: "two" } }) };
+        const yaml = ["config:", ...Object.entries(config).map(([k, v]) => `  ${k}: ${typeof v === "string" && !v.startsWith("[") ? v : JSON.stringify(v)}`)];
+        fs.writeFileSync(path.join(stackFileDir, "Pulumi.staging.yaml"), yaml.join("\n") + "\n");
+        const result = await plan(["--stack", "staging", "--out", out], stackFileDir);
+        expect(result.exitCode).to.equal(1);
+        expect(result.output).to.include('staging: notify-karpenter:controller.replicas must be an integer from 1 to 10 (got "two")');
+        expect(fs.existsSync(out)).to.equal(false);
+    });
+
+    it("refuses an unknown stack and bad arguments with usage", async () => {
+        expect(await plan(["--stack", "prod"])).to.deep.include({ exitCode: 2 });
+        expect((await plan(["--stack", "prod"])).output).to.match(/unknown stack "prod": known stacks are .*production.*staging/);
+        expect((await plan([])).output).to.match(/--stack is required\nusage: npm run plan/);
+    });
+});
