@@ -1,7 +1,9 @@
 // The only place that reads pulumi.Config. Each stack's config is read once into one typed, validated object;
 // components receive plain values from it and never see config keys.
 import * as pulumi from "@pulumi/pulumi";
+import { nodePoolProblems } from "../components/ephemeralNodePool";
 import { controllerNameProblems } from "../components/karpenterController";
+import { nodePoolArgs } from "./componentArgs";
 import { Infer, Issue, boolean, integer, k8sName, labelKey, list, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
@@ -43,22 +45,90 @@ const controller = object(
             : [],
 );
 
+const resourceMap = record("resource names such as cpu or memory.available", /^[a-z.-]+$/, text("a quantity such as 100m, 500Mi or 10%", /^[0-9.]+(m|Ki|Mi|Gi|%)?$/, 32), 10);
+const instanceType = text("an EC2 instance type such as c7i.xlarge", /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, 63);
+
+const nodePool = object(
+    {
+        name: optional(k8sName, "notify-karpenter"),
+        instanceTypes: optional(list(instanceType, { min: 1, max: 500, unique: true })),
+        instanceFamilies: optional(list(text("an EC2 instance family such as c7i", /^[a-z][a-z0-9-]*$/, 20), { min: 1, max: 50, unique: true })),
+        instanceSizes: optional(list(text("an EC2 instance size such as xlarge", /^[0-9]*x?large|medium|metal$/, 20), { min: 1, max: 20, unique: true })),
+        zones: list(text("an availability zone such as ca-central-1a", /^[a-z]{2}(-[a-z]+)+-[0-9][a-z]$/, 32), { min: 1, max: 10, unique: true }),
+        capacityTypes: optional(list(oneOf("spot", "on-demand"), { min: 1, max: 2, unique: true }), ["spot"] as ("spot" | "on-demand")[]),
+        ephemeralKey: optional(text("a label key such as notification-canada-ca/ephemeral", labelKey, 316), "notification-canada-ca/ephemeral"),
+        expireAfter: optional(text("a duration such as 24h, or Never", /^(([0-9]+(s|m|h))+|Never)$/, 32), "24h"),
+        terminationGracePeriod: optional(duration, "1h"),
+        consolidationPolicy: optional(oneOf("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"), "WhenEmpty"),
+        consolidateAfter: optional(text("a duration such as 30m, or Never", /^(([0-9]+(s|m|h))+|Never)$/, 32), "30m"),
+        budgets: optional(
+            list(
+                object({
+                    nodes: text("a node count or percentage such as 1 or 10%", /^.*$/, 8),
+                    reasons: optional(list(oneOf("Underutilized", "Empty", "Drifted"), { min: 1, max: 3, unique: true })),
+                    schedule: optional(text("a cron schedule in UTC such as \"0 13 * * mon-fri\"", /^.+$/, 100)),
+                    duration: optional(text("a duration in hours and minutes such as 10h or 30m", /^.+$/, 16)),
+                }),
+                { min: 1, max: 50 },
+            ),
+            // Karpenter's own default; the other budget keys are absent.
+            [{ nodes: "10%" } as { nodes: string; reasons?: ("Underutilized" | "Empty" | "Drifted")[]; schedule?: string; duration?: string }],
+        ),
+        limits: object({ cpu: quantity, memory: quantity }),
+        weight: optional(integer(1, 100), 10),
+        ami: object({
+            alias: optional(text("an AMI alias such as al2023@v20251117", /^[a-z0-9]+@.+$/, 30)),
+            id: optional(text("an AMI ID such as ami-0123456789abcdef0", /^ami-[0-9a-f]+$/, 32)),
+            family: optional(oneOf("AL2023", "AL2", "Bottlerocket")),
+        }),
+        allowLatestAmi: optional(boolean(), false),
+        metadataHopLimit: optional(integer(1, 64), 2),
+        rootVolumeSize: optional(text("a size in Gi such as 80Gi", /^[1-9][0-9]*Gi$/, 8), "80Gi"),
+        kubeReserved: optional(resourceMap),
+        systemReserved: optional(resourceMap),
+        evictionHard: optional(resourceMap),
+        subnetIds: optional(list(text("a subnet ID", /^subnet-[0-9a-f]+$/, 32), { min: 1, max: 30, unique: true })),
+        securityGroupIds: optional(list(text("a security group ID", /^sg-[0-9a-f]+$/, 32), { min: 1, max: 30, unique: true })),
+        tags: optional(record("tag keys", /^.{1,128}$/, tagValue), {}),
+        capacityCheck: optional(
+            object({ celeryPodCpu: quantity, celeryPodMemory: quantity, daemonsetCpu: quantity, daemonsetMemory: quantity, peakCeleryPods: integer(0, 10000) }),
+        ),
+    },
+    (p, path) => {
+        const explicit = p.instanceTypes !== undefined;
+        const product = p.instanceFamilies !== undefined || p.instanceSizes !== undefined;
+        if (explicit === product || (product && (!p.instanceFamilies || !p.instanceSizes))) {
+            return [{ path: `${path}.instanceTypes`, message: "or instanceFamilies with instanceSizes (but not both forms) must list the approved instance types" }];
+        }
+        return [];
+    },
+);
+
+/** The approved instance types: the explicit list, or every family in every size. */
+export function approvedInstanceTypes(p: Infer<typeof nodePool>): string[] {
+    return p.instanceTypes ?? p.instanceFamilies!.flatMap((f) => p.instanceSizes!.map((s) => `${f}.${s}`));
+}
+
 const stackSchema = object(
     {
         cluster,
         /** Tags on every AWS resource (through the provider's defaultTags). */
         tags: optional(record("AWS tag keys (at most 128 characters, not starting with aws:)", /^(?!aws:)[\p{L}\p{Z}\p{N}_.:/=+\-@]{1,128}$/u, tagValue), {}),
         controller,
+        nodePool,
     },
-    (s) => controllerNameProblems(s.controller.namePrefix ?? s.cluster.name).map((message) => ({
-        path: s.controller.namePrefix === undefined ? "cluster.name" : "controller.namePrefix",
-        message: `${message}; set notify-karpenter:controller.namePrefix to a shorter prefix that is unique to this cluster`,
-    })),
+    (s) => [
+        ...controllerNameProblems(s.controller.namePrefix ?? s.cluster.name).map((message) => ({
+            path: s.controller.namePrefix === undefined ? "cluster.name" : "controller.namePrefix",
+            message: `${message}; set notify-karpenter:controller.namePrefix to a shorter prefix that is unique to this cluster`,
+        })),
+    ],
 );
 
 export type StackConfig = Infer<typeof stackSchema> & { stack: string };
 export type ClusterConfig = StackConfig["cluster"];
 export type ControllerConfig = StackConfig["controller"];
+export type NodePoolConfig = StackConfig["nodePool"];
 
 /** Raised for invalid config; its message lists every problem, one per line. */
 export class ConfigError extends Error {
@@ -76,7 +146,11 @@ export function parseStackConfig(stack: string, raw: Record<string, unknown>, pr
     const issues: Issue[] = [];
     const parsed = stackSchema.parse(raw, "", issues);
     if (issues.length > 0) throw new ConfigError(stack, issues, project);
-    return { ...parsed, stack };
+    const cfg = { ...parsed, stack };
+    // The Karpenter objects this config renders, checked against the v1.14.1 schema and CEL rules.
+    const objectIssues = nodePoolProblems(nodePoolArgs(cfg, "node-role")).map((message) => ({ path: "nodePool", message: `would make ${message}` }));
+    if (objectIssues.length > 0) throw new ConfigError(stack, objectIssues, project);
+    return cfg;
 }
 
 /** Reads the current stack's config (all keys in this project's namespace) and validates it. */

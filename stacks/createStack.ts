@@ -1,7 +1,9 @@
 // Turns one validated stack config into providers and components. Staging and production run this same code.
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
+import { EphemeralNodePool } from "../components/ephemeralNodePool";
 import { KarpenterController } from "../components/karpenterController";
+import { nodePoolArgs } from "./componentArgs";
 import { existingCluster, kubeconfigFor } from "./cluster";
 import { StackConfig } from "./config";
 
@@ -39,7 +41,11 @@ export function createStack(cfg: StackConfig) {
         { providers },
     );
 
+    const pool = new EphemeralNodePool("celery-burst", nodePoolArgs(cfg, controller.nodeRoleName, controller.ready), { providers });
+
     return {
+        nodePoolName: pool.nodePoolName,
+        ephemeralNodeKey: pool.ephemeralKey,
         clusterName: cluster.name,
         karpenterNamespace: controller.namespace,
         karpenterServiceAccount: controller.serviceAccount,

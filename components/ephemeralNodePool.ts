@@ -1,0 +1,251 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { KarpenterObject, SchemaIssue, validateKarpenterObject } from "./karpenter/validate";
+
+export interface DisruptionBudget {
+    /** Nodes that may be disrupted at once: a count or a percentage ("10%", "0"). */
+    nodes: string;
+    /** Limit the budget to these reasons (Underutilized, Empty, Drifted); all reasons when absent. */
+    reasons?: string[];
+    /** Cron schedule in UTC when the budget is active; needs `duration`. */
+    schedule?: string;
+    /** How long the budget stays active after each scheduled start ("10h"). */
+    duration?: string;
+}
+
+/** What a single Celery burst pod and the per-node daemonsets need, for the capacity warnings. */
+export interface CapacityCheck {
+    celeryPodCpu: string;
+    celeryPodMemory: string;
+    daemonsetCpu: string;
+    daemonsetMemory: string;
+    /** Burst Celery pods at the configured peak. */
+    peakCeleryPods: number;
+}
+
+export interface EphemeralNodePoolArgs {
+    /** Name of the NodePool and EC2NodeClass objects. */
+    name: string;
+    /** The cluster, for the `karpenter.sh/discovery` selectors. */
+    clusterName: string;
+    /** IAM role of the nodes (KarpenterController.nodeRoleName). */
+    nodeRoleName: pulumi.Input<string>;
+    /** The only instance types this pool may launch. */
+    instanceTypes: string[];
+    /** Availability zones the nodes may use. */
+    zones: string[];
+    /** Capacity types; with both, Karpenter launches spot and falls back to on-demand when spot is unavailable. @default ["spot"] */
+    capacityTypes?: ("spot" | "on-demand")[];
+    /** Label and NoSchedule taint key that mark ephemeral nodes (value "true"). */
+    ephemeralKey: string;
+    /** Taints present until node daemonsets are ready (removed by another controller). @default [] */
+    startupTaints?: { key: string; value?: string; effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute" }[];
+    /** Node lifetime before replacement. @default "24h" */
+    expireAfter?: string;
+    /** Longest a draining node waits for its pods before it is terminated. @default "1h" */
+    terminationGracePeriod?: string;
+    /** @default "WhenEmpty" */
+    consolidationPolicy?: "WhenEmpty" | "WhenEmptyOrUnderutilized" | "Balanced";
+    /** @default "30m" */
+    consolidateAfter?: string;
+    /** @default [{ nodes: "10%" }] */
+    budgets?: DisruptionBudget[];
+    /** Total cpu and memory the pool may hold. */
+    limits: { cpu: string; memory: string };
+    /** Priority among pools (higher first). @default 10 */
+    weight?: number;
+    /** The AMI: an alias pinned to a version (al2023@v20251117) or an image ID with its family. */
+    ami: { alias?: string; id?: string; family?: "AL2023" | "AL2" | "Bottlerocket" };
+    /** Allow an `@latest` alias (every new AMI then rolls all nodes). @default false */
+    allowLatestAmi?: boolean;
+    /** IMDSv2 hop limit; 2 lets pods reach IMDS. @default 2 */
+    metadataHopLimit?: number;
+    /** Root volume size (gp3, encrypted). @default "80Gi" */
+    rootVolumeSize?: string;
+    kubeReserved?: Record<string, string>;
+    systemReserved?: Record<string, string>;
+    evictionHard?: Record<string, string>;
+    /** Explicit subnet and security-group IDs; discovery by tag when absent. */
+    subnetIds?: string[];
+    securityGroupIds?: string[];
+    /** Tags on the instances and volumes Karpenter launches. @default {} */
+    tags?: Record<string, string>;
+    /** Whether spot-to-spot consolidation is on (for the diversity warning). @default false */
+    spotToSpotConsolidation?: boolean;
+    capacityCheck?: CapacityCheck;
+    /** Resources to wait for before creating the objects: KarpenterController.ready. */
+    dependsOn?: pulumi.Resource[];
+}
+
+/** The EC2NodeClass and NodePool objects, exactly as they will be applied. */
+export function renderNodePool(a: EphemeralNodePoolArgs, nodeRoleName: pulumi.Input<string>): { nodeClass: KarpenterObject; nodePool: KarpenterObject } {
+    const discovery = { "karpenter.sh/discovery": a.clusterName };
+    const amiTerm = a.ami.alias !== undefined ? { alias: a.ami.alias } : { id: a.ami.id };
+    const nodeClass: KarpenterObject = {
+        apiVersion: "karpenter.k8s.aws/v1",
+        kind: "EC2NodeClass",
+        metadata: { name: a.name },
+        spec: {
+            role: nodeRoleName,
+            ...(a.ami.family ? { amiFamily: a.ami.family } : {}),
+            amiSelectorTerms: [amiTerm],
+            subnetSelectorTerms: a.subnetIds?.length ? a.subnetIds.map((id) => ({ id })) : [{ tags: discovery }],
+            securityGroupSelectorTerms: a.securityGroupIds?.length ? a.securityGroupIds.map((id) => ({ id })) : [{ tags: discovery }],
+            metadataOptions: { httpEndpoint: "enabled", httpProtocolIPv6: "disabled", httpPutResponseHopLimit: a.metadataHopLimit ?? 2, httpTokens: "required" },
+            blockDeviceMappings: [
+                { deviceName: "/dev/xvda", rootVolume: true, ebs: { volumeSize: a.rootVolumeSize ?? "80Gi", volumeType: "gp3", encrypted: true, deleteOnTermination: true } },
+            ],
+            kubelet: {
+                ...(a.kubeReserved ? { kubeReserved: a.kubeReserved } : {}),
+                ...(a.systemReserved ? { systemReserved: a.systemReserved } : {}),
+                ...(a.evictionHard ? { evictionHard: a.evictionHard } : {}),
+            },
+            tags: a.tags ?? {},
+        },
+    };
+    const nodePool: KarpenterObject = {
+        apiVersion: "karpenter.sh/v1",
+        kind: "NodePool",
+        metadata: { name: a.name },
+        spec: {
+            template: {
+                metadata: { labels: { [a.ephemeralKey]: "true" } },
+                spec: {
+                    nodeClassRef: { group: "karpenter.k8s.aws", kind: "EC2NodeClass", name: a.name },
+                    requirements: [
+                        { key: "node.kubernetes.io/instance-type", operator: "In", values: a.instanceTypes },
+                        { key: "kubernetes.io/arch", operator: "In", values: ["amd64"] },
+                        { key: "kubernetes.io/os", operator: "In", values: ["linux"] },
+                        { key: "topology.kubernetes.io/zone", operator: "In", values: a.zones },
+                        { key: "karpenter.sh/capacity-type", operator: "In", values: a.capacityTypes ?? ["spot"] },
+                    ],
+                    taints: [{ key: a.ephemeralKey, value: "true", effect: "NoSchedule" }],
+                    startupTaints: a.startupTaints ?? [],
+                    expireAfter: a.expireAfter ?? "24h",
+                    terminationGracePeriod: a.terminationGracePeriod ?? "1h",
+                },
+            },
+            // At spec.disruption, where Karpenter reads it (GC Notify's sat under spec.template and was dropped).
+            disruption: {
+                consolidationPolicy: a.consolidationPolicy ?? "WhenEmpty",
+                consolidateAfter: a.consolidateAfter ?? "30m",
+                budgets: a.budgets ?? [{ nodes: "10%" }],
+            },
+            limits: a.limits,
+            weight: a.weight ?? 10,
+        },
+    };
+    return { nodeClass, nodePool };
+}
+
+/**
+ * Every reason the pool's objects would be rejected or would allow more than approved, as "<object> <path>: <why>".
+ * Checked with a placeholder role, since the real one is known only after the role exists.
+ */
+export function nodePoolProblems(a: EphemeralNodePoolArgs): string[] {
+    const problems: string[] = [];
+    if ((a.ami.alias === undefined) === (a.ami.id === undefined)) problems.push("ami: set exactly one of alias and id");
+    if (a.ami.alias?.endsWith("@latest") && !a.allowLatestAmi) {
+        problems.push(`ami: alias "${a.ami.alias}" follows every new AMI and rolls all nodes; pin a version (al2023@vYYYYMMDD) or set allowLatestAmi`);
+    }
+    if (problems.length > 0) return problems;
+    const { nodeClass, nodePool } = renderNodePool(a, "node-role");
+    const describe = (o: KarpenterObject) => (i: SchemaIssue) => `${o.kind} "${o.metadata.name}" ${i.path}: ${i.message}`;
+    problems.push(...validateKarpenterObject(nodeClass).map(describe(nodeClass)), ...validateKarpenterObject(nodePool).map(describe(nodePool)));
+    problems.push(...approvedTypeProblems(nodePool, a.instanceTypes));
+    return problems;
+}
+
+/** A NodePool may launch only approved types: one `In` requirement on the instance type, within the approved list. */
+export function approvedTypeProblems(nodePool: KarpenterObject, approved: string[]): string[] {
+    const reqs: any[] = nodePool.spec.template.spec.requirements.filter((r: any) => r.key === "node.kubernetes.io/instance-type");
+    const bounded = reqs.filter((r) => r.operator === "In");
+    if (bounded.length === 0) return [`NodePool "${nodePool.metadata.name}" has no "node.kubernetes.io/instance-type In" requirement, so it could launch any instance type`];
+    const extra = bounded.flatMap((r) => r.values as string[]).filter((t) => !approved.includes(t));
+    return extra.length ? [`NodePool "${nodePool.metadata.name}" allows instance types outside the approved list: ${extra.join(", ")}`] : [];
+}
+
+/**
+ * Karpenter's spot pool: an EC2NodeClass and a NodePool for burst Celery workers, validated against the v1.14.1
+ * schema before registration, so no invalid or silently pruned Karpenter object can leave the program.
+ */
+export class EphemeralNodePool extends pulumi.ComponentResource {
+    /** Label and taint key marking ephemeral nodes; CeleryWorkloadPlacement tolerates and selects it. */
+    public readonly ephemeralKey: string;
+    public readonly nodePoolName: string;
+    public readonly nodeClassName: string;
+    /** The warnings logged at preview, for review. */
+    public readonly warnings: string[];
+
+    constructor(name: string, args: EphemeralNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("notify-karpenter:index:EphemeralNodePool", name, {}, opts);
+        const problems = nodePoolProblems(args);
+        if (problems.length > 0) throw new Error(`EphemeralNodePool ${name}:\n${problems.join("\n")}`);
+        this.ephemeralKey = args.ephemeralKey;
+        this.nodePoolName = this.nodeClassName = args.name;
+        this.warnings = nodePoolWarnings(args);
+        for (const w of this.warnings) pulumi.log.warn(w, this);
+
+        const { nodeClass, nodePool } = renderNodePool(args, args.nodeRoleName);
+        const nodeClassResource = new k8s.apiextensions.CustomResource(`${name}-node-class`, nodeClass, { parent: this, dependsOn: args.dependsOn });
+        new k8s.apiextensions.CustomResource(`${name}-node-pool`, nodePool, { parent: this, dependsOn: [...(args.dependsOn ?? []), nodeClassResource] });
+        this.registerOutputs({ ephemeralKey: this.ephemeralKey, nodePoolName: this.nodePoolName, nodeClassName: this.nodeClassName });
+    }
+}
+
+// Sizes of the standard EC2 families the pool uses: vCPUs by size, GiB per vCPU by category.
+const VCPUS: Record<string, number> = { large: 2, xlarge: 4, "2xlarge": 8, "4xlarge": 16, "8xlarge": 32, "12xlarge": 48, "16xlarge": 64 };
+const GIB_PER_VCPU: Record<string, number> = { c: 2, m: 4, r: 8 };
+
+/** vCPUs and GiB of a standard c/m/r instance type (c7i.xlarge: 4 vCPU, 8 GiB); undefined for others. */
+export function instanceShape(type: string): { vcpu: number; memoryGiB: number } | undefined {
+    const m = /^([cmr])[0-9][a-z-]*\.([0-9]*x?large)$/.exec(type);
+    if (!m || !VCPUS[m[2]]) return undefined;
+    return { vcpu: VCPUS[m[2]], memoryGiB: VCPUS[m[2]] * GIB_PER_VCPU[m[1]] };
+}
+
+/** A Kubernetes quantity as a number: cpu in cores ("500m" is 0.5), memory in GiB ("512Mi" is 0.5). */
+export function quantityValue(q: string, unit: "cores" | "GiB"): number {
+    const m = /^([0-9.]+)(m|k|Ki|M|Mi|G|Gi|T|Ti)?$/.exec(q);
+    if (!m) return NaN;
+    const n = parseFloat(m[1]);
+    const scale: Record<string, number> =
+        unit === "cores" ? { "": 1, m: 0.001, k: 1000 } : { "": 1 / 2 ** 30, k: 1e3 / 2 ** 30, Ki: 1 / 2 ** 20, M: 1e6 / 2 ** 30, Mi: 1 / 2 ** 10, G: 1e9 / 2 ** 30, Gi: 1, T: 1e12 / 2 ** 30, Ti: 1024 };
+    return n * (scale[m[2] ?? ""] ?? NaN);
+}
+
+/** Pain the config invites but Karpenter would accept: these go to Pulumi's log so they show in `preview`. */
+export function nodePoolWarnings(a: EphemeralNodePoolArgs): string[] {
+    const warnings: string[] = [];
+    if (a.spotToSpotConsolidation && a.instanceTypes.length < 15) {
+        warnings.push(
+            `NodePool "${a.name}" allows ${a.instanceTypes.length} instance types; spot-to-spot consolidation needs at least 15 cheaper options, so Karpenter will not replace spot nodes with spot`,
+        );
+    }
+    const c = a.capacityCheck;
+    if (!c) return warnings;
+    const reserved = (k: "cpu" | "memory", unit: "cores" | "GiB") =>
+        [a.kubeReserved?.[k], a.systemReserved?.[k], k === "memory" ? a.evictionHard?.["memory.available"] : undefined]
+            .filter((q): q is string => !!q)
+            .reduce((sum, q) => sum + quantityValue(q, unit), 0);
+    const podCpu = quantityValue(c.celeryPodCpu, "cores");
+    const podMem = quantityValue(c.celeryPodMemory, "GiB");
+    const tooSmall = a.instanceTypes.filter((t) => {
+        const s = instanceShape(t);
+        if (!s) return false;
+        const cpu = s.vcpu - reserved("cpu", "cores") - quantityValue(c.daemonsetCpu, "cores");
+        const mem = s.memoryGiB * (1 - 0.075) - reserved("memory", "GiB") - quantityValue(c.daemonsetMemory, "GiB");
+        return cpu < podCpu || mem < podMem;
+    });
+    if (tooSmall.length) warnings.push(`instance types ${tooSmall.join(", ")} cannot fit one Celery pod (${c.celeryPodCpu} cpu, ${c.celeryPodMemory}) next to the daemonsets`);
+    const unknown = a.instanceTypes.filter((t) => !instanceShape(t));
+    if (unknown.length) warnings.push(`instance types ${unknown.join(", ")} have no known shape; their fit was not checked`);
+    const needCpu = c.peakCeleryPods * podCpu;
+    const needMem = c.peakCeleryPods * podMem;
+    if (quantityValue(a.limits.cpu, "cores") < needCpu || quantityValue(a.limits.memory, "GiB") < needMem) {
+        warnings.push(
+            `NodePool "${a.name}" limits (cpu ${a.limits.cpu}, memory ${a.limits.memory}) are below what ${c.peakCeleryPods} Celery pods need (cpu ${needCpu}, memory ${needMem}Gi); pods past the limit stay pending`,
+        );
+    }
+    return warnings;
+}

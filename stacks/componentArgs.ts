@@ -1,0 +1,38 @@
+// Maps validated config onto component arguments. Config validation renders the node pool through the same
+// mapping, so what is validated is exactly what is deployed.
+import * as pulumi from "@pulumi/pulumi";
+import { EphemeralNodePoolArgs } from "../components/ephemeralNodePool";
+import { StackConfig, approvedInstanceTypes } from "./config";
+
+export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string>, dependsOn?: pulumi.Resource[]): EphemeralNodePoolArgs {
+    const p = cfg.nodePool;
+    return {
+        name: p.name,
+        clusterName: cfg.cluster.name,
+        nodeRoleName,
+        instanceTypes: approvedInstanceTypes(p),
+        zones: p.zones,
+        capacityTypes: p.capacityTypes,
+        ephemeralKey: p.ephemeralKey,
+        expireAfter: p.expireAfter,
+        terminationGracePeriod: p.terminationGracePeriod,
+        consolidationPolicy: p.consolidationPolicy,
+        consolidateAfter: p.consolidateAfter,
+        budgets: p.budgets,
+        limits: p.limits,
+        weight: p.weight,
+        ami: p.ami,
+        allowLatestAmi: p.allowLatestAmi,
+        metadataHopLimit: p.metadataHopLimit,
+        rootVolumeSize: p.rootVolumeSize,
+        kubeReserved: p.kubeReserved,
+        systemReserved: p.systemReserved,
+        evictionHard: p.evictionHard,
+        subnetIds: p.subnetIds,
+        securityGroupIds: p.securityGroupIds,
+        tags: p.tags,
+        spotToSpotConsolidation: cfg.controller.spotToSpotConsolidation,
+        capacityCheck: p.capacityCheck,
+        dependsOn,
+    };
+}
