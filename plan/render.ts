@@ -81,6 +81,17 @@ function keySetting(r: RecordedResource): string | undefined {
             return `EventBridge rule ${i.name}: ${i.eventPattern}`;
         case "aws:eks/podIdentityAssociation:PodIdentityAssociation":
             return `Pod Identity: ${i.namespace}/${i.serviceAccount} -> ${i.roleArn}`;
+        case "kubernetes:karpenter.sh/v1:NodePool": {
+            const t = i.spec.template.spec;
+            const types = t.requirements.find((x: any) => x.key === "node.kubernetes.io/instance-type")?.values ?? [];
+            const capacity = t.requirements.find((x: any) => x.key === "karpenter.sh/capacity-type")?.values ?? [];
+            const d = i.spec.disruption;
+            return `NodePool ${i.metadata.name}: ${types.length} approved types (${types.join(" ")}), ${capacity.join("+")}, limits cpu ${i.spec.limits.cpu} memory ${i.spec.limits.memory}, ${d.consolidationPolicy} after ${d.consolidateAfter}, ${d.budgets.length} budgets, expireAfter ${t.expireAfter}`;
+        }
+        case "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass": {
+            const s = i.spec;
+            return `EC2NodeClass ${i.metadata.name}: role ${s.role}, AMI ${JSON.stringify(s.amiSelectorTerms[0])}, root ${s.blockDeviceMappings[0].ebs.volumeSize} gp3 encrypted, IMDS hop limit ${s.metadataOptions.httpPutResponseHopLimit}`;
+        }
         case "aws:eks/accessEntry:AccessEntry":
             return `EKS access entry ${i.type} for ${i.principalArn}`;
         default:

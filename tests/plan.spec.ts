@@ -42,6 +42,9 @@ describe("offline plan (npm run plan)", () => {
                 "oci://public.ecr.aws/karpenter/karpenter@1.14.1",
             ]);
             expect(releases.find((x: any) => x.name === "karpenter").values.settings.clusterName).to.equal(`notification-canada-ca-${stack}-eks-cluster`);
+            const kinds = docs.filter((d) => d.kind).map((d) => `${d.apiVersion}/${d.kind}/${d.metadata.name}`);
+            expect(kinds).to.include.members(["karpenter.k8s.aws/v1/EC2NodeClass/notify-karpenter", "karpenter.sh/v1/NodePool/notify-karpenter"]);
+            expect(result.output).to.match(/NodePool notify-karpenter: (12|24) approved types/);
         });
     }
 
