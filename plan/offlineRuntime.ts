@@ -168,6 +168,14 @@ function computedOutputs(a: pulumi.runtime.MockResourceArgs, region: string): Re
             return { name, arn: `arn:${p}:events:${region}:${acct}:rule/${name}` };
         case "aws:sns/topic:Topic":
             return { name, arn: `arn:${p}:sns:${region}:${acct}:${name}` };
+        case "aws:cloudwatch/metricAlarm:MetricAlarm":
+            return { name, arn: `arn:${p}:cloudwatch:${region}:${acct}:alarm:${name}` };
+        case "aws:cloudwatch/logMetricFilter:LogMetricFilter":
+            return { name };
+        case "aws:cloudwatch/dashboard:Dashboard":
+            return { dashboardArn: `arn:${p}:cloudwatch::${acct}:dashboard/${a.inputs.dashboardName}` };
+        case "aws:kms/alias:Alias":
+            return { name, arn: `arn:${p}:kms:${region}:${acct}:${name}` };
         case "aws:kms/key:Key":
             return { arn: `arn:${p}:kms:${region}:${acct}:key/${a.name}`, keyId: `${a.name}-key-id` };
         default:
