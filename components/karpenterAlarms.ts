@@ -198,7 +198,9 @@ export class KarpenterAlarms extends pulumi.ComponentResource {
 
     constructor(name: string, args: KarpenterAlarmsArgs, opts?: pulumi.ComponentResourceOptions) {
         super("notify-karpenter:index:KarpenterAlarms", name, {}, opts);
-        const rules: Record<AlarmKind, AlarmRule> = { ...DEFAULT_RULES, ...args.rules };
+        const rules = Object.fromEntries(
+            (Object.keys(DEFAULT_RULES) as AlarmKind[]).map((k) => [k, args.rules?.[k] ?? DEFAULT_RULES[k]]),
+        ) as Record<AlarmKind, AlarmRule>;
         const terms = args.failurePatterns ?? DEFAULT_FAILURE_PATTERNS;
         const burstDeployments = args.burstDeployments ?? [];
         const spotLabel = args.spotInterruptionRule ?? "spot-interruption";
@@ -310,7 +312,7 @@ export class KarpenterAlarms extends pulumi.ComponentResource {
             names.provisioningFailures,
             rules.provisioningFailures,
             { namespace: failureMetric.namespace, metricName: failureMetric.name, statistic: "Sum" },
-            `Karpenter on ${cluster} logged launch or scheduling failures (${terms.join(", ")}) in ${describe(rules.provisioningFailures)}; a blip that clears within minutes does not alarm.`,
+            `Karpenter on ${cluster} logged launch or scheduling failures (metric filter ${cluster}-karpenter-provisioning-failures) in ${describe(rules.provisioningFailures)}; a blip that clears within minutes does not alarm.`,
             "notBreaching",
             true,
             [metricFilter],

@@ -12,7 +12,7 @@ import {
     isValidPeriod,
 } from "../components/karpenterAlarms";
 import { controllerNameProblems } from "../components/karpenterController";
-import { Infer, Issue, Schema, boolean, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
+import { Infer, Issue, Schema, boolean, integer, k8sName, labelKey, leaf, list, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
 export const KARPENTER_VERSION = "1.14.1";
@@ -100,7 +100,7 @@ const alarms = object(
         queueAge: alarmRule(DEFAULT_RULES.queueAge, integer(1, 299)),
         failedInvocations: alarmRule(DEFAULT_RULES.failedInvocations, integer(1, 10000)),
         burstReplicas: alarmRule(DEFAULT_RULES.burstReplicas, integer(1, 1000)),
-        spotInterruptions: alarmRule(DEFAULT_RULES.spotInterruptions, number(1, 100000)),
+        spotInterruptions: alarmRule(DEFAULT_RULES.spotInterruptions, integer(1, 10000)),
     },
     (a, path) => filterTermProblems(a.failurePatterns).map((p) => ({ path: `${path}.failurePatterns`, message: p.message })),
 );

@@ -173,6 +173,7 @@ for (const stack of STACKS) {
                 expect(a.parent).to.equal(component.urn);
                 expect(a.provider).to.match(/::pulumi:providers:aws::aws::/);
                 expect(a.inputs.alarmDescription).to.include(cluster);
+                expect(a.inputs.alarmDescription.length).to.be.at.most(1024);
             }
         });
 
