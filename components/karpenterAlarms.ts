@@ -469,15 +469,20 @@ export function dashboardBody(d: DashboardInput) {
             },
             // Container Insights' node count: the stable node group is fixed, so the rise and fall is Karpenter's.
             graph("Nodes (the change is Karpenter-launched nodes)", [["ContainerInsights", "cluster_node_count", "ClusterName", d.cluster, { label: "nodes" }]], 4, 0),
-            graph(
-                "Burst Celery replicas: desired and unavailable (pending)",
-                d.burstDeployments.flatMap((dep) => [
-                    deploymentMetric(d.source.desiredReplicas, dep, `${dep} desired`),
-                    deploymentMetric(d.source.replicasUnavailable, dep, `${dep} unavailable`),
-                ]),
-                4,
-                12,
-            ),
+            // CloudWatch rejects a graph without metrics.
+            ...(d.burstDeployments.length === 0
+                ? []
+                : [
+                      graph(
+                          "Burst Celery replicas: desired and unavailable (pending)",
+                          d.burstDeployments.flatMap((dep) => [
+                              deploymentMetric(d.source.desiredReplicas, dep, `${dep} desired`),
+                              deploymentMetric(d.source.replicasUnavailable, dep, `${dep} unavailable`),
+                          ]),
+                          4,
+                          12,
+                      ),
+                  ]),
             graph("Provisioning failures (log events)", [[d.failureMetric.namespace, d.failureMetric.name, { label: "failures" }]], 10, 0, "Sum", 300),
             graph(
                 "Interruption events (EventBridge matched and failed)",

@@ -405,6 +405,9 @@ describe("KarpenterAlarms options", () => {
         const b = await buildStack("staging", { alarms: { burstDeployments: [] } });
         expect(b.byType(ALARM).map((a) => a.inputs.name)).to.have.length(9);
         expect(b.byType(ALARM).filter((a) => /celery/.test(a.inputs.name))).to.have.length(0);
+        const widgets = parseJson(b.get("aws:cloudwatch/dashboard:Dashboard", "karpenter-alarms-dashboard").inputs.dashboardBody).widgets;
+        expect(widgets.map((w: any) => w.properties.title)).to.not.include("Burst Celery replicas: desired and unavailable (pending)");
+        for (const w of widgets.filter((x: any) => x.type === "metric")) expect(w.properties.metrics).to.not.be.empty;
     });
 
     it("validates its inputs before creating any child", async () => {
