@@ -2,6 +2,7 @@ import { expect } from "chai";
 import { ConfigError, parseStackConfig } from "../stacks/config";
 import { KarpenterAlarms, DEFAULT_RULES, filterPattern, filterPatternMatches } from "../components/karpenterAlarms";
 import { PLACEHOLDERS, PROJECT, RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime";
+import { summary } from "../plan/render";
 import { STACKS, buildStack, configErrorOf, patchSections, parseJson, section } from "./helpers";
 
 const ACCOUNT = PLACEHOLDERS.accountId;
@@ -228,6 +229,19 @@ for (const stack of STACKS) {
             expect(Object.keys(b.outputs)).to.include.members(["alarmTopicArns", "alarmNames", "alarmDashboardName", "provisioningFailurePattern"]);
             expect(b.outputs.alarmNames).to.have.members(b.byType(ALARM).map((a) => a.inputs.name));
             expect(b.outputs.alarmDashboardName).to.equal(`${cluster}-karpenter`);
+        });
+
+        it("shows each alarm with this stack's thresholds, the metric filter, the topics and the dashboard in the plan", () => {
+            const text = summary(stack, b.resources);
+            const pf = RULES[stack].provisioningFailures;
+            expect(text).to.include(
+                `alarm ${cluster}-karpenter-provisioning-failures: Sum of NotifyKarpenter/${cluster} ProvisioningFailures >= ${pf.threshold} in ${pf.datapointsToAlarm} of ${pf.evaluationPeriods} x ${pf.period}s, missing data notBreaching -> ${topicArn(stack, pf.notify)}`,
+            );
+            expect(text).to.include(`alarm ${cluster}-karpenter-spot-interruption-rate: Sum of AWS/Events MatchedEvents{RuleName=${cluster}-spot-interruption} >= ${RULES[stack].spotInterruptions.threshold} in 1 of 1 x 3600s`);
+            expect(text.split("\n").filter((l) => l.startsWith("  alarm "))).to.have.length(14);
+            expect(text).to.include(`log metric filter ${cluster}-karpenter-provisioning-failures on /aws/containerinsights/${cluster}/application: ?"failed launching nodeclaim"`);
+            expect(text).to.include(`SNS topic ${cluster}-karpenter-critical`);
+            expect(text).to.include(`dashboard ${cluster}-karpenter: 6 widgets`);
         });
 
         it("alarms on a persistent provisioning failure but not on a blip that clears within minutes", () => {
