@@ -130,8 +130,17 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
     setMockOptions(new RecordingMonitor(mocks, (r) => resources.push(r)), PROJECT, stack, false);
     pulumi.runtime.setAllConfig(config, []);
 
-    const outputs = program();
-    await waitForRPCs();
+    // Pulumi records a source-mapped stack trace for every promise it makes, and mocha lifts the frame limit to
+    // Infinity: that alone took most of a build's time. Registration errors keep their messages.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    let outputs: T;
+    try {
+        outputs = program();
+        await waitForRPCs();
+    } finally {
+        Error.stackTraceLimit = stackTraceLimit;
+    }
     return {
         outputs,
         resources,
@@ -168,6 +177,14 @@ function computedOutputs(a: pulumi.runtime.MockResourceArgs, region: string): Re
             return { name, arn: `arn:${p}:events:${region}:${acct}:rule/${name}` };
         case "aws:sns/topic:Topic":
             return { name, arn: `arn:${p}:sns:${region}:${acct}:${name}` };
+        case "aws:cloudwatch/metricAlarm:MetricAlarm":
+            return { name, arn: `arn:${p}:cloudwatch:${region}:${acct}:alarm:${name}` };
+        case "aws:cloudwatch/logMetricFilter:LogMetricFilter":
+            return { name };
+        case "aws:cloudwatch/dashboard:Dashboard":
+            return { dashboardArn: `arn:${p}:cloudwatch::${acct}:dashboard/${a.inputs.dashboardName}` };
+        case "aws:kms/alias:Alias":
+            return { name, arn: `arn:${p}:kms:${region}:${acct}:${name}` };
         case "aws:kms/key:Key":
             return { arn: `arn:${p}:kms:${region}:${acct}:key/${a.name}`, keyId: `${a.name}-key-id` };
         default:

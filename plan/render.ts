@@ -94,6 +94,19 @@ function keySetting(r: RecordedResource): string | undefined {
         }
         case "aws:eks/accessEntry:AccessEntry":
             return `EKS access entry ${i.type} for ${i.principalArn}`;
+        case "aws:cloudwatch/metricAlarm:MetricAlarm": {
+            const dims = Object.entries(i.dimensions ?? {}).map(([k, v]) => `${k}=${v}`).join(",");
+            return (
+                `alarm ${i.name}: ${i.statistic} of ${i.namespace} ${i.metricName}${dims ? `{${dims}}` : ""} >= ${i.threshold}` +
+                ` in ${i.datapointsToAlarm} of ${i.evaluationPeriods} x ${i.period}s, missing data ${i.treatMissingData} -> ${(i.alarmActions ?? []).join(", ")}`
+            );
+        }
+        case "aws:cloudwatch/logMetricFilter:LogMetricFilter":
+            return `log metric filter ${i.name} on ${i.logGroupName}: ${i.pattern} -> ${i.metricTransformation.namespace} ${i.metricTransformation.name}`;
+        case "aws:sns/topic:Topic":
+            return `SNS topic ${i.name}, encrypted with ${i.kmsMasterKeyId}`;
+        case "aws:cloudwatch/dashboard:Dashboard":
+            return `dashboard ${i.dashboardName}: ${JSON.parse(i.dashboardBody).widgets.length} widgets`;
         default:
             return undefined;
     }

@@ -2,9 +2,19 @@
 // components receive plain values from it and never see config keys.
 import * as pulumi from "@pulumi/pulumi";
 import { nodePoolProblems } from "../components/ephemeralNodePool";
-import { controllerNameProblems } from "../components/karpenterController";
 import { nodePoolArgs } from "./componentArgs";
-import { Infer, Issue, boolean, integer, k8sName, labelKey, list, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
+import {
+    AlarmRule,
+    DEFAULT_FAILURE_PATTERNS,
+    DEFAULT_METRIC_SOURCE,
+    DEFAULT_RULES,
+    alarmRuleProblems,
+    burstAlarmNameProblems,
+    filterTermProblems,
+    isValidPeriod,
+} from "../components/karpenterAlarms";
+import { controllerNameProblems } from "../components/karpenterController";
+import { Infer, Issue, Schema, boolean, integer, k8sName, labelKey, leaf, list, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
 export const KARPENTER_VERSION = "1.14.1";
@@ -109,6 +119,58 @@ export function approvedInstanceTypes(p: Infer<typeof nodePool>): string[] {
     return p.instanceTypes ?? p.instanceFamilies!.flatMap((f) => p.instanceSizes!.map((s) => `${f}.${s}`));
 }
 
+const snsTopicArn = text("an SNS topic ARN such as arn:aws:sns:ca-central-1:123456789012:alert-warning", /^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$/, 400);
+const metricName = text("a CloudWatch metric name (at most 255 characters)", /^[^\s]+$/, 255);
+
+/** One alarm's rule: CloudWatch's period, N, M and threshold, checked against CloudWatch's limits. */
+function alarmRule(defaults: AlarmRule, threshold: Schema<number>) {
+    const rule = object(
+        {
+            period: optional(leaf<number>("a period in seconds: 10, 30 or a multiple of 60 up to 86400", isValidPeriod), defaults.period),
+            evaluationPeriods: optional(integer(1, 8640), defaults.evaluationPeriods),
+            datapointsToAlarm: optional(integer(1, 8640), defaults.datapointsToAlarm),
+            threshold: optional(threshold, defaults.threshold),
+            notify: optional(oneOf("warning", "critical"), defaults.notify),
+        },
+        (r, path) => alarmRuleProblems(r).map((p) => ({ path: `${path}.${p.key}`, message: p.message })),
+    );
+    return optional(rule, defaults);
+}
+
+const alarms = object(
+    {
+        /** Existing topics (GC Notify: alert-warning, alert-critical); without them the component creates two. */
+        topicArns: optional(object({ warning: snsTopicArn, critical: snsTopicArn })),
+        /** The log group of the controller's container logs (Fluent Bit: /aws/containerinsights/<cluster>/application). */
+        logGroupName: text("a CloudWatch Logs group name (letters, digits and _-./#, at most 512 characters)", /^[.\-_/#A-Za-z0-9]+$/, 512),
+        failurePatterns: optional(
+            list(text("a log term of at most 200 characters without double quotes or backslashes", /^[^"\\]+$/, 200), { min: 1, max: 20, unique: true }),
+            DEFAULT_FAILURE_PATTERNS,
+        ),
+        metricSource: optional(
+            object({
+                namespace: text("a CloudWatch namespace (at most 255 characters)", /^[A-Za-z0-9._\-/#][A-Za-z0-9 ._\-/#:]*$/, 255),
+                replicasUnavailable: metricName,
+                desiredReplicas: metricName,
+            }),
+            DEFAULT_METRIC_SOURCE,
+        ),
+        burstNamespace: optional(k8sName, "notification-canada-ca"),
+        burstDeployments: optional(
+            list(text("a Deployment name (lowercase letters, digits, - and ., at most 253 characters)", /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 253), { max: 20, unique: true }),
+            [],
+        ),
+        controllerDown: alarmRule(DEFAULT_RULES.controllerDown, integer(1, 10)),
+        provisioningFailures: alarmRule(DEFAULT_RULES.provisioningFailures, integer(1, 10000)),
+        // The queue keeps a message 300 s, so an older message never exists.
+        queueAge: alarmRule(DEFAULT_RULES.queueAge, integer(1, 299)),
+        failedInvocations: alarmRule(DEFAULT_RULES.failedInvocations, integer(1, 10000)),
+        burstReplicas: alarmRule(DEFAULT_RULES.burstReplicas, integer(1, 1000)),
+        spotInterruptions: alarmRule(DEFAULT_RULES.spotInterruptions, integer(1, 10000)),
+    },
+    (a, path) => filterTermProblems(a.failurePatterns).map((p) => ({ path: `${path}.failurePatterns`, message: p.message })),
+);
+
 const stackSchema = object(
     {
         cluster,
@@ -116,12 +178,14 @@ const stackSchema = object(
         tags: optional(record("AWS tag keys (at most 128 characters, not starting with aws:)", /^(?!aws:)[\p{L}\p{Z}\p{N}_.:/=+\-@]{1,128}$/u, tagValue), {}),
         controller,
         nodePool,
+        alarms,
     },
     (s) => [
         ...controllerNameProblems(s.controller.namePrefix ?? s.cluster.name).map((message) => ({
             path: s.controller.namePrefix === undefined ? "cluster.name" : "controller.namePrefix",
             message: `${message}; set notify-karpenter:controller.namePrefix to a shorter prefix that is unique to this cluster`,
         })),
+        ...burstAlarmNameProblems(s.cluster.name, s.alarms.burstDeployments).map((p) => ({ path: `alarms.burstDeployments[${p.index}]`, message: p.message })),
     ],
 );
 
@@ -129,6 +193,7 @@ export type StackConfig = Infer<typeof stackSchema> & { stack: string };
 export type ClusterConfig = StackConfig["cluster"];
 export type ControllerConfig = StackConfig["controller"];
 export type NodePoolConfig = StackConfig["nodePool"];
+export type AlarmsConfig = StackConfig["alarms"];
 
 /** Raised for invalid config; its message lists every problem, one per line. */
 export class ConfigError extends Error {

@@ -1,7 +1,9 @@
 // Turns one validated stack config into providers and components. Staging and production run this same code.
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
+import { interruptionRules } from "../components/controllerPolicy";
 import { EphemeralNodePool } from "../components/ephemeralNodePool";
+import { KarpenterAlarms } from "../components/karpenterAlarms";
 import { KarpenterController } from "../components/karpenterController";
 import { nodePoolArgs } from "./componentArgs";
 import { existingCluster, kubeconfigFor } from "./cluster";
@@ -42,6 +44,37 @@ export function createStack(cfg: StackConfig) {
     );
 
     const pool = new EphemeralNodePool("celery-burst", nodePoolArgs(cfg, controller.nodeRoleName, controller.ready), { providers });
+    // Names carry the plain cluster name from config, so every alarm name is known at preview.
+    const a = cfg.alarms;
+    const alarms = new KarpenterAlarms(
+        "karpenter-alarms",
+        {
+            clusterName: cfg.cluster.name,
+            region: cfg.cluster.region,
+            accountId: cluster.accountId,
+            partition: cluster.partition,
+            topicArns: a.topicArns,
+            metricSource: a.metricSource,
+            karpenterNamespace: controller.namespace,
+            karpenterDeployment: controller.deploymentName,
+            logGroupName: a.logGroupName,
+            failurePatterns: a.failurePatterns,
+            queueName: controller.queueName,
+            ruleNames: Object.fromEntries(interruptionRules.map((r, i) => [r.suffix, controller.ruleNames[i]])),
+            spotInterruptionRule: "spot-interruption",
+            burstNamespace: a.burstNamespace,
+            burstDeployments: a.burstDeployments,
+            rules: {
+                controllerDown: a.controllerDown,
+                provisioningFailures: a.provisioningFailures,
+                queueAge: a.queueAge,
+                failedInvocations: a.failedInvocations,
+                burstReplicas: a.burstReplicas,
+                spotInterruptions: a.spotInterruptions,
+            },
+        },
+        { providers },
+    );
 
     return {
         nodePoolName: pool.nodePoolName,
@@ -54,5 +87,9 @@ export function createStack(cfg: StackConfig) {
         interruptionQueueArn: controller.queueArn,
         controllerRoleArn: controller.controllerRoleArn,
         nodeRoleArn: controller.nodeRoleArn,
+        alarmTopicArns: alarms.topicArns,
+        alarmNames: alarms.alarmNames,
+        alarmDashboardName: alarms.dashboardName,
+        provisioningFailurePattern: alarms.failurePattern,
     };
 }

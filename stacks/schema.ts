@@ -25,7 +25,8 @@ function mismatch(path: string, expected: string, value: unknown): Issue {
     return { path, message: `must be ${expected} (got ${got(value)})` };
 }
 
-function leaf<T>(expected: string, accepts: (v: unknown) => boolean): Schema<T> {
+/** A value that `accepts` approves; `expected` says in words what it approves. */
+export function leaf<T>(expected: string, accepts: (v: unknown) => boolean): Schema<T> {
     return {
         expected,
         parse(value, path, issues) {
