@@ -20,16 +20,19 @@ import { Infer, Issue, Schema, boolean, integer, k8sName, labelKey, leaf, list, 
 export const KARPENTER_VERSION = "1.14.1";
 
 const tagValue = text("a tag value of at most 256 characters", /^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u, 256);
-const nodeSelector = record("label keys such as eks.amazonaws.com/capacityType", labelKey, labelValue, 10);
 
-const cluster = object({
+const cluster = object(
+    {
     /** Name of the existing EKS cluster (GC Notify: notification-canada-ca-<env>-eks-cluster). */
     name: text("an EKS cluster name (letters, digits, - and _, at most 100 characters)", /^[0-9A-Za-z][A-Za-z0-9\-_]*$/, 100),
     /** AWS region of the cluster. */
     region: text("an AWS region such as ca-central-1", /^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$/, 32),
     /** Labels that select the stable on-demand nodes (GC Notify's managed node group). */
     stableNodeSelector: record("label keys such as eks.amazonaws.com/capacityType", labelKey, labelValue, 10),
-});
+    },
+    // Without a selector the controller could land on a node it manages and evict itself.
+    (c, path) => (Object.keys(c.stableNodeSelector).length === 0 ? [{ path: `${path}.stableNodeSelector`, message: "must name at least one label of the stable nodes, such as eks.amazonaws.com/capacityType: ON_DEMAND" }] : []),
+);
 
 const controller = object(
     {

@@ -1,9 +1,9 @@
 import { expect } from "chai";
-import { ConfigError, parseStackConfig } from "../stacks/config";
+import { parseStackConfig } from "../stacks/config";
 import { KarpenterAlarms, DEFAULT_RULES, filterPattern, filterPatternMatches } from "../components/karpenterAlarms";
-import { PLACEHOLDERS, PROJECT, RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime";
+import { PLACEHOLDERS, RecordedResource, runOffline } from "../plan/offlineRuntime";
 import { summary } from "../plan/render";
-import { STACKS, buildStack, configErrorOf, patchSections, parseJson, section } from "./helpers";
+import { STACKS, buildStack, configErrorOf, errorOf, patchSections, parseJson, rawConfig, section } from "./helpers";
 
 const ACCOUNT = PLACEHOLDERS.accountId;
 const REGION = "ca-central-1";
@@ -304,26 +304,6 @@ describe("provisioning failure filter pattern", () => {
     });
 });
 
-/** The stack file's sections, parsed, with `patch` merged into the alarms section. */
-function rawWithAlarms(stack: string, patch: Record<string, unknown>) {
-    const raw: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(readStackConfig(stack))) {
-        if (k.startsWith(`${PROJECT}:`)) raw[k.slice(PROJECT.length + 1)] = JSON.parse(v);
-    }
-    raw.alarms = { ...(raw.alarms as object), ...patch };
-    return raw;
-}
-
-function errorOf(fn: () => unknown): string {
-    try {
-        fn();
-    } catch (e) {
-        expect(e).to.be.instanceOf(ConfigError);
-        return (e as Error).message;
-    }
-    throw new Error("expected a ConfigError");
-}
-
 describe("alarms config", () => {
     const rule = (stack: string, kind: string, patch: Record<string, unknown>) => ({ [kind]: { ...section(stack, "alarms")[kind], ...patch } });
     const badCases: [string, Record<string, unknown>, RegExp][] = [
@@ -374,7 +354,7 @@ describe("alarms config", () => {
     ];
     for (const [what, patch, expected] of badCases) {
         it(`rejects ${what}, naming the key`, () => {
-            const raw = rawWithAlarms("staging", patch);
+            const raw = rawConfig("staging", "alarms", patch);
             const alarms = raw.alarms as Record<string, unknown>;
             for (const [k, v] of Object.entries(alarms)) if (v === undefined) delete alarms[k];
             expect(errorOf(() => parseStackConfig("staging", raw))).to.match(expected);
@@ -382,7 +362,7 @@ describe("alarms config", () => {
     }
 
     it("uses the documented defaults for a section with only a log group", () => {
-        const raw = rawWithAlarms("production", {});
+        const raw = rawConfig("production", "alarms", {});
         raw.alarms = { logGroupName: "/aws/containerinsights/x/application" };
         const cfg = parseStackConfig("production", raw);
         expect(cfg.alarms.provisioningFailures).to.deep.equal({ period: 300, evaluationPeriods: 6, datapointsToAlarm: 4, threshold: 1, notify: "warning" });
@@ -393,7 +373,7 @@ describe("alarms config", () => {
     });
 
     it("fills a partly given rule from its defaults", () => {
-        const cfg = parseStackConfig("staging", rawWithAlarms("staging", { queueAge: { threshold: 90 } }));
+        const cfg = parseStackConfig("staging", rawConfig("staging", "alarms", { queueAge: { threshold: 90 } }));
         expect(cfg.alarms.queueAge).to.deep.equal({ ...DEFAULT_RULES.queueAge, threshold: 90 });
     });
 

@@ -1,27 +1,7 @@
 import { expect } from "chai";
-import { ConfigError, parseStackConfig } from "../stacks/config";
-import { PROJECT, readStackConfig } from "../plan/offlineRuntime";
-import { STACKS, configErrorOf, patchSections, section } from "./helpers";
-
-/** The stack file's sections, parsed, with `patch` merged into one section. */
-function rawConfig(stack: string, key?: string, patch: Record<string, unknown> = {}) {
-    const raw: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(readStackConfig(stack))) {
-        if (k.startsWith(`${PROJECT}:`)) raw[k.slice(PROJECT.length + 1)] = JSON.parse(v);
-    }
-    if (key) raw[key] = { ...(raw[key] as object), ...patch };
-    return raw;
-}
-
-function errorOf(fn: () => unknown): string {
-    try {
-        fn();
-    } catch (e) {
-        expect(e).to.be.instanceOf(ConfigError);
-        return (e as Error).message;
-    }
-    throw new Error("expected a ConfigError");
-}
+import { parseStackConfig } from "../stacks/config";
+import { readStackConfig } from "../plan/offlineRuntime";
+import { STACKS, configErrorOf, errorOf, patchSections, rawConfig, section } from "./helpers";
 
 describe("stack config", () => {
     for (const stack of STACKS) {
@@ -74,13 +54,13 @@ describe("stack config", () => {
         ["a bad policy ARN", "controller", { existingNodeRoleName: undefined, nodeRolePolicyArns: ["CloudWatchAgentServerPolicy"] }, /notify-karpenter:controller\.nodeRolePolicyArns\[0\] must be an IAM policy ARN/],
         ["a bad region", "cluster", { region: "canada" }, /notify-karpenter:cluster\.region must be an AWS region such as ca-central-1 \(got "canada"\)/],
         ["a missing cluster name", "cluster", { name: undefined }, /notify-karpenter:cluster\.name is required: it must be an EKS cluster name/],
+        ["an empty stable node selector", "cluster", { stableNodeSelector: {} }, /notify-karpenter:cluster\.stableNodeSelector must name at least one label of the stable nodes/],
         ["a bad stable node label", "cluster", { stableNodeSelector: { "bad key!": "x" } }, /notify-karpenter:cluster\.stableNodeSelector\.bad key! is not a valid key/],
         ["a name prefix too long for AWS names", "controller", { namePrefix: "notification-canada-ca-staging-eks-cluster1" }, /notify-karpenter:controller\.namePrefix must be a name prefix \(letters, digits and -, at most 40 characters\)/],
     ];
     for (const [what, key, patch, expected] of badCases) {
         it(`rejects ${what}, naming the key`, () => {
             const raw = rawConfig("staging", key, patch);
-            for (const [k, v] of Object.entries(raw[key] as Record<string, unknown>)) if (v === undefined) delete (raw[key] as Record<string, unknown>)[k];
             expect(errorOf(() => parseStackConfig("staging", raw))).to.match(expected);
         });
     }

@@ -63,7 +63,9 @@ for (const stack of STACKS) {
         });
 
         it("builds a kubeconfig that authenticates with aws eks get-token", () => {
-            const kube = parseJson(r.get("pulumi:providers:kubernetes", "kubernetes").inputs.kubeconfig);
+            const provider = r.get("pulumi:providers:kubernetes", "kubernetes");
+            expect(String(provider.inputs.enableServerSideApply)).to.equal("true");
+            const kube = parseJson(provider.inputs.kubeconfig);
             expect(kube.clusters[0].cluster.server).to.equal(PLACEHOLDERS.clusterEndpoint(REGION));
             expect(kube.users[0].user.exec).to.deep.include({ command: "aws", args: ["eks", "get-token", "--cluster-name", cluster, "--region", REGION, "--output", "json"] });
         });
@@ -168,9 +170,9 @@ for (const stack of STACKS) {
 
         it("installs the CRD chart and the controller chart from the official OCI repository, same version", () => {
             const crds = r.get("kubernetes:helm.sh/v3:Release", "karpenter-crds");
-            expect(crds.inputs).to.include({ name: "karpenter-crd", chart: "oci://public.ecr.aws/karpenter/karpenter-crd", version: "1.14.1", namespace: "karpenter" });
+            expect(crds.inputs).to.include({ name: "karpenter-crd", chart: "oci://public.ecr.aws/karpenter/karpenter-crd", version: "1.14.1", namespace: "karpenter", createNamespace: true });
             const chart = r.get("kubernetes:helm.sh/v3:Release", "karpenter-chart");
-            expect(chart.inputs).to.include({ name: "karpenter", chart: "oci://public.ecr.aws/karpenter/karpenter", version: "1.14.1", namespace: "karpenter", skipCrds: true });
+            expect(chart.inputs).to.include({ name: "karpenter", chart: "oci://public.ecr.aws/karpenter/karpenter", version: "1.14.1", namespace: "karpenter", skipCrds: true, createNamespace: true });
         });
 
         it("sets the Helm values GC Notify needs, each under a key the chart reads", () => {

@@ -1,5 +1,6 @@
 // Shared test helpers: build a stack offline from its real stack file, with optional config changes.
-import { loadConfig } from "../stacks/config";
+import { expect } from "chai";
+import { ConfigError, StackConfig, loadConfig, parseStackConfig } from "../stacks/config";
 import { createStack } from "../stacks/createStack";
 import { PROJECT, RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime";
 
@@ -41,4 +42,34 @@ export const parseJson = (s: string) => JSON.parse(s);
 /** Custom resources only (no components, no providers). */
 export function customResources(resources: RecordedResource[]): RecordedResource[] {
     return resources.filter((r) => r.custom && !r.type.startsWith("pulumi:providers:"));
+}
+
+/** The stack file's config sections, parsed, with `patch` merged into section `key` (undefined values removed). */
+export function rawConfig(stack: string, key?: string, patch: Record<string, unknown> = {}): Record<string, unknown> {
+    const raw: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(readStackConfig(stack))) {
+        if (k.startsWith(`${PROJECT}:`)) raw[k.slice(PROJECT.length + 1)] = JSON.parse(v);
+    }
+    if (key) {
+        const merged: Record<string, unknown> = { ...(raw[key] as object), ...patch };
+        for (const k of Object.keys(merged)) if (merged[k] === undefined) delete merged[k];
+        raw[key] = merged;
+    }
+    return raw;
+}
+
+/** A stack's validated config, straight from its stack file. */
+export function stackConfig(stack: string): StackConfig {
+    return parseStackConfig(stack, rawConfig(stack));
+}
+
+/** The message of the ConfigError `fn` throws; fails the test if it throws nothing or something else. */
+export function errorOf(fn: () => unknown): string {
+    try {
+        fn();
+    } catch (e) {
+        expect(e).to.be.instanceOf(ConfigError);
+        return (e as Error).message;
+    }
+    throw new Error("expected a ConfigError");
 }

@@ -1,19 +1,11 @@
 import { expect } from "chai";
 import { EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolWarnings, quantityValue, renderNodePool } from "../components/ephemeralNodePool";
 import { KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate";
-import { parseStackConfig } from "../stacks/config";
 import { nodePoolArgs } from "../stacks/componentArgs";
-import { PROJECT, readStackConfig } from "../plan/offlineRuntime";
-import { STACKS, buildStack, configErrorOf, patchSections } from "./helpers";
+import { STACKS, buildStack, configErrorOf, patchSections, stackConfig } from "./helpers";
 
 const FAMILIES = ["m7i", "m7a", "r7i", "r7a", "c7i", "c7a", "m6i", "m6a", "r6i", "r6a", "c6i", "c6a"];
 const expectedTypes = { staging: FAMILIES.map((f) => `${f}.xlarge`), production: FAMILIES.flatMap((f) => [`${f}.xlarge`, `${f}.2xlarge`]) };
-
-function stackConfig(stack: string) {
-    const raw: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(readStackConfig(stack))) if (k.startsWith(`${PROJECT}:`)) raw[k.slice(PROJECT.length + 1)] = JSON.parse(v);
-    return parseStackConfig(stack, raw);
-}
 
 /** Staging's rendered objects, for mutation in the invalid-spec cases. */
 function validObjects(): { nodeClass: KarpenterObject; nodePool: KarpenterObject } {
