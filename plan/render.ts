@@ -2,6 +2,7 @@
 // Kubernetes object as YAML, and a short summary.
 import { stringify } from "yaml";
 import { PROJECT, RecordedResource } from "./offlineRuntime";
+import { ephemeralNodesOf, placementFindings, podTemplatesOf } from "./placementCheck";
 
 const HELM_RELEASE = "kubernetes:helm.sh/v3:Release";
 
@@ -60,7 +61,25 @@ export function summary(stack: string, resources: RecordedResource[]): string {
         const line = keySetting(r);
         if (line) lines.push(`  ${line}`);
     }
+    lines.push(...placementLines(custom));
     return lines.join("\n");
+}
+
+/** The scheduling check over every pod template in the plan: who may run on ephemeral nodes, and when. */
+function placementLines(custom: RecordedResource[]): string[] {
+    const objects = custom.filter((r) => r.type.startsWith("kubernetes:")).map((r) => r.inputs);
+    const templates = podTemplatesOf(objects);
+    return ephemeralNodesOf(objects).flatMap((nodes) => {
+        const findings = placementFindings(templates, nodes);
+        const list = (f: typeof findings) => (f.length ? f.map((x) => x.owner).join(", ") : "none");
+        return [
+            "",
+            `Placement check (NodePool ${nodes.nodePool}, ${templates.length} pod templates in this plan):`,
+            `  may run on ready ephemeral nodes: ${list(findings.filter((f) => f.ephemeral))}`,
+            `  may run on a new node before its startup taints are removed: ${list(findings.filter((f) => f.launched))}`,
+            `  kept off ephemeral nodes: ${list(findings.filter((f) => !f.ephemeral))}`,
+        ];
+    });
 }
 
 function keySetting(r: RecordedResource): string | undefined {
@@ -105,6 +124,30 @@ function keySetting(r: RecordedResource): string | undefined {
             return `log metric filter ${i.name} on ${i.logGroupName}: ${i.pattern} -> ${i.metricTransformation.namespace} ${i.metricTransformation.name}`;
         case "aws:sns/topic:Topic":
             return `SNS topic ${i.name}, encrypted with ${i.kmsMasterKeyId}`;
+        case "kubernetes:scheduling.k8s.io/v1:PriorityClass":
+            return `PriorityClass ${i.metadata.name}: ${i.value}${i.preemptionPolicy ? `, preemption ${i.preemptionPolicy}` : ""}`;
+        case "kubernetes:apps/v1:DeploymentPatch":
+        case "kubernetes:apps/v1:DaemonSetPatch":
+        case "kubernetes:apps/v1:Deployment": {
+            const t = i.spec.template.spec;
+            const parts = [
+                i.spec.replicas !== undefined ? `${i.spec.replicas} replicas` : undefined,
+                t.tolerations ? `tolerates ${t.tolerations.map((x: any) => (x.key ? `${x.key}${x.value ? `=${x.value}` : ""}` : "everything")).join(", ")}` : undefined,
+                t.nodeSelector ? `nodeSelector ${Object.entries(t.nodeSelector).map(([k, v]) => `${k}=${v}`).join(",")}` : undefined,
+                t.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution ? "requires ephemeral nodes" : undefined,
+                t.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution ? "prefers ephemeral nodes" : undefined,
+                `priority ${t.priorityClassName}`,
+                t.terminationGracePeriodSeconds !== undefined ? `grace ${t.terminationGracePeriodSeconds}s` : undefined,
+            ];
+            const what = r.type.endsWith("Patch") ? `patch ${i.kind}` : i.kind;
+            return `${what} ${i.metadata.namespace}/${i.metadata.name}: ${parts.filter(Boolean).join(", ")}`;
+        }
+        case "kubernetes:policy/v1:PodDisruptionBudget": {
+            const s = i.spec;
+            return `PodDisruptionBudget ${i.metadata.namespace}/${i.metadata.name}: ${s.minAvailable !== undefined ? `minAvailable ${s.minAvailable}` : `maxUnavailable ${s.maxUnavailable}`}`;
+        }
+        case "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding":
+            return `admission policy ${i.spec.policyName}: ${i.spec.validationActions.join("+")} in namespaces ${i.spec.matchResources.namespaceSelector.matchExpressions[0].values.join(", ")}`;
         case "aws:cloudwatch/dashboard:Dashboard":
             return `dashboard ${i.dashboardName}: ${JSON.parse(i.dashboardBody).widgets.length} widgets`;
         default:

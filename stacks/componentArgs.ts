@@ -1,6 +1,7 @@
 // Maps validated config onto component arguments. Config validation renders the node pool through the same
 // mapping, so what is validated is exactly what is deployed.
 import * as pulumi from "@pulumi/pulumi";
+import { CeleryWorkloadPlacementArgs, startupTaintFor } from "../components/celeryWorkloadPlacement";
 import { EphemeralNodePoolArgs } from "../components/ephemeralNodePool";
 import { StackConfig, approvedInstanceTypes } from "./config";
 
@@ -14,6 +15,8 @@ export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string
         zones: p.zones,
         capacityTypes: p.capacityTypes,
         ephemeralKey: p.ephemeralKey,
+        // New nodes stay tainted until nidhogg sees each node agent running there.
+        startupTaints: cfg.placement.nodeDaemonSets.map(startupTaintFor),
         expireAfter: p.expireAfter,
         terminationGracePeriod: p.terminationGracePeriod,
         consolidationPolicy: p.consolidationPolicy,
@@ -33,6 +36,25 @@ export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string
         tags: p.tags,
         spotToSpotConsolidation: cfg.controller.spotToSpotConsolidation,
         capacityCheck: p.capacityCheck,
+        dependsOn,
+    };
+}
+
+export function placementArgs(cfg: StackConfig, dependsOn?: pulumi.Resource[]): CeleryWorkloadPlacementArgs {
+    const p = cfg.placement;
+    const pod = cfg.nodePool.capacityCheck;
+    return {
+        namespace: p.namespace,
+        ephemeralKey: cfg.nodePool.ephemeralKey,
+        burstPodLabel: p.burstPodLabel,
+        stableNodeSelector: cfg.cluster.stableNodeSelector,
+        priorityClasses: p.priorityClasses,
+        burst: { deployments: p.burst.deployments, spillToStable: p.burst.spillToStable, terminationGracePeriodSeconds: p.burst.terminationGracePeriodSeconds },
+        stableDeployments: p.stableDeployments,
+        nodeDaemonSets: p.nodeDaemonSets,
+        admission: p.admission,
+        // Config validation requires capacityCheck whenever there is headroom.
+        headroom: { pods: p.headroom.pods, cpu: pod?.celeryPodCpu ?? "0", memory: pod?.celeryPodMemory ?? "0" },
         dependsOn,
     };
 }

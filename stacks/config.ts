@@ -2,7 +2,7 @@
 // components receive plain values from it and never see config keys.
 import * as pulumi from "@pulumi/pulumi";
 import { nodePoolProblems } from "../components/ephemeralNodePool";
-import { nodePoolArgs } from "./componentArgs";
+import { nodePoolArgs, placementArgs } from "./componentArgs";
 import {
     AlarmRule,
     DEFAULT_FAILURE_PATTERNS,
@@ -14,6 +14,7 @@ import {
     isValidPeriod,
 } from "../components/karpenterAlarms";
 import { controllerNameProblems } from "../components/karpenterController";
+import { SHUTDOWN_MARGIN_SECONDS, placementProblems } from "../components/celeryWorkloadPlacement";
 import { Infer, Issue, Schema, boolean, integer, k8sName, labelKey, leaf, list, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
@@ -158,11 +159,6 @@ const alarms = object(
             }),
             DEFAULT_METRIC_SOURCE,
         ),
-        burstNamespace: optional(k8sName, "notification-canada-ca"),
-        burstDeployments: optional(
-            list(text("a Deployment name (lowercase letters, digits, - and ., at most 253 characters)", /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 253), { max: 20, unique: true }),
-            [],
-        ),
         controllerDown: alarmRule(DEFAULT_RULES.controllerDown, integer(1, 10)),
         provisioningFailures: alarmRule(DEFAULT_RULES.provisioningFailures, integer(1, 10000)),
         // The queue keeps a message 300 s, so an older message never exists.
@@ -174,6 +170,89 @@ const alarms = object(
     (a, path) => filterTermProblems(a.failurePatterns).map((p) => ({ path: `${path}.failurePatterns`, message: p.message })),
 );
 
+const deploymentName = text("a Deployment name (lowercase letters, digits, - and ., at most 253 characters)", /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 253);
+const countOrPercent = leaf<number | string>("a pod count or a percentage such as 1 or 25%", (v) => (Number.isInteger(v) && (v as number) >= 0) || (typeof v === "string" && /^[0-9]{1,3}%$/.test(v)));
+const priorityClass = (name: string, value: number) =>
+    optional(object({ name: k8sName, value: integer(-1000000000, 1000000000) }), { name, value });
+
+const placement = object(
+    {
+        /** Namespace of GC Notify's Deployments. */
+        namespace: optional(k8sName, "notification-canada-ca"),
+        /** Pod label (value "true") of burst Celery pods: the only pods allowed on ephemeral nodes. */
+        burstPodLabel: optional(text("a label key such as notification-canada-ca/celery-burst", labelKey, 316), "notification-canada-ca/celery-burst"),
+        priorityClasses: optional(
+            object({ high: priorityClass("high-priority", 1000000), burst: priorityClass("celery", 10), headroom: priorityClass("celery-headroom", -10) }),
+            { high: { name: "high-priority", value: 1000000 }, burst: { name: "celery", value: 10 }, headroom: { name: "celery-headroom", value: -10 } },
+        ),
+        burst: object({
+            deployments: list(
+                object({ name: deploymentName, minAvailable: optional(countOrPercent), maxUnavailable: optional(countOrPercent) }, (d, path) =>
+                    (d.minAvailable === undefined) === (d.maxUnavailable === undefined)
+                        ? [{ path, message: "must set exactly one of minAvailable and maxUnavailable (its PodDisruptionBudget)" }]
+                        : [],
+                ),
+                { min: 1, max: 30 },
+            ),
+            spillToStable: optional(boolean(), false),
+            /** The longest Celery task; the grace period must outlast it. */
+            longestTaskSeconds: integer(1, 3600),
+            /** SQS visibility timeout of the high-priority queues (GC Notify: 26 s). */
+            queueVisibilityTimeoutSeconds: optional(integer(0, 43200), 26),
+            terminationGracePeriodSeconds: integer(1, 86400),
+        }),
+        stableDeployments: list(deploymentName, { min: 1, max: 50, unique: true }),
+        nodeDaemonSets: list(
+            object({
+                namespace: k8sName,
+                name: k8sName,
+                tolerateAll: optional(boolean(), true),
+                guaranteed: optional(object({ container: k8sName, cpu: quantity, memory: quantity })),
+            }),
+            { max: 20 },
+        ),
+        admission: optional(object({ mode: oneOf("deny", "warn"), namespaces: optional(list(k8sName, { min: 1, max: 20, unique: true })) }), { mode: "deny" as "deny" | "warn", namespaces: undefined }),
+        /** Placeholder pods, each the size of one burst Celery pod (nodePool.capacityCheck), held on ephemeral nodes. */
+        headroom: object({ pods: integer(0, 100) }),
+    },
+);
+
+type Placement = Infer<typeof placement>;
+
+/** Placement rules that span sections: grace periods against the queue and the node pool, headroom sizing. */
+function placementConfigProblems(s: { placement: Placement; nodePool: Infer<typeof nodePool> }): Issue[] {
+    const issues: Issue[] = [];
+    const b = s.placement.burst;
+    const floor = Math.max(b.longestTaskSeconds, b.queueVisibilityTimeoutSeconds) + SHUTDOWN_MARGIN_SECONDS;
+    if (b.terminationGracePeriodSeconds < floor) {
+        issues.push({
+            path: "placement.burst.terminationGracePeriodSeconds",
+            message: `must be at least ${floor}: the longest task (${b.longestTaskSeconds} s) or the high-priority queues' visibility timeout (${b.queueVisibilityTimeoutSeconds} s), whichever is longer, plus ${SHUTDOWN_MARGIN_SECONDS} s for the pre-stop script (got ${b.terminationGracePeriodSeconds})`,
+        });
+    }
+    const nodeGrace = durationSeconds(s.nodePool.terminationGracePeriod);
+    if (nodeGrace < b.terminationGracePeriodSeconds) {
+        issues.push({
+            path: "nodePool.terminationGracePeriod",
+            message: `must be at least the Celery grace period (${b.terminationGracePeriodSeconds} s), or Karpenter cuts draining Celery pods short (got ${s.nodePool.terminationGracePeriod})`,
+        });
+    }
+    const burst = new Set(b.deployments.map((d) => d.name));
+    s.placement.stableDeployments.forEach((d, i) => {
+        if (burst.has(d)) issues.push({ path: `placement.stableDeployments[${i}]`, message: `must not repeat the burst Deployment ${d}: a Deployment is either burst or stable` });
+    });
+    if (s.placement.headroom.pods > 0 && !s.nodePool.capacityCheck) {
+        issues.push({ path: "placement.headroom.pods", message: "needs nodePool.capacityCheck.celeryPodCpu and celeryPodMemory, the size of each placeholder pod" });
+    }
+    return issues;
+}
+
+/** Seconds in a duration such as 1h30m or 90s. */
+function durationSeconds(d: string): number {
+    const unit: Record<string, number> = { s: 1, m: 60, h: 3600 };
+    return [...d.matchAll(/([0-9]+)([smh])/g)].reduce((sum, [, n, u]) => sum + Number(n) * unit[u], 0);
+}
+
 const stackSchema = object(
     {
         cluster,
@@ -182,13 +261,18 @@ const stackSchema = object(
         controller,
         nodePool,
         alarms,
+        placement,
     },
     (s) => [
         ...controllerNameProblems(s.controller.namePrefix ?? s.cluster.name).map((message) => ({
             path: s.controller.namePrefix === undefined ? "cluster.name" : "controller.namePrefix",
             message: `${message}; set notify-karpenter:controller.namePrefix to a shorter prefix that is unique to this cluster`,
         })),
-        ...burstAlarmNameProblems(s.cluster.name, s.alarms.burstDeployments).map((p) => ({ path: `alarms.burstDeployments[${p.index}]`, message: p.message })),
+        ...burstAlarmNameProblems(s.cluster.name, s.placement.burst.deployments.map((d) => d.name)).map((p) => ({
+            path: `placement.burst.deployments[${p.index}].name`,
+            message: p.message,
+        })),
+        ...placementConfigProblems(s),
     ],
 );
 
@@ -197,6 +281,7 @@ export type ClusterConfig = StackConfig["cluster"];
 export type ControllerConfig = StackConfig["controller"];
 export type NodePoolConfig = StackConfig["nodePool"];
 export type AlarmsConfig = StackConfig["alarms"];
+export type PlacementConfig = StackConfig["placement"];
 
 /** Raised for invalid config; its message lists every problem, one per line. */
 export class ConfigError extends Error {
@@ -216,7 +301,10 @@ export function parseStackConfig(stack: string, raw: Record<string, unknown>, pr
     if (issues.length > 0) throw new ConfigError(stack, issues, project);
     const cfg = { ...parsed, stack };
     // The Karpenter objects this config renders, checked against the v1.14.1 schema and CEL rules.
-    const objectIssues = nodePoolProblems(nodePoolArgs(cfg, "node-role")).map((message) => ({ path: "nodePool", message: `would make ${message}` }));
+    const objectIssues = [
+        ...nodePoolProblems(nodePoolArgs(cfg, "node-role")).map((message) => ({ path: "nodePool", message: `would make ${message}` })),
+        ...placementProblems(placementArgs(cfg)).map((message) => ({ path: "placement", message })),
+    ];
     if (objectIssues.length > 0) throw new ConfigError(stack, objectIssues, project);
     return cfg;
 }

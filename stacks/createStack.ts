@@ -2,10 +2,11 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import { interruptionRules } from "../components/controllerPolicy";
+import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement";
 import { EphemeralNodePool } from "../components/ephemeralNodePool";
 import { KarpenterAlarms } from "../components/karpenterAlarms";
 import { KarpenterController } from "../components/karpenterController";
-import { nodePoolArgs } from "./componentArgs";
+import { nodePoolArgs, placementArgs } from "./componentArgs";
 import { existingCluster, kubeconfigFor } from "./cluster";
 import { StackConfig } from "./config";
 
@@ -44,6 +45,8 @@ export function createStack(cfg: StackConfig) {
     );
 
     const pool = new EphemeralNodePool("celery-burst", nodePoolArgs(cfg, controller.nodeRoleName, controller.ready), { providers });
+    // After the pool: burst pods are moved onto ephemeral nodes only once those nodes can exist.
+    const placement = new CeleryWorkloadPlacement("celery-placement", placementArgs(cfg, [...controller.ready, pool]), { providers });
     // Names carry the plain cluster name from config, so every alarm name is known at preview.
     const a = cfg.alarms;
     const alarms = new KarpenterAlarms(
@@ -62,8 +65,8 @@ export function createStack(cfg: StackConfig) {
             queueName: controller.queueName,
             ruleNames: Object.fromEntries(interruptionRules.map((r, i) => [r.suffix, controller.ruleNames[i]])),
             spotInterruptionRule: "spot-interruption",
-            burstNamespace: a.burstNamespace,
-            burstDeployments: a.burstDeployments,
+            burstNamespace: cfg.placement.namespace,
+            burstDeployments: cfg.placement.burst.deployments.map((d) => d.name),
             rules: {
                 controllerDown: a.controllerDown,
                 provisioningFailures: a.provisioningFailures,
@@ -91,5 +94,8 @@ export function createStack(cfg: StackConfig) {
         alarmNames: alarms.alarmNames,
         alarmDashboardName: alarms.dashboardName,
         provisioningFailurePattern: alarms.failurePattern,
+        priorityClassNames: placement.priorityClassNames,
+        admissionPolicyName: placement.admissionPolicyName,
+        headroomPods: placement.headroomPods,
     };
 }

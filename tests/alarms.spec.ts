@@ -18,6 +18,16 @@ const BURST = [
     "notify-celery-sms-send-burst",
     "notify-celery-periodic-burst",
 ];
+/** A KarpenterAlarms built directly, outside any stack. */
+const MINIMAL_ARGS = {
+    clusterName: "c",
+    region: REGION,
+    accountId: ACCOUNT,
+    partition: "aws",
+    logGroupName: "/aws/containerinsights/c/application",
+    queueName: "c-karpenter",
+    ruleNames: { "spot-interruption": "c-spot-interruption" },
+};
 const RULE_SUFFIXES = ["health-event", "spot-interruption", "rebalance", "state-change", "odcr-interruption"];
 
 type Rule = { period: number; evaluationPeriods: number; datapointsToAlarm: number; threshold: number; notify: "warning" | "critical" };
@@ -346,11 +356,6 @@ describe("alarms config", () => {
         ["only one topic ARN", { topicArns: { warning: `arn:aws:sns:${REGION}:${ACCOUNT}:alert-warning` } }, /notify-karpenter:alarms\.topicArns\.critical is required/],
         ["a bad log group", { logGroupName: "karpenter logs" }, /notify-karpenter:alarms\.logGroupName must be a CloudWatch Logs group name/],
         ["a missing log group", { logGroupName: undefined }, /notify-karpenter:alarms\.logGroupName is required/],
-        [
-            "a burst Deployment whose alarm name is too long",
-            { burstDeployments: ["notify-celery-sms-send-burst", "a".repeat(220)] },
-            /notify-karpenter:alarms\.burstDeployments\[1\] must be at most 191 characters, or its alarm name ".*" exceeds CloudWatch's 255 \(got 220 characters\)/,
-        ],
     ];
     for (const [what, patch, expected] of badCases) {
         it(`rejects ${what}, naming the key`, () => {
@@ -367,7 +372,6 @@ describe("alarms config", () => {
         const cfg = parseStackConfig("production", raw);
         expect(cfg.alarms.provisioningFailures).to.deep.equal({ period: 300, evaluationPeriods: 6, datapointsToAlarm: 4, threshold: 1, notify: "warning" });
         expect(cfg.alarms.controllerDown).to.deep.equal(DEFAULT_RULES.controllerDown);
-        expect(cfg.alarms.burstDeployments).to.deep.equal([]);
         expect(cfg.alarms.topicArns).to.equal(undefined);
         expect(cfg.alarms.failurePatterns).to.deep.equal(["failed launching nodeclaim", "could not schedule pod", "InsufficientInstanceCapacity"]);
     });
@@ -395,11 +399,10 @@ describe("KarpenterAlarms options", () => {
         expect(actions("karpenter-spot-interruption-rate")).to.deep.equal([warning]);
     });
 
-    it("creates no burst alarms when no burst Deployment is configured", async () => {
-        const b = await buildStack("staging", { alarms: { burstDeployments: [] } });
-        expect(b.byType(ALARM).map((a) => a.inputs.name)).to.have.length(9);
+    it("creates no burst alarms and no empty burst graph without burst Deployments", async () => {
+        const b = await runOffline("staging", () => new KarpenterAlarms("alarms", { ...MINIMAL_ARGS, burstDeployments: [] }));
         expect(b.byType(ALARM).filter((a) => /celery/.test(a.inputs.name))).to.have.length(0);
-        const widgets = parseJson(b.get("aws:cloudwatch/dashboard:Dashboard", "karpenter-alarms-dashboard").inputs.dashboardBody).widgets;
+        const widgets = parseJson(b.get("aws:cloudwatch/dashboard:Dashboard", "alarms-dashboard").inputs.dashboardBody).widgets;
         expect(widgets.map((w: any) => w.properties.title)).to.not.include("Burst Celery replicas: desired and unavailable (pending)");
         for (const w of widgets.filter((x: any) => x.type === "metric")) expect(w.properties.metrics).to.not.be.empty;
     });
@@ -407,13 +410,7 @@ describe("KarpenterAlarms options", () => {
     it("validates its inputs before creating any child", async () => {
         const program = () =>
             new KarpenterAlarms("bad", {
-                clusterName: "c",
-                region: REGION,
-                accountId: ACCOUNT,
-                partition: "aws",
-                logGroupName: "/aws/containerinsights/c/application",
-                queueName: "c-karpenter",
-                ruleNames: { "spot-interruption": "c-spot-interruption" },
+                ...MINIMAL_ARGS,
                 failurePatterns: ['say "hi"'],
                 rules: { queueAge: { ...DEFAULT_RULES.queueAge, period: 90, datapointsToAlarm: 9 } },
             });

@@ -1,0 +1,308 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { PodScheduling, Taint, Toleration } from "./scheduling";
+
+/** Pinned like Karpenter: GC Notify's version, whose taint keys and config format this file was written for. */
+export const NIDHOGG_CHART = "oci://ghcr.io/pelotech/charts/nidhogg";
+export const NIDHOGG_VERSION = "0.6.6";
+/** nidhogg's default prefix; each startup taint is `<prefix>/<namespace>.<daemonset>`. */
+export const NIDHOGG_TAINT_PREFIX = "nidhogg.uswitch.com";
+/** Labels every patched burst pod with its Deployment, so its PodDisruptionBudget selects exactly those pods. */
+export const DEPLOYMENT_LABEL = "notify-karpenter/deployment";
+/** The pre-stop script (run_celery_exit.sh) needs about 9 s to stop the worker after SIGTERM. */
+export const SHUTDOWN_MARGIN_SECONDS = 10;
+const PAUSE_IMAGE = "registry.k8s.io/pause:3.10";
+
+export interface PriorityClassSpec {
+    name: string;
+    value: number;
+}
+
+export interface BurstDeployment {
+    name: string;
+    /** The PodDisruptionBudget: exactly one of the two, a count or a percentage. */
+    minAvailable?: number | string;
+    maxUnavailable?: number | string;
+}
+
+export interface NodeDaemonSet {
+    namespace: string;
+    name: string;
+    /** Tolerate every taint (node agents usually do); otherwise only the ephemeral and startup taints. @default true */
+    tolerateAll?: boolean;
+    /** Requests equal to limits for one container, so the agent is never starved of CPU on a busy node. */
+    guaranteed?: { container: string; cpu: string; memory: string };
+}
+
+export interface CeleryWorkloadPlacementArgs {
+    /** Namespace of the Celery and other application Deployments (GC Notify: notification-canada-ca). */
+    namespace: string;
+    /** Label and taint key of ephemeral nodes (EphemeralNodePool.ephemeralKey); the value is "true". */
+    ephemeralKey: string;
+    /** Pod label (value "true") that marks burst Celery pods; the only pods allowed on ephemeral nodes. */
+    burstPodLabel: string;
+    /** Labels of the stable on-demand nodes. */
+    stableNodeSelector: Record<string, string>;
+    priorityClasses: { high: PriorityClassSpec; burst: PriorityClassSpec; headroom: PriorityClassSpec };
+    burst: {
+        deployments: BurstDeployment[];
+        /** Prefer ephemeral nodes but allow stable ones when Karpenter cannot launch. @default false */
+        spillToStable?: boolean;
+        /** Longer than the longest task plus the pre-stop script, so SIGTERM never kills a task. */
+        terminationGracePeriodSeconds: number;
+    };
+    /** Deployments pinned to stable nodes with the high priority class (API, admin, static Celery, beat...). */
+    stableDeployments: string[];
+    /** Node agents that must run on every ephemeral node before Celery does. */
+    nodeDaemonSets: NodeDaemonSet[];
+    admission: {
+        /** "deny" rejects offending pods; "warn" only warns and audits (first rollout). */
+        mode: "deny" | "warn";
+        /** Namespaces whose pods the policy checks. @default [namespace] */
+        namespaces?: string[];
+    };
+    /** Placeholder pods holding room on ephemeral nodes, each the size of one burst Celery pod; 0 turns it off. */
+    headroom: { pods: number; cpu: string; memory: string };
+    /** Resources to wait for before anything is patched (KarpenterController.ready, the node pool). */
+    dependsOn?: pulumi.Resource[];
+}
+
+/** The startup taint nidhogg manages for one daemonset: removed once its pod runs on the node. */
+export function startupTaintFor(ds: { namespace: string; name: string }): Taint {
+    return { key: `${NIDHOGG_TAINT_PREFIX}/${ds.namespace}.${ds.name}`, effect: "NoSchedule" };
+}
+
+const ephemeralToleration = (key: string): Toleration => ({ key, operator: "Equal", value: "true", effect: "NoSchedule" });
+const ephemeralRequirement = (key: string) => ({ key, operator: "In" as const, values: ["true"] });
+
+/** Where burst pods go: tolerate the ephemeral taint and require (or, with spill-over, prefer) ephemeral nodes. */
+export function burstScheduling(a: Pick<CeleryWorkloadPlacementArgs, "ephemeralKey" | "burst">): PodScheduling {
+    const term = { matchExpressions: [ephemeralRequirement(a.ephemeralKey)] };
+    return {
+        tolerations: [ephemeralToleration(a.ephemeralKey)],
+        affinity: {
+            nodeAffinity: a.burst.spillToStable
+                ? { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, preference: term }] }
+                : { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [term] } },
+        },
+    };
+}
+
+/** The pod template a burst Deployment ends up with (the fields the patch sets). */
+export function burstPodTemplate(a: CeleryWorkloadPlacementArgs, deployment: string) {
+    return {
+        metadata: { labels: { [a.burstPodLabel]: "true", [DEPLOYMENT_LABEL]: deployment } },
+        spec: {
+            ...burstScheduling(a),
+            priorityClassName: a.priorityClasses.burst.name,
+            terminationGracePeriodSeconds: a.burst.terminationGracePeriodSeconds,
+        },
+    };
+}
+
+/** The pod template fields a stable Deployment gets: stable nodes only, high priority in the pod spec. */
+export function stablePodTemplate(a: CeleryWorkloadPlacementArgs) {
+    return { spec: { nodeSelector: a.stableNodeSelector, priorityClassName: a.priorityClasses.high.name } };
+}
+
+/** A node daemonset's pod template: it must run on new ephemeral nodes, first. */
+export function daemonSetPodTemplate(a: CeleryWorkloadPlacementArgs, ds: NodeDaemonSet) {
+    const tolerations: Toleration[] =
+        ds.tolerateAll ?? true
+            ? [{ operator: "Exists" }]
+            : [ephemeralToleration(a.ephemeralKey), ...a.nodeDaemonSets.map((d) => ({ key: startupTaintFor(d).key, operator: "Exists" as const, effect: "NoSchedule" }))];
+    const g = ds.guaranteed;
+    return {
+        spec: {
+            tolerations,
+            priorityClassName: "system-node-critical",
+            ...(g ? { containers: [{ name: g.container, resources: { requests: { cpu: g.cpu, memory: g.memory }, limits: { cpu: g.cpu, memory: g.memory } } }] } : {}),
+        },
+    };
+}
+
+/** Placeholder pods shaped like one burst Celery pod, lowest priority, so any real pod preempts them. */
+export function headroomDeployment(a: CeleryWorkloadPlacementArgs) {
+    const labels = { app: "celery-headroom", [a.burstPodLabel]: "true" };
+    return {
+        metadata: { name: "celery-headroom", namespace: a.namespace },
+        spec: {
+            replicas: a.headroom.pods,
+            selector: { matchLabels: { app: "celery-headroom" } },
+            template: {
+                metadata: { labels },
+                spec: {
+                    ...burstScheduling({ ephemeralKey: a.ephemeralKey, burst: { ...a.burst, spillToStable: false } }),
+                    priorityClassName: a.priorityClasses.headroom.name,
+                    terminationGracePeriodSeconds: 0,
+                    automountServiceAccountToken: false,
+                    securityContext: { runAsNonRoot: true, runAsUser: 65535, seccompProfile: { type: "RuntimeDefault" } },
+                    containers: [
+                        {
+                            name: "pause",
+                            image: PAUSE_IMAGE,
+                            resources: { requests: { cpu: a.headroom.cpu, memory: a.headroom.memory }, limits: { memory: a.headroom.memory } },
+                            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+                        },
+                    ],
+                },
+            },
+        },
+    };
+}
+
+/** nidhogg's values: watch exactly the node daemonsets, on ephemeral nodes only; run on stable nodes. */
+export function nidhoggValues(a: CeleryWorkloadPlacementArgs) {
+    return {
+        nodeSelector: a.stableNodeSelector,
+        configuration: {
+            taintNamePrefix: NIDHOGG_TAINT_PREFIX,
+            nodeSelector: [`${a.ephemeralKey}=true`],
+            daemonsets: a.nodeDaemonSets.map((d) => ({ name: d.name, namespace: d.namespace })),
+        },
+    };
+}
+
+/**
+ * The admission policy's CEL. A pod that tolerates the ephemeral taint (by key, or by tolerating everything) or
+ * selects ephemeral nodes (nodeSelector, or a required or preferred In/Exists term) must carry the burst label.
+ */
+export function admissionPolicySpec(a: CeleryWorkloadPlacementArgs) {
+    const key = JSON.stringify(a.ephemeralKey).replace(/"/g, "'");
+    const label = JSON.stringify(a.burstPodLabel).replace(/"/g, "'");
+    const selects = `e.key == ${key} && (e.operator == 'Exists' || (e.operator == 'In' && has(e.values) && 'true' in e.values))`;
+    const na = "object.spec.affinity.nodeAffinity";
+    return {
+        failurePolicy: "Fail",
+        matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"] }] },
+        variables: [
+            { name: "isBurst", expression: `has(object.metadata.labels) && ${label} in object.metadata.labels && object.metadata.labels[${label}] == 'true'` },
+            {
+                name: "toleratesEphemeral",
+                expression: `has(object.spec.tolerations) && object.spec.tolerations.exists(t, has(t.key) && t.key != '' ? t.key == ${key} : has(t.operator) && t.operator == 'Exists')`,
+            },
+            {
+                name: "selectsEphemeral",
+                expression:
+                    `(has(object.spec.nodeSelector) && ${key} in object.spec.nodeSelector) || ` +
+                    `(has(object.spec.affinity) && has(${na}) && (` +
+                    `(has(${na}.requiredDuringSchedulingIgnoredDuringExecution) && ${na}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(term, has(term.matchExpressions) && term.matchExpressions.exists(e, ${selects}))) || ` +
+                    `(has(${na}.preferredDuringSchedulingIgnoredDuringExecution) && ${na}.preferredDuringSchedulingIgnoredDuringExecution.exists(p, has(p.preference.matchExpressions) && p.preference.matchExpressions.exists(e, ${selects})))))`,
+            },
+        ],
+        validations: [
+            {
+                expression: "variables.isBurst || !variables.toleratesEphemeral",
+                message: `only burst Celery pods (label ${a.burstPodLabel}=true) may tolerate the ephemeral node taint ${a.ephemeralKey}`,
+                reason: "Forbidden",
+            },
+            {
+                expression: "variables.isBurst || !variables.selectsEphemeral",
+                message: `only burst Celery pods (label ${a.burstPodLabel}=true) may select ephemeral nodes (${a.ephemeralKey})`,
+                reason: "Forbidden",
+            },
+        ],
+    };
+}
+
+/** Every way these arguments would misplace a pod, as "<what>: <why>". */
+export function placementProblems(a: CeleryWorkloadPlacementArgs): string[] {
+    const problems: string[] = [];
+    const burst = new Set(a.burst.deployments.map((d) => d.name));
+    for (const name of a.stableDeployments) if (burst.has(name)) problems.push(`Deployment ${name} is listed as both burst and stable`);
+    for (const d of a.burst.deployments) {
+        if ((d.minAvailable === undefined) === (d.maxUnavailable === undefined)) problems.push(`Deployment ${d.name}: set exactly one of minAvailable and maxUnavailable`);
+    }
+    const agentNamespaces = new Set(a.nodeDaemonSets.filter((d) => d.tolerateAll ?? true).map((d) => d.namespace));
+    for (const ns of a.admission.namespaces ?? [a.namespace]) {
+        if (agentNamespaces.has(ns)) problems.push(`the admission policy would reject the node daemonsets in namespace ${ns}, which tolerate every taint`);
+    }
+    const { high, burst: low, headroom } = a.priorityClasses;
+    if (!(high.value > low.value && low.value > headroom.value)) {
+        problems.push(`priority classes must rank high (${high.value}) above burst (${low.value}) above headroom (${headroom.value})`);
+    }
+    if (new Set([high.name, low.name, headroom.name]).size < 3) problems.push("the three priority classes need distinct names");
+    return problems;
+}
+
+/**
+ * Where GC Notify's pods may run. Burst Celery Deployments are patched onto ephemeral nodes (with their priority,
+ * grace period and disruption budgets); every other listed Deployment is pinned to stable nodes; an admission
+ * policy rejects any other pod that tries to reach ephemeral nodes; node agents are patched to run there first,
+ * and nidhogg holds each new node tainted until they do; optional headroom pods keep warm room for a burst.
+ */
+export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
+    public readonly priorityClassNames: { high: string; burst: string; headroom: string };
+    public readonly admissionPolicyName: string;
+    public readonly headroomPods: number;
+
+    constructor(name: string, args: CeleryWorkloadPlacementArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("notify-karpenter:index:CeleryWorkloadPlacement", name, {}, opts);
+        const problems = placementProblems(args);
+        if (problems.length > 0) throw new Error(`CeleryWorkloadPlacement ${name}:\n${problems.join("\n")}`);
+        const ns = args.namespace;
+        // Charts (Helm) own these Deployments; the patches take over only the fields they set.
+        const patchMetadata = (resource: string, namespace: string) => ({ name: resource, namespace, annotations: { "pulumi.com/patchForce": "true" } });
+        const child = { parent: this, dependsOn: args.dependsOn };
+
+        const pcs = args.priorityClasses;
+        const priorityClass = (role: string, pc: PriorityClassSpec, description: string, preemptionPolicy?: string) =>
+            new k8s.scheduling.v1.PriorityClass(`${name}-priority-${role}`, { metadata: { name: pc.name }, value: pc.value, globalDefault: false, description, preemptionPolicy }, child);
+        const classes = [
+            priorityClass("high", pcs.high, "Workloads that must stay up: API, admin, static Celery, beat."),
+            priorityClass("burst", pcs.burst, "Burst Celery workers on ephemeral spot nodes; evicted before anything else that runs real work."),
+            priorityClass("headroom", pcs.headroom, "Placeholder pods holding room for a burst; preempted first, never preempt.", "Never"),
+        ];
+
+        // Node agents first: they tolerate the new taints before any node carries them.
+        const agents = args.nodeDaemonSets.map(
+            (ds) =>
+                new k8s.apps.v1.DaemonSetPatch(`${name}-agent-${ds.name}`, { metadata: patchMetadata(ds.name, ds.namespace), spec: { template: daemonSetPodTemplate(args, ds) } }, child),
+        );
+        const nidhogg = new k8s.helm.v3.Release(
+            `${name}-nidhogg`,
+            { name: "nidhogg", chart: NIDHOGG_CHART, version: NIDHOGG_VERSION, namespace: "kube-system", values: nidhoggValues(args) },
+            { parent: this, dependsOn: [...(args.dependsOn ?? []), ...agents] },
+        );
+        const nodesReady = { parent: this, dependsOn: [...(args.dependsOn ?? []), ...classes, ...agents, nidhogg] };
+
+        for (const d of args.burst.deployments) {
+            new k8s.apps.v1.DeploymentPatch(`${name}-burst-${d.name}`, { metadata: patchMetadata(d.name, ns), spec: { template: burstPodTemplate(args, d.name) } }, nodesReady);
+            const budget = d.minAvailable !== undefined ? { minAvailable: d.minAvailable } : { maxUnavailable: d.maxUnavailable };
+            new k8s.policy.v1.PodDisruptionBudget(
+                `${name}-pdb-${d.name}`,
+                { metadata: { name: d.name, namespace: ns }, spec: { ...budget, selector: { matchLabels: { [DEPLOYMENT_LABEL]: d.name } } } },
+                child,
+            );
+        }
+        for (const d of args.stableDeployments) {
+            new k8s.apps.v1.DeploymentPatch(`${name}-stable-${d}`, { metadata: patchMetadata(d, ns), spec: { template: stablePodTemplate(args) } }, { parent: this, dependsOn: classes });
+        }
+        if (args.headroom.pods > 0) new k8s.apps.v1.Deployment(`${name}-headroom`, headroomDeployment(args), nodesReady);
+
+        this.admissionPolicyName = "ephemeral-nodes-celery-burst-only";
+        const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            `${name}-admission-policy`,
+            { metadata: { name: this.admissionPolicyName }, spec: admissionPolicySpec(args) },
+            child,
+        );
+        new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            `${name}-admission-binding`,
+            {
+                metadata: { name: this.admissionPolicyName },
+                spec: {
+                    policyName: this.admissionPolicyName,
+                    validationActions: args.admission.mode === "deny" ? ["Deny"] : ["Warn", "Audit"],
+                    matchResources: {
+                        namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: args.admission.namespaces ?? [ns] }] },
+                    },
+                },
+            },
+            { parent: this, dependsOn: [policy] },
+        );
+
+        this.priorityClassNames = { high: pcs.high.name, burst: pcs.burst.name, headroom: pcs.headroom.name };
+        this.headroomPods = args.headroom.pods;
+        this.registerOutputs({ priorityClassNames: this.priorityClassNames, admissionPolicyName: this.admissionPolicyName, headroomPods: this.headroomPods });
+    }
+}

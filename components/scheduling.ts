@@ -1,0 +1,100 @@
+// The part of the Kubernetes scheduler that decides whether a pod may run on a node at all: taints and
+// tolerations, nodeSelector and required node affinity. Resources, preferences and spreads only rank nodes that
+// pass these filters, so they are left out. The tests and `npm run verify-placement` both use this model.
+
+export interface Taint {
+    key: string;
+    value?: string;
+    effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+}
+
+export interface Toleration {
+    key?: string;
+    operator?: "Equal" | "Exists";
+    value?: string;
+    effect?: string;
+    tolerationSeconds?: number;
+}
+
+export interface NodeSelectorRequirement {
+    key: string;
+    operator: "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt";
+    values?: string[];
+}
+
+export interface NodeSelectorTerm {
+    matchExpressions?: NodeSelectorRequirement[];
+    matchFields?: NodeSelectorRequirement[];
+}
+
+/** The scheduling fields of a pod spec (a pod template's `spec`). */
+export interface PodScheduling {
+    nodeSelector?: Record<string, string>;
+    tolerations?: Toleration[];
+    affinity?: {
+        nodeAffinity?: {
+            requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: NodeSelectorTerm[] };
+            preferredDuringSchedulingIgnoredDuringExecution?: { weight: number; preference: NodeSelectorTerm }[];
+        };
+    };
+}
+
+export interface NodeModel {
+    /** What the node is, for messages ("an ephemeral node"). */
+    description: string;
+    labels: Record<string, string>;
+    taints: Taint[];
+}
+
+/** Whether one toleration tolerates one taint, as the scheduler decides it. */
+export function tolerates(t: Toleration, taint: Taint): boolean {
+    if (t.effect && t.effect !== taint.effect) return false;
+    if (!t.key) return t.operator === "Exists";
+    if (t.key !== taint.key) return false;
+    return t.operator === "Exists" || (t.value ?? "") === (taint.value ?? "");
+}
+
+function matches(req: NodeSelectorRequirement, labels: Record<string, string>): boolean {
+    const has = Object.prototype.hasOwnProperty.call(labels, req.key);
+    const value = labels[req.key];
+    switch (req.operator) {
+        case "In":
+            return has && (req.values ?? []).includes(value);
+        case "NotIn":
+            return !has || !(req.values ?? []).includes(value);
+        case "Exists":
+            return has;
+        case "DoesNotExist":
+            return !has;
+        case "Gt":
+        case "Lt": {
+            const [n, bound] = [Number(value), Number(req.values?.[0])];
+            return has && Number.isInteger(n) && (req.operator === "Gt" ? n > bound : n < bound);
+        }
+    }
+}
+
+/**
+ * Why a pod cannot be placed on a node: one reason per failed filter, empty when the node is allowed.
+ * A NoSchedule or NoExecute taint needs a toleration; PreferNoSchedule only steers.
+ */
+export function schedulingProblems(pod: PodScheduling, node: NodeModel): string[] {
+    const problems: string[] = [];
+    for (const taint of node.taints) {
+        if (taint.effect === "PreferNoSchedule") continue;
+        if (!(pod.tolerations ?? []).some((t) => tolerates(t, taint))) {
+            problems.push(`does not tolerate the taint ${taint.key}${taint.value ? `=${taint.value}` : ""}:${taint.effect}`);
+        }
+    }
+    for (const [key, value] of Object.entries(pod.nodeSelector ?? {})) {
+        if (node.labels[key] !== value) problems.push(`nodeSelector ${key}=${value} does not match`);
+    }
+    const required = pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+    if (required) {
+        // Terms are ORed, expressions within a term ANDed. matchFields (node names) are not modelled, so a term
+        // without expressions counts as no match: the model errs towards "cannot land" only for such terms.
+        const ok = required.nodeSelectorTerms.some((term) => (term.matchExpressions ?? []).length > 0 && term.matchExpressions!.every((r) => matches(r, node.labels)));
+        if (!ok) problems.push("required node affinity does not match");
+    }
+    return problems;
+}
