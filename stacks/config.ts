@@ -171,7 +171,7 @@ const alarms = object(
 );
 
 const deploymentName = text("a Deployment name (lowercase letters, digits, - and ., at most 253 characters)", /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 253);
-const countOrPercent = leaf<number | string>("a pod count or a percentage such as 1 or 25%", (v) => (Number.isInteger(v) && (v as number) >= 0) || (typeof v === "string" && /^[0-9]{1,3}%$/.test(v)));
+const countOrPercent = leaf<number | string>("a pod count, or a percentage from 0% to 100% such as 25%", (v) => (Number.isInteger(v) && (v as number) >= 0) || (typeof v === "string" && /^(100|[1-9]?[0-9])%$/.test(v)));
 const priorityClass = (name: string, value: number) =>
     optional(object({ name: k8sName, value: integer(-1000000000, 1000000000) }), { name, value });
 

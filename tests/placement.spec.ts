@@ -1,0 +1,370 @@
+import { evaluate } from "@marcbachmann/cel-js";
+import { expect } from "chai";
+import { CeleryWorkloadPlacement, DEPLOYMENT_LABEL, admissionPolicySpec } from "../components/celeryWorkloadPlacement";
+import { NodeModel, schedulingProblems } from "../components/scheduling";
+import { parseStackConfig } from "../stacks/config";
+import { placementArgs } from "../stacks/componentArgs";
+import { runOffline } from "../plan/offlineRuntime";
+import { ephemeralNodesOf, podTemplatesOf } from "../plan/placementCheck";
+import { STACKS, buildStack, configErrorOf, errorOf, patchSections, rawConfig, section, stackConfig } from "./helpers";
+
+const NS = "notification-canada-ca";
+const EPHEMERAL = "notification-canada-ca/ephemeral";
+const BURST_LABEL = "notification-canada-ca/celery-burst";
+const BURST = [
+    "notify-celery-core-tasks-burst",
+    "notify-celery-delivery-receipts-burst",
+    "notify-celery-email-send-burst",
+    "notify-celery-sms-send-burst",
+    "notify-celery-periodic-burst",
+];
+const STABLE = [
+    "notify-api",
+    "notify-admin",
+    "notify-document-download",
+    "notify-documentation",
+    "notify-celery-beat",
+    "notify-celery-core-tasks-static",
+    "notify-celery-email-send-static",
+    "notify-celery-sms-send-static",
+    "notify-celery-sms-dedicated-static",
+    "notify-celery-generate-reports-static",
+    "notify-celery-periodic-static",
+    "notify-celery-nightly-burst",
+];
+const AGENTS = [
+    ["amazon-cloudwatch", "aws-cloudwatch-agent"],
+    ["amazon-cloudwatch", "fb-agent-fluent-bit"],
+    ["kube-system", "ebs-csi-node"],
+    ["kube-system", "secrets-store-csi-driver"],
+];
+const HEADROOM: Record<string, number> = { staging: 2, production: 6 };
+const STABLE_NODE: NodeModel = { description: "a stable node", labels: { "eks.amazonaws.com/capacityType": "ON_DEMAND", "kubernetes.io/os": "linux" }, taints: [] };
+const patchForce = { "pulumi.com/patchForce": "true" };
+
+type Built = Awaited<ReturnType<typeof buildStack>>;
+
+for (const stack of STACKS) {
+    describe(`CeleryWorkloadPlacement (${stack})`, () => {
+        let r: Built;
+        before(async () => {
+            r = await buildStack(stack);
+        });
+        const patch = (kind: "Deployment" | "DaemonSet", name: string) => r.get(`kubernetes:apps/v1:${kind}Patch`, name).inputs;
+
+        it("creates GC Notify's priority classes and a lower, non-preempting one for headroom", () => {
+            const classes = r.byType("kubernetes:scheduling.k8s.io/v1:PriorityClass").map((p) => p.inputs);
+            expect(classes.map(({ metadata, value, globalDefault, preemptionPolicy }) => ({ name: metadata.name, value, globalDefault, preemptionPolicy }))).to.deep.equal([
+                { name: "high-priority", value: 1000000, globalDefault: false, preemptionPolicy: undefined },
+                { name: "celery", value: 10, globalDefault: false, preemptionPolicy: undefined },
+                { name: "celery-headroom", value: -10, globalDefault: false, preemptionPolicy: "Never" },
+            ]);
+        });
+
+        it("patches each burst Deployment onto ephemeral nodes, at low priority, with a grace period longer than a task", () => {
+            for (const name of BURST) {
+                expect(patch("Deployment", `celery-placement-burst-${name}`)).to.deep.equal({
+                    apiVersion: "apps/v1",
+                    kind: "Deployment",
+                    metadata: { name, namespace: NS, annotations: patchForce },
+                    spec: {
+                        template: {
+                            metadata: { labels: { [BURST_LABEL]: "true", [DEPLOYMENT_LABEL]: name } },
+                            spec: {
+                                tolerations: [{ key: EPHEMERAL, operator: "Equal", value: "true", effect: "NoSchedule" }],
+                                affinity: {
+                                    nodeAffinity: {
+                                        requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: EPHEMERAL, operator: "In", values: ["true"] }] }] },
+                                    },
+                                },
+                                priorityClassName: "celery",
+                                terminationGracePeriodSeconds: 60,
+                            },
+                        },
+                    },
+                });
+            }
+        });
+
+        it("gives each burst Deployment the PodDisruptionBudget from config, selecting only its own pods", () => {
+            const budgets = Object.fromEntries(r.byType("kubernetes:policy/v1:PodDisruptionBudget").map((p) => [p.inputs.metadata.name, p.inputs]));
+            expect(Object.keys(budgets)).to.deep.equal(BURST);
+            const expected = [{ minAvailable: 2 }, { minAvailable: 2 }, { maxUnavailable: "50%" }, { maxUnavailable: 1 }, { minAvailable: 1 }];
+            BURST.forEach((name, i) => {
+                expect(budgets[name].metadata.namespace).to.equal(NS);
+                expect(budgets[name].spec).to.deep.equal({ ...expected[i], selector: { matchLabels: { [DEPLOYMENT_LABEL]: name } } });
+            });
+        });
+
+        it("pins every other Deployment to stable nodes, with the high priority class in the pod template", () => {
+            const patched = r.byType("kubernetes:apps/v1:DeploymentPatch").filter((p) => p.name.startsWith("celery-placement-stable-"));
+            expect(patched.map((p) => p.inputs.metadata.name)).to.deep.equal(STABLE);
+            for (const p of patched) {
+                expect(p.inputs.metadata).to.deep.include({ namespace: NS, annotations: patchForce });
+                // GC Notify's API chart set priorityClassName on the Deployment spec, where Kubernetes ignores it.
+                expect(p.inputs.spec).to.deep.equal({
+                    template: { spec: { nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" }, priorityClassName: "high-priority" } },
+                });
+            }
+        });
+
+        it("makes node agents tolerate ephemeral nodes at system-node-critical, and guarantees the CloudWatch agent its CPU", () => {
+            for (const [namespace, name] of AGENTS) {
+                const p = patch("DaemonSet", `celery-placement-agent-${name}`);
+                expect(p.metadata).to.deep.equal({ name, namespace, annotations: patchForce });
+                expect(p.spec.template.spec).to.deep.include({ tolerations: [{ operator: "Exists" }], priorityClassName: "system-node-critical" });
+            }
+            const resources = { cpu: "300m", memory: "300Mi" };
+            expect(patch("DaemonSet", "celery-placement-agent-aws-cloudwatch-agent").spec.template.spec.containers).to.deep.equal([
+                { name: "cloudwatch-agent", resources: { requests: resources, limits: resources } },
+            ]);
+            expect(patch("DaemonSet", "celery-placement-agent-ebs-csi-node").spec.template.spec).to.not.have.property("containers");
+        });
+
+        it("keeps new nodes tainted until each agent runs: startup taints with <namespace>.<name> keys, removed by a pinned nidhogg watching exactly those", () => {
+            const pool = r.get("kubernetes:karpenter.sh/v1:NodePool", "celery-burst-node-pool").inputs;
+            expect(pool.spec.template.spec.startupTaints).to.deep.equal(AGENTS.map(([ns, name]) => ({ key: `nidhogg.uswitch.com/${ns}.${name}`, effect: "NoSchedule" })));
+            const nidhogg = r.get("kubernetes:helm.sh/v3:Release", "celery-placement-nidhogg").inputs;
+            expect(nidhogg).to.deep.include({ name: "nidhogg", chart: "oci://ghcr.io/pelotech/charts/nidhogg", version: "0.6.6", namespace: "kube-system" });
+            expect(nidhogg.values).to.deep.equal({
+                nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" },
+                configuration: {
+                    taintNamePrefix: "nidhogg.uswitch.com",
+                    nodeSelector: [`${EPHEMERAL}=true`],
+                    daemonsets: AGENTS.map(([namespace, name]) => ({ name, namespace })),
+                },
+            });
+        });
+
+        it("binds the admission policy in deny mode to the application namespace", () => {
+            const policy = r.get("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "celery-placement-admission-policy").inputs;
+            expect(policy.metadata.name).to.equal("ephemeral-nodes-celery-burst-only");
+            expect(policy.spec.failurePolicy).to.equal("Fail");
+            expect(policy.spec.matchConstraints).to.deep.equal({
+                resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"] }],
+            });
+            const binding = r.get("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "celery-placement-admission-binding").inputs;
+            expect(binding.spec).to.deep.equal({
+                policyName: "ephemeral-nodes-celery-burst-only",
+                validationActions: ["Deny"],
+                matchResources: { namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: [NS] }] } },
+            });
+        });
+
+        it(`holds room for ${HEADROOM[stack]} Celery pods on ephemeral nodes with preemptible pause pods`, () => {
+            const d = r.get("kubernetes:apps/v1:Deployment", "celery-placement-headroom").inputs;
+            expect(d.metadata).to.deep.equal({ name: "celery-headroom", namespace: NS });
+            expect(d.spec.replicas).to.equal(HEADROOM[stack]);
+            const pod = d.spec.template.spec;
+            expect(pod.priorityClassName).to.equal("celery-headroom");
+            const size = section(stack, "nodePool").capacityCheck;
+            expect(pod.containers[0].resources).to.deep.equal({ requests: { cpu: size.celeryPodCpu, memory: size.celeryPodMemory }, limits: { memory: size.celeryPodMemory } });
+            expect(pod.containers[0].image).to.match(/^registry\.k8s\.io\/pause:/);
+        });
+
+        it("orders the rollout: agents, then nidhogg, then burst pods onto nodes that can exist", () => {
+            const urn = (type: string, name: string) => r.get(type, name).urn;
+            const nidhogg = urn("kubernetes:helm.sh/v3:Release", "celery-placement-nidhogg");
+            const pool = urn("kubernetes:karpenter.sh/v1:NodePool", "celery-burst-node-pool");
+            const agents = AGENTS.map(([, name]) => urn("kubernetes:apps/v1:DaemonSetPatch", `celery-placement-agent-${name}`));
+            expect(r.get("kubernetes:helm.sh/v3:Release", "celery-placement-nidhogg").dependencies).to.include.members(agents);
+            for (const name of BURST) {
+                const deps = r.get("kubernetes:apps/v1:DeploymentPatch", `celery-placement-burst-${name}`).dependencies;
+                expect(deps).to.include.members([nidhogg, pool, ...agents]);
+            }
+            expect(r.get("kubernetes:apps/v1:Deployment", "celery-placement-headroom").dependencies).to.include.members([nidhogg, pool]);
+        });
+
+        it("schedules only burst Celery and headroom pods onto ready ephemeral nodes, and only node agents onto new ones", () => {
+            const objects = r.resources.filter((x) => x.custom && x.type.startsWith("kubernetes:")).map((x) => x.inputs);
+            const [nodes] = ephemeralNodesOf(objects);
+            const templates = podTemplatesOf(objects);
+            const onReady = templates.filter((t) => schedulingProblems(t.spec, nodes.ready).length === 0).map((t) => t.owner);
+            const onNew = templates.filter((t) => schedulingProblems(t.spec, nodes.launched).length === 0).map((t) => t.owner);
+            const agents = AGENTS.map(([ns, name]) => `DaemonSet ${ns}/${name}`);
+            expect(onReady).to.have.members([...agents, ...BURST.map((d) => `Deployment ${NS}/${d}`), `Deployment ${NS}/celery-headroom`]);
+            expect(onNew).to.have.members(agents);
+            for (const t of templates.filter((t) => STABLE.some((d) => t.owner === `Deployment ${NS}/${d}`))) {
+                expect(schedulingProblems(t.spec, nodes.ready)).to.deep.equal([
+                    `does not tolerate the taint ${EPHEMERAL}=true:NoSchedule`,
+                    "nodeSelector eks.amazonaws.com/capacityType=ON_DEMAND does not match",
+                ]);
+                expect(schedulingProblems(t.spec, STABLE_NODE)).to.deep.equal([]);
+            }
+            // Without spill-over a burst pod waits for an ephemeral node rather than taking a stable one.
+            const burst = templates.find((t) => t.owner === `Deployment ${NS}/${BURST[0]}`)!;
+            expect(schedulingProblems(burst.spec, STABLE_NODE)).to.deep.equal(["required node affinity does not match"]);
+        });
+    });
+}
+
+describe("CeleryWorkloadPlacement options", () => {
+    it("lets burst pods spill over to stable nodes when config allows, still preferring ephemeral ones", async () => {
+        const r = await buildStack("staging", { placement: { burst: { ...section("staging", "placement").burst, spillToStable: true } } });
+        const spec = r.get("kubernetes:apps/v1:DeploymentPatch", `celery-placement-burst-${BURST[0]}`).inputs.spec.template.spec;
+        expect(spec.affinity).to.deep.equal({
+            nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, preference: { matchExpressions: [{ key: EPHEMERAL, operator: "In", values: ["true"] }] } }] },
+        });
+        expect(schedulingProblems(spec, STABLE_NODE)).to.deep.equal([]);
+        // Headroom exists only to warm ephemeral nodes, so it never spills.
+        expect(r.get("kubernetes:apps/v1:Deployment", "celery-placement-headroom").inputs.spec.template.spec.affinity.nodeAffinity).to.have.property("requiredDuringSchedulingIgnoredDuringExecution");
+    });
+
+    it("warns and audits instead of denying in warn mode, over the configured namespaces", async () => {
+        const r = await buildStack("staging", { placement: { admission: { mode: "warn", namespaces: [NS, "notify-jobs"] } } });
+        const binding = r.get("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "celery-placement-admission-binding").inputs.spec;
+        expect(binding.validationActions).to.deep.equal(["Warn", "Audit"]);
+        expect(binding.matchResources.namespaceSelector.matchExpressions[0].values).to.deep.equal([NS, "notify-jobs"]);
+    });
+
+    it("creates no headroom Deployment when headroom is 0", async () => {
+        const r = await buildStack("production", { placement: { headroom: { pods: 0 } } });
+        expect(r.byType("kubernetes:apps/v1:Deployment")).to.have.length(0);
+    });
+
+    it("tolerates only the ephemeral and startup taints for an agent that must not tolerate everything", async () => {
+        const agents = section("staging", "placement").nodeDaemonSets.map((d: any) => (d.name === "ebs-csi-node" ? { ...d, tolerateAll: false } : d));
+        const r = await buildStack("staging", { placement: { nodeDaemonSets: agents } });
+        expect(r.get("kubernetes:apps/v1:DaemonSetPatch", "celery-placement-agent-ebs-csi-node").inputs.spec.template.spec.tolerations).to.deep.equal([
+            { key: EPHEMERAL, operator: "Equal", value: "true", effect: "NoSchedule" },
+            ...AGENTS.map(([ns, name]) => ({ key: `nidhogg.uswitch.com/${ns}.${name}`, operator: "Exists", effect: "NoSchedule" })),
+        ]);
+    });
+
+    it("validates its arguments before creating any child", async () => {
+        const args = { ...placementArgs(stackConfig("staging")), stableDeployments: ["notify-api", BURST[0]] };
+        let message = "";
+        let created = -1;
+        try {
+            const r = await runOffline("staging", () => new CeleryWorkloadPlacement("bad", args));
+            created = r.resources.length;
+        } catch (e) {
+            message = (e as Error).message;
+        }
+        expect(created).to.equal(-1);
+        expect(message).to.equal(`CeleryWorkloadPlacement bad:\nDeployment ${BURST[0]} is listed as both burst and stable`);
+    });
+});
+
+describe("the admission policy's CEL", () => {
+    const spec = admissionPolicySpec(placementArgs(stackConfig("production")));
+
+    /** What the API server answers for a pod: the messages of the failed validations (none: admitted). */
+    function admit(pod: { metadata?: object; spec: object }): string[] {
+        const object = { metadata: {}, ...pod };
+        const variables: Record<string, unknown> = {};
+        for (const v of spec.variables) variables[v.name] = evaluate(v.expression, { object, variables });
+        return spec.validations.filter((v) => evaluate(v.expression, { object, variables }) !== true).map((v) => v.message);
+    }
+    const tolerates = `only burst Celery pods (label ${BURST_LABEL}=true) may tolerate the ephemeral node taint ${EPHEMERAL}`;
+    const selects = `only burst Celery pods (label ${BURST_LABEL}=true) may select ephemeral nodes (${EPHEMERAL})`;
+    const burstLabels = { labels: { app: "celery", [BURST_LABEL]: "true" } };
+    const toleration = { key: EPHEMERAL, operator: "Equal", value: "true", effect: "NoSchedule" };
+    const required = (operator: string, values?: string[]) => ({
+        nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: EPHEMERAL, operator, ...(values ? { values } : {}) }] }] } },
+    });
+
+    const cases: [string, { metadata?: object; spec: object }, string[]][] = [
+        ["admits a plain pod", { spec: { containers: [] } }, []],
+        ["admits a burst pod that tolerates and requires ephemeral nodes", { metadata: burstLabels, spec: { tolerations: [toleration], affinity: required("In", ["true"]) } }, []],
+        ["rejects an API pod that tolerates the ephemeral taint", { metadata: { labels: { app: "api" } }, spec: { tolerations: [toleration] } }, [tolerates]],
+        ["rejects a pod that tolerates every taint", { spec: { tolerations: [{ operator: "Exists" }] } }, [tolerates]],
+        ["admits a pod that tolerates only other taints", { spec: { tolerations: [{ key: "CriticalAddonsOnly", operator: "Exists" }, { key: "", operator: "Equal", value: "x" }] } }, []],
+        ["rejects a burst label with another value", { metadata: { labels: { [BURST_LABEL]: "false" } }, spec: { tolerations: [toleration] } }, [tolerates]],
+        ["rejects a nodeSelector on ephemeral nodes", { spec: { nodeSelector: { [EPHEMERAL]: "true" } } }, [selects]],
+        ["rejects a required affinity to ephemeral nodes (Exists)", { spec: { affinity: required("Exists") } }, [selects]],
+        [
+            "rejects a preferred affinity to ephemeral nodes",
+            { spec: { affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [{ key: EPHEMERAL, operator: "In", values: ["true"] }] } }] } } } },
+            [selects],
+        ],
+        ["admits an affinity that keeps a pod away from ephemeral nodes", { spec: { affinity: required("DoesNotExist") } }, []],
+        ["admits a NotIn affinity", { spec: { affinity: required("NotIn", ["true"]) } }, []],
+        ["reports both faults of a pod that tolerates and selects", { spec: { tolerations: [toleration], nodeSelector: { [EPHEMERAL]: "true" } } }, [tolerates, selects]],
+    ];
+    for (const [what, pod, expected] of cases) it(what, () => expect(admit(pod)).to.deep.equal(expected));
+
+    it("admits every pod template the plan renders, headroom and burst included", async () => {
+        const r = await buildStack("production");
+        const templates = podTemplatesOf(r.resources.filter((x) => x.custom && x.type.startsWith("kubernetes:")).map((x) => x.inputs));
+        for (const t of templates.filter((t) => t.owner.includes(NS))) expect(admit({ metadata: { labels: t.labels }, spec: t.spec }), t.owner).to.deep.equal([]);
+        // The node agents tolerate everything, so the policy must never cover their namespaces.
+        for (const t of templates.filter((t) => t.kind === "DaemonSet")) expect(admit({ metadata: { labels: t.labels }, spec: t.spec })).to.deep.equal([tolerates]);
+    });
+});
+
+describe("placement config errors", () => {
+    const withPlacement = (patch: Record<string, unknown>) => rawConfig("staging", "placement", patch);
+    const burst = (patch: Record<string, unknown>) => withPlacement({ burst: { ...section("staging", "placement").burst, ...patch } });
+
+    it("rejects a Celery Deployment also listed as stable, naming the key", () => {
+        expect(errorOf(() => parseStackConfig("staging", withPlacement({ stableDeployments: ["notify-api", BURST[2]] })))).to.equal(
+            `staging: notify-karpenter:placement.stableDeployments[1] must not repeat the burst Deployment ${BURST[2]}: a Deployment is either burst or stable`,
+        );
+    });
+
+    it("rejects a grace period below the visibility timeout plus the pre-stop margin", () => {
+        expect(errorOf(() => parseStackConfig("staging", burst({ longestTaskSeconds: 20, terminationGracePeriodSeconds: 30 })))).to.equal(
+            "staging: notify-karpenter:placement.burst.terminationGracePeriodSeconds must be at least 36: the longest task (20 s) or the high-priority queues' visibility timeout (26 s), whichever is longer, plus 10 s for the pre-stop script (got 30)",
+        );
+    });
+
+    it("rejects a grace period shorter than the longest task", () => {
+        expect(errorOf(() => parseStackConfig("staging", burst({ longestTaskSeconds: 90 })))).to.match(
+            /placement\.burst\.terminationGracePeriodSeconds must be at least 100: the longest task \(90 s\)/,
+        );
+    });
+
+    it("rejects a node pool that would cut draining Celery pods short", () => {
+        const raw = rawConfig("staging", "nodePool", { terminationGracePeriod: "45s" });
+        expect(errorOf(() => parseStackConfig("staging", raw))).to.equal(
+            "staging: notify-karpenter:nodePool.terminationGracePeriod must be at least the Celery grace period (60 s), or Karpenter cuts draining Celery pods short (got 45s)",
+        );
+    });
+
+    it("needs exactly one of minAvailable and maxUnavailable for each burst Deployment", () => {
+        const deployments = [{ name: BURST[0] }, { name: BURST[1], minAvailable: 1, maxUnavailable: 1 }, { name: BURST[2], minAvailable: "150%" }];
+        expect(errorOf(() => parseStackConfig("staging", burst({ deployments })))).to.equal(
+            [
+                "staging: notify-karpenter:placement.burst.deployments[0] must set exactly one of minAvailable and maxUnavailable (its PodDisruptionBudget)",
+                "staging: notify-karpenter:placement.burst.deployments[1] must set exactly one of minAvailable and maxUnavailable (its PodDisruptionBudget)",
+                'staging: notify-karpenter:placement.burst.deployments[2].minAvailable must be a pod count, or a percentage from 0% to 100% such as 25% (got "150%")',
+            ].join("\n"),
+        );
+    });
+
+    it("rejects headroom without a Celery pod size", () => {
+        const raw = rawConfig("staging", "nodePool", { capacityCheck: undefined });
+        expect(errorOf(() => parseStackConfig("staging", raw))).to.equal(
+            "staging: notify-karpenter:placement.headroom.pods needs nodePool.capacityCheck.celeryPodCpu and celeryPodMemory, the size of each placeholder pod",
+        );
+    });
+
+    it("rejects an admission policy over a node agent's namespace", () => {
+        expect(errorOf(() => parseStackConfig("staging", withPlacement({ admission: { mode: "deny", namespaces: [NS, "kube-system"] } })))).to.equal(
+            "staging: notify-karpenter:placement the admission policy would reject the node daemonsets in namespace kube-system, which tolerate every taint",
+        );
+    });
+
+    it("rejects priority classes out of order and an unknown admission mode", () => {
+        const priorityClasses = { high: { name: "high-priority", value: 5 }, burst: { name: "celery", value: 10 }, headroom: { name: "celery-headroom", value: -10 } };
+        expect(errorOf(() => parseStackConfig("staging", withPlacement({ priorityClasses })))).to.equal(
+            "staging: notify-karpenter:placement priority classes must rank high (5) above burst (10) above headroom (-10)",
+        );
+        expect(errorOf(() => parseStackConfig("staging", withPlacement({ admission: { mode: "audit" } })))).to.equal(
+            'staging: notify-karpenter:placement.admission.mode must be one of "deny", "warn" (got "audit")',
+        );
+    });
+
+    it("rejects a burst Deployment whose alarm name would be too long", () => {
+        const deployments = [{ name: "a".repeat(220), maxUnavailable: 1 }];
+        expect(errorOf(() => parseStackConfig("staging", burst({ deployments })))).to.match(
+            /^staging: notify-karpenter:placement\.burst\.deployments\[0\]\.name must be at most 191 characters, or its alarm name ".*" exceeds CloudWatch's 255 \(got 220 characters\)$/,
+        );
+    });
+
+    it("stops the program before any resource is registered", async () => {
+        const msg = await configErrorOf("production", patchSections("production", { placement: { stableDeployments: [BURST[0]] } }));
+        expect(msg).to.match(/^production: notify-karpenter:placement\.stableDeployments\[0\] must not repeat the burst Deployment/);
+    });
+});
