@@ -146,6 +146,8 @@ const alarms = object(
         topicArns: optional(object({ warning: snsTopicArn, critical: snsTopicArn })),
         /** The log group of the controller's container logs (Fluent Bit: /aws/containerinsights/<cluster>/application). */
         logGroupName: text("a CloudWatch Logs group name (letters, digits and _-./#, at most 512 characters)", /^[.\-_/#A-Za-z0-9]+$/, 512),
+        /** Create the log group: only where no log shipper (Fluent Bit) creates it, such as a scratch account. */
+        createLogGroup: optional(boolean(), false),
         failurePatterns: optional(
             list(text("a log term of at most 200 characters without double quotes or backslashes", /^[^"\\]+$/, 200), { min: 1, max: 20, unique: true }),
             DEFAULT_FAILURE_PATTERNS,

@@ -58,6 +58,7 @@ export function createStack(cfg: StackConfig) {
             karpenterNamespace: controller.namespace,
             karpenterDeployment: controller.deploymentName,
             logGroupName: a.logGroupName,
+            createLogGroup: a.createLogGroup,
             failurePatterns: a.failurePatterns,
             queueName: controller.queueName,
             ruleNames: Object.fromEntries(interruptionRules.map((r, i) => [r.suffix, controller.ruleNames[i]])),
