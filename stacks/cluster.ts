@@ -1,9 +1,17 @@
 import * as aws from "@pulumi/aws";
+import * as awsx from "@pulumi/awsx";
+import * as eks from "@pulumi/eks";
 import { ClusterFacts, clusterFacts } from "../components/clusterFacts";
+import { CreatedCluster } from "../components/createdCluster";
 import { ClusterConfig } from "./config";
 
+/** The cluster the stack installs on, by `cluster.mode`: looked up, or created with its VPC. */
+export function clusterFor(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {
+    return cfg.mode === "create" ? createdCluster(cfg, provider) : existingCluster(cfg, provider);
+}
+
 /** Looks up an existing EKS cluster by name and returns the facts components need. */
-export function existingCluster(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {
+function existingCluster(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {
     const cluster = aws.eks.getClusterOutput({ name: cfg.name }, { provider });
     return clusterFacts({
         name: cluster.name,
@@ -14,4 +22,10 @@ export function existingCluster(cfg: ClusterConfig, provider: aws.Provider): Clu
         nodeSecurityGroupId: cluster.vpcConfig.clusterSecurityGroupId,
         region: cfg.region,
     });
+}
+
+/** Creates the cluster, its VPC and stable nodes. The eks and awsx packages need providers of their own. */
+function createdCluster(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {
+    const providers = { aws: provider, eks: new eks.Provider("eks"), awsx: new awsx.Provider("awsx") };
+    return new CreatedCluster("cluster", { name: cfg.name, region: cfg.region, ...cfg.create! }, { providers }).facts;
 }

@@ -6,7 +6,7 @@ import { EphemeralNodePool } from "../components/ephemeralNodePool";
 import { KarpenterAlarms } from "../components/karpenterAlarms";
 import { KarpenterController } from "../components/karpenterController";
 import { nodePoolArgs } from "./componentArgs";
-import { existingCluster } from "./cluster";
+import { clusterFor } from "./cluster";
 import { StackConfig } from "./config";
 
 export function createStack(cfg: StackConfig) {
@@ -14,7 +14,7 @@ export function createStack(cfg: StackConfig) {
         region: cfg.cluster.region as aws.Region,
         defaultTags: { tags: { ...cfg.tags, "notify-karpenter:stack": cfg.stack } },
     });
-    const cluster = existingCluster(cfg.cluster, awsProvider);
+    const cluster = clusterFor(cfg.cluster, awsProvider);
     const k8sProvider = new k8s.Provider("kubernetes", { kubeconfig: cluster.kubeconfig, enableServerSideApply: true });
     const providers = { aws: awsProvider, kubernetes: k8sProvider };
 
