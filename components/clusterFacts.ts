@@ -25,23 +25,24 @@ export interface ClusterFacts {
     region: string;
     /**
      * A kubeconfig that authenticates with `aws eks get-token`, so it holds no secret and works for whoever runs
-     * `pulumi up` with access to the cluster. It resolves only once the cluster can run pods, so whatever uses it
-     * waits for that.
+     * `pulumi up` with access to the cluster.
      */
     kubeconfig: pulumi.Output<string>;
+    /**
+     * What must exist before anything is installed on the cluster: a created cluster's stable nodes and add-ons,
+     * nothing for an existing one. The kubernetes provider depends on them.
+     */
+    ready: pulumi.Resource[];
 }
 
 /** What AWS says about a cluster, from which the rest of the facts follow. */
 export type ClusterAttributes = Pick<ClusterFacts, "name" | "arn" | "endpoint" | "certificateAuthority" | "oidcIssuerUrl" | "nodeSecurityGroupId" | "region">;
 
-/**
- * The facts of a cluster. `readyWhen` holds outputs of what must exist before anything runs on the cluster (a
- * created cluster's nodes and add-ons); the kubeconfig waits for them.
- */
-export function clusterFacts(c: ClusterAttributes, readyWhen: pulumi.Input<unknown>[] = []): ClusterFacts {
+/** The facts of a cluster, from its attributes and what must exist before anything is installed on it. */
+export function clusterFacts(c: ClusterAttributes, ready: pulumi.Resource[] = []): ClusterFacts {
     // arn:<partition>:eks:<region>:<account>:cluster/<name>: the partition and account come with it, no extra lookup.
     const arnPart = (i: number) => pulumi.output(c.arn).apply((arn) => arn.split(":")[i]);
-    const kubeconfig = pulumi.all([c.name, c.endpoint, c.certificateAuthority, ...readyWhen]).apply(([name, endpoint, ca]) =>
+    const kubeconfig = pulumi.all([c.name, c.endpoint, c.certificateAuthority]).apply(([name, endpoint, ca]) =>
         JSON.stringify({
             apiVersion: "v1",
             kind: "Config",
@@ -62,5 +63,5 @@ export function clusterFacts(c: ClusterAttributes, readyWhen: pulumi.Input<unkno
             ],
         }),
     );
-    return { ...c, partition: arnPart(1), accountId: arnPart(4), kubeconfig };
+    return { ...c, partition: arnPart(1), accountId: arnPart(4), kubeconfig, ready };
 }

@@ -142,9 +142,10 @@ export class CreatedCluster extends pulumi.ComponentResource {
             { parent: this, dependsOn: attachments },
         );
 
-        // Nothing may be installed before the controller can run: stable nodes, the Pod Identity agent, and the
-        // discovery tag its nodes need.
-        this.facts = clusterFacts(attributes, [nodeGroup.id, podIdentityAgent.id, discoveryTag.id]);
+        // Nothing is installed before the controller can run: stable nodes, the Pod Identity agent, and the discovery
+        // tag its nodes need. (A dependency, not part of the kubeconfig: a kubeconfig unknown at preview, as when the
+        // node group is replaced, makes the kubernetes provider replace everything on the cluster.)
+        this.facts = clusterFacts(attributes, [nodeGroup, podIdentityAgent, discoveryTag]);
         this.registerOutputs({ clusterName: attributes.name, vpcId: vpc.vpcId, nodeGroupName: nodeGroup.nodeGroupName });
     }
 }

@@ -15,7 +15,7 @@ export function createStack(cfg: StackConfig) {
         defaultTags: { tags: { ...cfg.tags, "notify-karpenter:stack": cfg.stack } },
     });
     const cluster = clusterFor(cfg.cluster, awsProvider);
-    const k8sProvider = new k8s.Provider("kubernetes", { kubeconfig: cluster.kubeconfig, enableServerSideApply: true });
+    const k8sProvider = new k8s.Provider("kubernetes", { kubeconfig: cluster.kubeconfig, enableServerSideApply: true }, { dependsOn: cluster.ready });
     const providers = { aws: awsProvider, kubernetes: k8sProvider };
 
     const c = cfg.controller;

@@ -96,6 +96,7 @@ describe("scratch stack (cluster.mode: create)", () => {
     });
 
     it("installs nothing on the cluster before its stable nodes, Pod Identity agent and discovery tag exist", () => {
+        // Through the provider's dependencies, not its kubeconfig (see CreatedCluster).
         const k8s = r.get("pulumi:providers:kubernetes", "kubernetes");
         const kube = parseJson(k8s.inputs.kubeconfig);
         expect(kube.clusters[0].cluster).to.deep.equal({ server: PLACEHOLDERS.clusterEndpoint(REGION), "certificate-authority-data": PLACEHOLDERS.certificateAuthority });
@@ -162,18 +163,20 @@ describe("scratch stack (cluster.mode: create)", () => {
 });
 
 describe("cluster facts in both modes", () => {
-    /** The facts `clusterFor` gives for a stack, every output resolved. */
+    /** The facts `clusterFor` gives for a stack, every output resolved, and the names of the resources in `ready`. */
     async function factsOf(stack: string): Promise<Record<string, any>> {
         const run = await runOffline(stack, () => clusterFor(loadConfig().cluster, new aws.Provider("aws", { region: REGION })));
-        const entries = await Promise.all(Object.entries(run.outputs).map(async ([k, v]) => [k, await new Promise((resolve) => pulumi.output(v).apply(resolve))]));
-        return Object.fromEntries(entries);
+        const { ready, ...rest } = run.outputs;
+        const entries = await Promise.all(Object.entries(rest).map(async ([k, v]) => [k, await new Promise((resolve) => pulumi.output(v).apply(resolve))]));
+        const readyNames = await Promise.all(ready.map((r) => new Promise((resolve) => r.urn.apply((urn) => resolve(urn.split("::").pop())))));
+        return { ...Object.fromEntries(entries), ready: readyNames };
     }
 
     it("gives components the same facts whether the cluster is looked up or created", async () => {
-        for (const [stack, name] of [
-            ["staging", "notification-canada-ca-staging-eks-cluster"],
-            ["scratch", CLUSTER],
-        ]) {
+        for (const [stack, name, ready] of [
+            ["staging", "notification-canada-ca-staging-eks-cluster", []],
+            ["scratch", CLUSTER, ["cluster-stable-nodes", "cluster-pod-identity-agent", "cluster-security-group-discovery-tag"]],
+        ] as const) {
             const { kubeconfig, ...facts } = await factsOf(stack);
             expect(facts, stack).to.deep.equal({
                 name,
@@ -185,6 +188,7 @@ describe("cluster facts in both modes", () => {
                 partition: "aws",
                 accountId: PLACEHOLDERS.accountId,
                 region: REGION,
+                ready,
             });
             expect(parseJson(kubeconfig)["current-context"], stack).to.equal(name);
         }
