@@ -27,8 +27,8 @@ const instanceType = text("an EC2 instance type such as c7i.xlarge", /^[a-z][a-z
 
 /** A cluster the program creates (mode create): its network and its stable on-demand node group. */
 const createdCluster = object({
-    /** Kubernetes minor version of the control plane and the stable nodes. */
-    kubernetesVersion: text("a Kubernetes minor version such as 1.34", /^1\.[0-9]{2}$/, 8),
+    /** Kubernetes minor version of the control plane and the stable nodes; a string, as YAML reads 1.30 as 1.3. */
+    kubernetesVersion: text('a Kubernetes minor version as a string, such as "1.34"', /^1\.[0-9]{2}$/, 8),
     vpcCidr: optional(text("an IPv4 CIDR block from /16 to /20 such as 10.0.0.0/16", /^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\/(1[6-9]|20)$/, 18), "10.0.0.0/16"),
     /** One private and one public subnet in each; EKS needs at least two zones. */
     zones: list(zone, { min: 2, max: 6, unique: true }),
