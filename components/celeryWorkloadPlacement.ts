@@ -259,12 +259,17 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
             (ds) =>
                 new k8s.apps.v1.DaemonSetPatch(`${name}-agent-${ds.name}`, { metadata: patchMetadata(ds.name, ds.namespace), spec: { template: daemonSetPodTemplate(args, ds) } }, child),
         );
-        const nidhogg = new k8s.helm.v3.Release(
-            `${name}-nidhogg`,
-            { name: "nidhogg", chart: NIDHOGG_CHART, version: NIDHOGG_VERSION, namespace: "kube-system", values: nidhoggValues(args) },
-            { parent: this, dependsOn: [...(args.dependsOn ?? []), ...agents] },
-        );
-        const nodesReady = { parent: this, dependsOn: [...(args.dependsOn ?? []), ...classes, ...agents, nidhogg] };
+        // Without agents to wait for there are no startup taints, so nothing for nidhogg to lift.
+        const nidhogg = agents.length
+            ? [
+                  new k8s.helm.v3.Release(
+                      `${name}-nidhogg`,
+                      { name: "nidhogg", chart: NIDHOGG_CHART, version: NIDHOGG_VERSION, namespace: "kube-system", values: nidhoggValues(args) },
+                      { parent: this, dependsOn: [...(args.dependsOn ?? []), ...agents] },
+                  ),
+              ]
+            : [];
+        const nodesReady = { parent: this, dependsOn: [...(args.dependsOn ?? []), ...classes, ...agents, ...nidhogg] };
 
         for (const d of args.burst.deployments) {
             new k8s.apps.v1.DeploymentPatch(`${name}-burst-${d.name}`, { metadata: patchMetadata(d.name, ns), spec: { template: burstPodTemplate(args, d.name) } }, nodesReady);

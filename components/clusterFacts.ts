@@ -15,10 +15,53 @@ export interface ClusterFacts {
     certificateAuthority: pulumi.Input<string>;
     /** The OIDC issuer URL (https://oidc.eks.<region>.amazonaws.com/id/<id>), used for IRSA trust. */
     oidcIssuerUrl: pulumi.Input<string>;
+    /** The cluster security group, which EKS gives managed nodes; Karpenter's nodes need it to reach the control plane. */
+    nodeSecurityGroupId: pulumi.Input<string>;
     /** AWS partition (aws, aws-cn, aws-us-gov). */
     partition: pulumi.Input<string>;
     /** AWS account ID that owns the cluster. */
     accountId: pulumi.Input<string>;
     /** AWS region of the cluster. */
     region: string;
+    /**
+     * A kubeconfig that authenticates with `aws eks get-token`, so it holds no secret and works for whoever runs
+     * `pulumi up` with access to the cluster.
+     */
+    kubeconfig: pulumi.Output<string>;
+    /**
+     * What must exist before anything is installed on the cluster: a created cluster's stable nodes and add-ons,
+     * nothing for an existing one. The kubernetes provider depends on them.
+     */
+    ready: pulumi.Resource[];
+}
+
+/** What AWS says about a cluster, from which the rest of the facts follow. */
+export type ClusterAttributes = Pick<ClusterFacts, "name" | "arn" | "endpoint" | "certificateAuthority" | "oidcIssuerUrl" | "nodeSecurityGroupId" | "region">;
+
+/** The facts of a cluster, from its attributes and what must exist before anything is installed on it. */
+export function clusterFacts(c: ClusterAttributes, ready: pulumi.Resource[] = []): ClusterFacts {
+    // arn:<partition>:eks:<region>:<account>:cluster/<name>: the partition and account come with it, no extra lookup.
+    const arnPart = (i: number) => pulumi.output(c.arn).apply((arn) => arn.split(":")[i]);
+    const kubeconfig = pulumi.all([c.name, c.endpoint, c.certificateAuthority]).apply(([name, endpoint, ca]) =>
+        JSON.stringify({
+            apiVersion: "v1",
+            kind: "Config",
+            clusters: [{ name, cluster: { server: endpoint, "certificate-authority-data": ca } }],
+            contexts: [{ name, context: { cluster: name, user: name } }],
+            "current-context": name,
+            users: [
+                {
+                    name,
+                    user: {
+                        exec: {
+                            apiVersion: "client.authentication.k8s.io/v1beta1",
+                            command: "aws",
+                            args: ["eks", "get-token", "--cluster-name", name, "--region", c.region, "--output", "json"],
+                        },
+                    },
+                },
+            ],
+        }),
+    );
+    return { ...c, partition: arnPart(1), accountId: arnPart(4), kubeconfig, ready };
 }

@@ -77,6 +77,8 @@ export interface KarpenterAlarmsArgs {
     karpenterDeployment?: string;
     /** The log group the controller's container logs go to (GC Notify: Fluent Bit to Container Insights). */
     logGroupName: string;
+    /** Create that log group (one week's retention), where no log shipper has: a scratch account. @default false */
+    createLogGroup?: boolean;
     /** Terms whose presence in a log event marks a provisioning failure (case-sensitive). @default DEFAULT_FAILURE_PATTERNS */
     failurePatterns?: string[];
     /** The interruption queue's name. */
@@ -245,11 +247,15 @@ export class KarpenterAlarms extends pulumi.ComponentResource {
         // alarm sees real zeros between failures and M of N means "failing most of the time", not "failed once".
         this.failurePattern = filterPattern(terms);
         const failureMetric = { namespace: `NotifyKarpenter/${cluster}`, name: "ProvisioningFailures" };
+        // A metric filter needs its log group to exist; on a created log group it waits for it.
+        const logGroupName = args.createLogGroup
+            ? new aws.cloudwatch.LogGroup(`${name}-log-group`, { name: args.logGroupName, retentionInDays: 7 }, child).name
+            : args.logGroupName;
         const metricFilter = new aws.cloudwatch.LogMetricFilter(
             `${name}-provisioning-failures-filter`,
             {
                 name: `${cluster}-karpenter-provisioning-failures`,
-                logGroupName: args.logGroupName,
+                logGroupName,
                 pattern: this.failurePattern,
                 metricTransformation: { namespace: failureMetric.namespace, name: failureMetric.name, value: "1", defaultValue: "0", unit: "Count" },
             },

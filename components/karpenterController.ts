@@ -73,8 +73,8 @@ export function controllerNameProblems(prefix: string): string[] {
         .map(([kind, name]) => `gives the ${kind} name "${name}" ${name.length} characters; AWS allows at most ${NAME_LIMITS[kind]}`);
 }
 
-/** AWS managed policies of a Karpenter node role, as in the reference template. */
-const NODE_ROLE_POLICIES = ["AmazonEKS_CNI_Policy", "AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonSSMManagedInstanceCore"];
+/** AWS managed policies of a node role, as in the reference template; a created cluster's stable nodes get the same. */
+export const NODE_ROLE_POLICIES = ["AmazonEKS_CNI_Policy", "AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonSSMManagedInstanceCore"];
 
 const CHART_REPOSITORY = "oci://public.ecr.aws/karpenter";
 
@@ -337,6 +337,6 @@ function irsaTrust(partition: string, accountId: string, issuerUrl: string, name
     };
 }
 
-function dnsSuffix(partition: string): string {
+export function dnsSuffix(partition: string): string {
     return partition === "aws-cn" ? "amazonaws.com.cn" : "amazonaws.com";
 }

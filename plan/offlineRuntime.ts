@@ -26,6 +26,9 @@ export const PLACEHOLDERS = {
     oidcIssuer: (region: string) => `https://oidc.eks.${region}.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE`,
     certificateAuthority: "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCnBsYWNlaG9sZGVyCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K",
     clusterSecurityGroupId: "sg-0123456789abcdef0",
+    vpcId: "vpc-0123456789abcdef0",
+    /** One subnet per zone: subnet-0a… private, subnet-0b… public. */
+    subnetIds: (type: "private" | "public", zones: number) => Array.from({ length: zones }, (_, i) => `subnet-0${type === "private" ? "a" : "b"}${String(i + 1).padStart(15, "0")}`),
 };
 
 /** One resource the program registered, with what `pulumi preview --json` would show for it. */
@@ -34,10 +37,14 @@ export interface RecordedResource {
     type: string;
     name: string;
     custom: boolean;
+    /** A component built by its package's provider (awsx, eks): the mocks see it once, without its children. */
+    remote: boolean;
     /** The parent's URN ("" for top-level resources). */
     parent: string;
     /** The provider reference (`<provider urn>::<id>`), "" when none was given. */
     provider: string;
+    /** For components: the provider reference handed to them for each package (remote ones use no others). */
+    providers: Record<string, string>;
     /** URNs this resource depends on: dependsOn plus every resource whose output feeds an input. */
     dependencies: string[];
     inputs: Record<string, any>;
@@ -66,8 +73,10 @@ class RecordingMonitor extends MockMonitor {
                     type: req.getType(),
                     name: req.getName(),
                     custom: req.getCustom(),
+                    remote: req.getRemote(),
                     parent: req.getParent(),
                     provider: req.getProvider(),
+                    providers: Object.fromEntries(req.getProvidersMap().toArray()),
                     dependencies: req.getDependenciesList(),
                     inputs: pulumi.runtime.deserializeProperties(req.getObject()),
                 });
@@ -162,11 +171,29 @@ function regionOf(config: Record<string, string>): string {
     }
 }
 
-/** What AWS would compute on create: ARNs, URLs and names, shaped like the real thing. */
+/**
+ * What AWS would compute on create: ARNs, URLs and names, shaped like the real thing. Remote components run
+ * nothing under mocks, so the outputs the program reads from them are made up here.
+ */
 function computedOutputs(a: pulumi.runtime.MockResourceArgs, region: string): Record<string, unknown> {
     const { accountId: acct, partition: p } = PLACEHOLDERS;
     const name = a.inputs.name ?? a.name;
     switch (a.type) {
+        case "awsx:ec2:Vpc": {
+            const zones = a.inputs.availabilityZoneNames?.length ?? 3;
+            return { vpcId: PLACEHOLDERS.vpcId, privateSubnetIds: PLACEHOLDERS.subnetIds("private", zones), publicSubnetIds: PLACEHOLDERS.subnetIds("public", zones) };
+        }
+        case "eks:index:Cluster":
+            return {
+                eksCluster: {
+                    name,
+                    arn: `arn:${p}:eks:${region}:${acct}:cluster/${name}`,
+                    endpoint: PLACEHOLDERS.clusterEndpoint(region),
+                    certificateAuthority: { data: PLACEHOLDERS.certificateAuthority },
+                    identities: [{ oidcs: [{ issuer: PLACEHOLDERS.oidcIssuer(region) }] }],
+                    vpcConfig: { clusterSecurityGroupId: PLACEHOLDERS.clusterSecurityGroupId },
+                },
+            };
         case "aws:sqs/queue:Queue":
             return { name, arn: `arn:${p}:sqs:${region}:${acct}:${name}`, url: `https://sqs.${region}.amazonaws.com/${acct}/${name}` };
         case "aws:iam/role:Role":

@@ -49,13 +49,16 @@ export function manifestsYaml(resources: RecordedResource[]): string {
     return docs.join("---\n");
 }
 
-/** A few lines a reviewer can read at a glance: counts by type, then the settings that matter. */
+/**
+ * A few lines a reviewer can read at a glance: counts by type, then the settings that matter. Remote components
+ * (awsx, eks) count as one resource each: their plugins build what is inside them, which no offline plan sees.
+ */
 export function summary(stack: string, resources: RecordedResource[]): string {
-    const custom = resources.filter((r) => r.custom && !r.type.startsWith("pulumi:providers:"));
+    const custom = resources.filter((r) => (r.custom || r.remote) && !r.type.startsWith("pulumi:providers:"));
     const counts = new Map<string, number>();
     for (const r of custom) counts.set(r.type, (counts.get(r.type) ?? 0) + 1);
     const lines = [`Offline plan of stack ${stack}: ${custom.length} resources (placeholder AWS values; see README)`, "", "Resources by type:"];
-    for (const [type, n] of [...counts].sort()) lines.push(`  ${String(n).padStart(3)}  ${type}`);
+    for (const [type, n] of [...counts].sort()) lines.push(`  ${String(n).padStart(3)}  ${type}${custom.find((r) => r.type === type)!.remote ? " (component; its contents are not planned offline)" : ""}`);
     lines.push("", "Key settings:");
     for (const r of custom) {
         const line = keySetting(r);
@@ -91,7 +94,7 @@ function keySetting(r: RecordedResource): string | undefined {
             return `helm ${i.name}: ${i.chart} ${i.version} in namespace ${i.namespace}${detail}`;
         }
         case "aws:iam/role:Role":
-            return `IAM role ${i.name}, trusted by ${trustedBy(i.assumeRolePolicy)}`;
+            return `IAM role ${i.name ?? `${r.name} (auto-named)`}, trusted by ${trustedBy(i.assumeRolePolicy)}`;
         case "aws:iam/policy:Policy":
             return `IAM policy ${i.name}: ${actionCount(i.policy)} actions`;
         case "aws:sqs/queue:Queue":
@@ -111,6 +114,20 @@ function keySetting(r: RecordedResource): string | undefined {
             const s = i.spec;
             return `EC2NodeClass ${i.metadata.name}: role ${s.role}, AMI ${JSON.stringify(s.amiSelectorTerms[0])}, root ${s.blockDeviceMappings[0].ebs.volumeSize} gp3 encrypted, IMDS hop limit ${s.metadataOptions.httpPutResponseHopLimit}`;
         }
+        case "awsx:ec2:Vpc": {
+            const specs = i.subnetSpecs.map((x: any) => `${x.type.toLowerCase()} ${Object.entries(x.tags ?? {}).map(([k, v]) => `${k}=${v}`).join(",")}`);
+            return `VPC ${i.cidrBlock} in ${i.availabilityZoneNames.join(" ")}, NAT ${i.natGateways.strategy}, subnets per zone: ${specs.join("; ")}`;
+        }
+        case "eks:index:Cluster":
+            return `EKS cluster ${i.name}: Kubernetes ${i.version}, ${i.authenticationMode} authentication${i.skipDefaultNodeGroup ? ", no default node group" : ""}, support ${i.upgradePolicy?.supportType}`;
+        case "aws:eks/nodeGroup:NodeGroup": {
+            const sc = i.scalingConfig;
+            return `EKS node group ${i.nodeGroupName}: ${i.capacityType} ${i.instanceTypes.join(" ")}, ${sc.minSize}-${sc.maxSize} nodes (desired ${sc.desiredSize}), ${i.amiType}, ${i.diskSize} GiB, Kubernetes ${i.version}`;
+        }
+        case "aws:eks/addon:Addon":
+            return `EKS add-on ${i.addonName}`;
+        case "aws:ec2/tag:Tag":
+            return `tag ${i.key}=${i.value} on ${i.resourceId}`;
         case "aws:eks/accessEntry:AccessEntry":
             return `EKS access entry ${i.type} for ${i.principalArn}`;
         case "aws:cloudwatch/metricAlarm:MetricAlarm": {

@@ -1,49 +1,31 @@
 import * as aws from "@pulumi/aws";
-import * as pulumi from "@pulumi/pulumi";
-import { ClusterFacts } from "../components/clusterFacts";
+import * as awsx from "@pulumi/awsx";
+import * as eks from "@pulumi/eks";
+import { ClusterFacts, clusterFacts } from "../components/clusterFacts";
+import { CreatedCluster } from "../components/createdCluster";
 import { ClusterConfig } from "./config";
 
+/** The cluster the stack installs on, by `cluster.mode`: looked up, or created with its VPC. */
+export function clusterFor(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {
+    return cfg.mode === "create" ? createdCluster(cfg, provider) : existingCluster(cfg, provider);
+}
+
 /** Looks up an existing EKS cluster by name and returns the facts components need. */
-export function existingCluster(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {
+function existingCluster(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {
     const cluster = aws.eks.getClusterOutput({ name: cfg.name }, { provider });
-    // arn:<partition>:eks:<region>:<account>:cluster/<name>: the partition and account come with it, no extra lookup.
-    const arnPart = (i: number) => cluster.arn.apply((arn) => arn.split(":")[i]);
-    return {
+    return clusterFacts({
         name: cluster.name,
         arn: cluster.arn,
         endpoint: cluster.endpoint,
         certificateAuthority: cluster.certificateAuthorities.apply((c) => c[0].data),
         oidcIssuerUrl: cluster.identities.apply((ids) => ids[0].oidcs[0].issuer),
-        partition: arnPart(1),
-        accountId: arnPart(4),
+        nodeSecurityGroupId: cluster.vpcConfig.clusterSecurityGroupId,
         region: cfg.region,
-    };
+    });
 }
 
-/**
- * A kubeconfig that authenticates with `aws eks get-token`, so it holds no secret and works for whoever runs
- * `pulumi up` with access to the cluster.
- */
-export function kubeconfigFor(cluster: ClusterFacts): pulumi.Output<string> {
-    return pulumi.all([cluster.name, cluster.endpoint, cluster.certificateAuthority]).apply(([name, endpoint, ca]) =>
-        JSON.stringify({
-            apiVersion: "v1",
-            kind: "Config",
-            clusters: [{ name, cluster: { server: endpoint, "certificate-authority-data": ca } }],
-            contexts: [{ name, context: { cluster: name, user: name } }],
-            "current-context": name,
-            users: [
-                {
-                    name,
-                    user: {
-                        exec: {
-                            apiVersion: "client.authentication.k8s.io/v1beta1",
-                            command: "aws",
-                            args: ["eks", "get-token", "--cluster-name", name, "--region", cluster.region, "--output", "json"],
-                        },
-                    },
-                },
-            ],
-        }),
-    );
+/** Creates the cluster, its VPC and stable nodes. The eks and awsx packages need providers of their own. */
+function createdCluster(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {
+    const providers = { aws: provider, eks: new eks.Provider("eks"), awsx: new awsx.Provider("awsx") };
+    return new CreatedCluster("cluster", { name: cfg.name, region: cfg.region, ...cfg.create! }, { providers }).facts;
 }

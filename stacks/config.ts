@@ -13,27 +13,81 @@ import {
     filterTermProblems,
     isValidPeriod,
 } from "../components/karpenterAlarms";
+import { STABLE_NODE_LABELS } from "../components/createdCluster";
 import { controllerNameProblems } from "../components/karpenterController";
 import { SHUTDOWN_MARGIN_SECONDS, placementProblems } from "../components/celeryWorkloadPlacement";
-import { Infer, Issue, Schema, boolean, integer, k8sName, labelKey, leaf, list, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
+import { Infer, Issue, Schema, boolean, got, integer, k8sName, labelKey, leaf, list, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
 export const KARPENTER_VERSION = "1.14.1";
 
 const tagValue = text("a tag value of at most 256 characters", /^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u, 256);
 
+const zone = text("an availability zone such as ca-central-1a", /^[a-z]{2}(-[a-z]+)+-[0-9][a-z]$/, 32);
+const instanceType = text("an EC2 instance type such as c7i.xlarge", /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, 63);
+
+/** A cluster the program creates (mode create): its network and its stable on-demand node group. */
+const createdCluster = object({
+    /** Kubernetes minor version of the control plane and the stable nodes; a string, as YAML reads 1.30 as 1.3. */
+    kubernetesVersion: text('a Kubernetes minor version as a string, such as "1.34"', /^1\.[0-9]{2}$/, 8),
+    vpcCidr: optional(text("an IPv4 CIDR block from /16 to /20 such as 10.0.0.0/16", /^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\/(1[6-9]|20)$/, 18), "10.0.0.0/16"),
+    /** One private and one public subnet in each; EKS needs at least two zones. */
+    zones: list(zone, { min: 2, max: 6, unique: true }),
+    /** One NAT gateway for the VPC (cheaper) or one per zone (survives a zone outage). */
+    natGateways: optional(oneOf("single", "one-per-zone"), "single"),
+    nodeGroup: object(
+        {
+            instanceTypes: list(instanceType, { min: 1, max: 10, unique: true }),
+            minSize: integer(1, 20),
+            desiredSize: integer(1, 20),
+            maxSize: integer(1, 20),
+            diskSize: optional(integer(20, 1000), 50),
+        },
+        (g, path) =>
+            g.minSize <= g.desiredSize && g.desiredSize <= g.maxSize
+                ? []
+                : [{ path: `${path}.desiredSize`, message: `must be from minSize (${g.minSize}) to maxSize (${g.maxSize}) (got ${g.desiredSize})` }],
+    ),
+});
+
 const cluster = object(
     {
-    /** Name of the existing EKS cluster (GC Notify: notification-canada-ca-<env>-eks-cluster). */
+    /** Name of the EKS cluster: looked up (GC Notify: notification-canada-ca-<env>-eks-cluster) or created. */
     name: text("an EKS cluster name (letters, digits, - and _, at most 100 characters)", /^[0-9A-Za-z][A-Za-z0-9\-_]*$/, 100),
     /** AWS region of the cluster. */
     region: text("an AWS region such as ca-central-1", /^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$/, 32),
     /** Labels that select the stable on-demand nodes (GC Notify's managed node group). */
     stableNodeSelector: record("label keys such as eks.amazonaws.com/capacityType", labelKey, labelValue, 10),
+    /** Attach to a cluster that exists, or create one with its VPC (a scratch account). */
+    mode: oneOf("existing", "create"),
+    create: optional(createdCluster),
     },
-    // Without a selector the controller could land on a node it manages and evict itself.
-    (c, path) => (Object.keys(c.stableNodeSelector).length === 0 ? [{ path: `${path}.stableNodeSelector`, message: "must name at least one label of the stable nodes, such as eks.amazonaws.com/capacityType: ON_DEMAND" }] : []),
+    (c, path) => [
+        // Without a selector the controller could land on a node it manages and evict itself.
+        ...(Object.keys(c.stableNodeSelector).length === 0 ? [{ path: `${path}.stableNodeSelector`, message: "must name at least one label of the stable nodes, such as eks.amazonaws.com/capacityType: ON_DEMAND" }] : []),
+        ...createdClusterProblems(c, path),
+    ],
 );
+
+/** Create mode needs `create`, existing mode refuses it, and a created cluster's zones and labels must fit. */
+function createdClusterProblems(
+    c: { region: string; stableNodeSelector: Record<string, string>; mode: "existing" | "create"; create?: Infer<typeof createdCluster> },
+    path: string,
+): Issue[] {
+    if (c.mode === "existing") {
+        return c.create === undefined ? [] : [{ path: `${path}.create`, message: 'must be absent when mode is "existing": the program looks the cluster up and creates nothing' }];
+    }
+    if (c.create === undefined) return [{ path: `${path}.create`, message: `is required when mode is "create": it must be ${createdCluster.expected}` }];
+    const problems: Issue[] = c.create.zones.flatMap((z, i) =>
+        z.startsWith(c.region) && z.length === c.region.length + 1 ? [] : [{ path: `${path}.create.zones[${i}]`, message: `must be a zone of ${c.region} such as ${c.region}a (got ${got(z)})` }],
+    );
+    const mismatched = Object.entries(c.stableNodeSelector).filter(([k, v]) => STABLE_NODE_LABELS[k] !== v);
+    if (mismatched.length > 0) {
+        const labels = Object.entries(STABLE_NODE_LABELS).map(([k, v]) => `${k}: ${v}`).join(", ");
+        problems.push({ path: `${path}.stableNodeSelector`, message: `must select the created node group, whose nodes have the labels ${labels} (got ${got(c.stableNodeSelector)})` });
+    }
+    return problems;
+}
 
 const controller = object(
     {
@@ -60,15 +114,13 @@ const controller = object(
 );
 
 const resourceMap = record("resource names such as cpu or memory.available", /^[a-z.-]+$/, text("a quantity such as 100m, 500Mi or 10%", /^[0-9.]+(m|Ki|Mi|Gi|%)?$/, 32), 10);
-const instanceType = text("an EC2 instance type such as c7i.xlarge", /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, 63);
-
 const nodePool = object(
     {
         name: optional(k8sName, "notify-karpenter"),
         instanceTypes: optional(list(instanceType, { min: 1, max: 500, unique: true })),
         instanceFamilies: optional(list(text("an EC2 instance family such as c7i", /^[a-z][a-z0-9-]*$/, 20), { min: 1, max: 50, unique: true })),
         instanceSizes: optional(list(text("an EC2 instance size such as xlarge", /^[0-9]*x?large|medium|metal$/, 20), { min: 1, max: 20, unique: true })),
-        zones: list(text("an availability zone such as ca-central-1a", /^[a-z]{2}(-[a-z]+)+-[0-9][a-z]$/, 32), { min: 1, max: 10, unique: true }),
+        zones: list(zone, { min: 1, max: 10, unique: true }),
         capacityTypes: optional(list(oneOf("spot", "on-demand"), { min: 1, max: 2, unique: true }), ["spot"] as ("spot" | "on-demand")[]),
         ephemeralKey: optional(text("a label key such as notification-canada-ca/ephemeral", labelKey, 316), "notification-canada-ca/ephemeral"),
         expireAfter: optional(text("a duration such as 24h, or Never", /^(([0-9]+(s|m|h))+|Never)$/, 32), "24h"),
@@ -147,6 +199,8 @@ const alarms = object(
         topicArns: optional(object({ warning: snsTopicArn, critical: snsTopicArn })),
         /** The log group of the controller's container logs (Fluent Bit: /aws/containerinsights/<cluster>/application). */
         logGroupName: text("a CloudWatch Logs group name (letters, digits and _-./#, at most 512 characters)", /^[.\-_/#A-Za-z0-9]+$/, 512),
+        /** Create the log group: only where no log shipper (Fluent Bit) creates it, such as a scratch account. */
+        createLogGroup: optional(boolean(), false),
         failurePatterns: optional(
             list(text("a log term of at most 200 characters without double quotes or backslashes", /^[^"\\]+$/, 200), { min: 1, max: 20, unique: true }),
             DEFAULT_FAILURE_PATTERNS,
@@ -192,7 +246,7 @@ const placement = object(
                         ? [{ path, message: "must set exactly one of minAvailable and maxUnavailable (its PodDisruptionBudget)" }]
                         : [],
                 ),
-                { min: 1, max: 30 },
+                { max: 30 },
             ),
             spillToStable: optional(boolean(), false),
             /** The longest Celery task; the grace period must outlast it. */
@@ -201,7 +255,7 @@ const placement = object(
             queueVisibilityTimeoutSeconds: optional(integer(0, 43200), 26),
             terminationGracePeriodSeconds: integer(1, 86400),
         }),
-        stableDeployments: list(deploymentName, { min: 1, max: 50, unique: true }),
+        stableDeployments: list(deploymentName, { max: 50, unique: true }),
         nodeDaemonSets: list(
             object({
                 namespace: k8sName,
@@ -273,8 +327,23 @@ const stackSchema = object(
             message: p.message,
         })),
         ...placementConfigProblems(s),
+        ...(s.cluster.create ? createdCapacityProblems(s.cluster.create, s.nodePool.zones, s.controller.replicas) : []),
     ],
 );
+
+/** A created cluster must have room for what runs on it: the pool's zones and one stable node per controller replica. */
+function createdCapacityProblems(create: Infer<typeof createdCluster>, poolZones: string[], replicas: number): Issue[] {
+    const problems: Issue[] = poolZones.flatMap((z, i) =>
+        create.zones.includes(z)
+            ? []
+            : [{ path: `nodePool.zones[${i}]`, message: `must be one of the VPC's zones in notify-karpenter:cluster.create.zones (${create.zones.join(", ")}), or Karpenter finds no subnet there (got ${got(z)})` }],
+    );
+    // The chart spreads replicas over nodes (required anti-affinity), so a replica without a node stays pending.
+    if (create.nodeGroup.minSize < replicas) {
+        problems.push({ path: "cluster.create.nodeGroup.minSize", message: `must be at least notify-karpenter:controller.replicas (${replicas}): each controller replica needs a stable node of its own (got ${create.nodeGroup.minSize})` });
+    }
+    return problems;
+}
 
 export type StackConfig = Infer<typeof stackSchema> & { stack: string };
 export type ClusterConfig = StackConfig["cluster"];

@@ -7,7 +7,7 @@ import { EphemeralNodePool } from "../components/ephemeralNodePool";
 import { KarpenterAlarms } from "../components/karpenterAlarms";
 import { KarpenterController } from "../components/karpenterController";
 import { nodePoolArgs, placementArgs } from "./componentArgs";
-import { existingCluster, kubeconfigFor } from "./cluster";
+import { clusterFor } from "./cluster";
 import { StackConfig } from "./config";
 
 export function createStack(cfg: StackConfig) {
@@ -15,8 +15,8 @@ export function createStack(cfg: StackConfig) {
         region: cfg.cluster.region as aws.Region,
         defaultTags: { tags: { ...cfg.tags, "notify-karpenter:stack": cfg.stack } },
     });
-    const cluster = existingCluster(cfg.cluster, awsProvider);
-    const k8sProvider = new k8s.Provider("kubernetes", { kubeconfig: kubeconfigFor(cluster), enableServerSideApply: true });
+    const cluster = clusterFor(cfg.cluster, awsProvider);
+    const k8sProvider = new k8s.Provider("kubernetes", { kubeconfig: cluster.kubeconfig, enableServerSideApply: true }, { dependsOn: cluster.ready });
     const providers = { aws: awsProvider, kubernetes: k8sProvider };
 
     const c = cfg.controller;
@@ -61,6 +61,7 @@ export function createStack(cfg: StackConfig) {
             karpenterNamespace: controller.namespace,
             karpenterDeployment: controller.deploymentName,
             logGroupName: a.logGroupName,
+            createLogGroup: a.createLogGroup,
             failurePatterns: a.failurePatterns,
             queueName: controller.queueName,
             ruleNames: Object.fromEntries(interruptionRules.map((r, i) => [r.suffix, controller.ruleNames[i]])),

@@ -231,6 +231,13 @@ describe("CeleryWorkloadPlacement options", () => {
         ]);
     });
 
+    it("patches nothing and installs no nidhogg on a cluster without GC Notify's workloads (the scratch stack)", async () => {
+        const r = await buildStack("staging", { placement: { burst: { ...section("staging", "placement").burst, deployments: [] }, stableDeployments: [], nodeDaemonSets: [] } });
+        expect(r.resources.filter((x) => /Patch$|PodDisruptionBudget|helm.sh/.test(x.type) && x.name.startsWith("celery-placement"))).to.have.length(0);
+        expect(r.get("kubernetes:karpenter.sh/v1:NodePool", "celery-burst-node-pool").inputs.spec.template.spec.startupTaints).to.deep.equal([]);
+        expect(r.get("kubernetes:apps/v1:Deployment", "celery-placement-headroom").inputs.spec.replicas).to.equal(2);
+    });
+
     it("validates its arguments before creating any child", async () => {
         const args = { ...placementArgs(stackConfig("staging")), stableDeployments: ["notify-api", BURST[0]] };
         let message = "";

@@ -1,0 +1,151 @@
+import * as aws from "@pulumi/aws";
+import * as awsx from "@pulumi/awsx";
+import * as eks from "@pulumi/eks";
+import * as pulumi from "@pulumi/pulumi";
+import { ClusterFacts, clusterFacts } from "./clusterFacts";
+import { NODE_ROLE_POLICIES, dnsSuffix } from "./karpenterController";
+
+/** Name of the stable node group; EKS labels its nodes with it and with their capacity type. */
+const STABLE_NODE_GROUP = "stable";
+
+/** The labels EKS puts on the stable nodes: the stack's `stableNodeSelector` must pick from these. */
+export const STABLE_NODE_LABELS: Record<string, string> = {
+    "eks.amazonaws.com/capacityType": "ON_DEMAND",
+    "eks.amazonaws.com/nodegroup": STABLE_NODE_GROUP,
+};
+
+export interface CreatedClusterArgs {
+    /** The EKS cluster name; also the value of every `karpenter.sh/discovery` tag. */
+    name: string;
+    region: string;
+    /** Kubernetes minor version of the control plane and the stable nodes, such as "1.34". */
+    kubernetesVersion: string;
+    vpcCidr: string;
+    /** Availability zones, each with one private and one public subnet. */
+    zones: string[];
+    /** One NAT gateway for the VPC, or one per zone. */
+    natGateways: "single" | "one-per-zone";
+    /** The on-demand node group for the controller and stable workloads (x86_64 instance types). */
+    nodeGroup: { instanceTypes: string[]; minSize: number; desiredSize: number; maxSize: number; diskSize: number };
+}
+
+/**
+ * An EKS cluster built from nothing, for a scratch account: the VPC, the control plane, a small on-demand node group
+ * for the controller and stable workloads, and the Pod Identity agent. `facts` are what a lookup of an existing
+ * cluster gives, so the other components run on it unchanged.
+ *
+ * Give it the `aws`, `eks` and `awsx` providers in `providers`: the VPC and the cluster are remote components, built
+ * by the awsx and eks plugins, which create their AWS resources with the aws one.
+ */
+export class CreatedCluster extends pulumi.ComponentResource {
+    public readonly facts: ClusterFacts;
+
+    constructor(name: string, args: CreatedClusterArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("notify-karpenter:index:CreatedCluster", name, {}, opts);
+        const child = { parent: this };
+        // A remote component gets its own package's provider from its parent, but no other: pass on the aws one.
+        const remote = { parent: this, providers: { aws: this.getProvider("aws::")! } };
+        const discovery = { "karpenter.sh/discovery": args.name };
+
+        const vpc = new awsx.ec2.Vpc(
+            `${name}-vpc`,
+            {
+                cidrBlock: args.vpcCidr,
+                availabilityZoneNames: args.zones,
+                natGateways: { strategy: args.natGateways === "single" ? "Single" : "OnePerAz" },
+                subnetStrategy: "Auto",
+                // Karpenter finds its subnets by the discovery tag, load balancer controllers by the role tags.
+                subnetSpecs: [
+                    { type: "Private", tags: { ...discovery, "kubernetes.io/role/internal-elb": "1" } },
+                    { type: "Public", tags: { "kubernetes.io/role/elb": "1" } },
+                ],
+                // Nodes do not register with the cluster without DNS hostnames.
+                enableDnsHostnames: true,
+                tags: { Name: args.name },
+            },
+            remote,
+        );
+
+        const cluster = new eks.Cluster(
+            `${name}-eks`,
+            {
+                name: args.name,
+                version: args.kubernetesVersion,
+                vpcId: vpc.vpcId,
+                privateSubnetIds: vpc.privateSubnetIds,
+                publicSubnetIds: vpc.publicSubnetIds,
+                authenticationMode: "API",
+                // The node group below replaces the default self-managed one, and the security group EKS creates is
+                // the only one: managed nodes get it, Karpenter's nodes find it by the discovery tag.
+                skipDefaultNodeGroup: true,
+                skipDefaultSecurityGroups: true,
+                // So that controller.identity: irsa works here as on the existing clusters.
+                createOidcProvider: true,
+                // Extended support costs six times the standard hourly fee; a scratch cluster upgrades instead.
+                upgradePolicy: { supportType: "STANDARD" },
+            },
+            remote,
+        );
+
+        const eksCluster = cluster.eksCluster;
+        const attributes = {
+            name: eksCluster.name,
+            arn: eksCluster.arn,
+            endpoint: eksCluster.endpoint,
+            certificateAuthority: eksCluster.certificateAuthority.data,
+            oidcIssuerUrl: eksCluster.identities.apply((ids) => ids[0].oidcs[0].issuer),
+            nodeSecurityGroupId: eksCluster.vpcConfig.clusterSecurityGroupId,
+            region: args.region,
+        };
+        const partition = eksCluster.arn.apply((arn) => arn.split(":")[1]);
+
+        const podIdentityAgent = new aws.eks.Addon(`${name}-pod-identity-agent`, { clusterName: attributes.name, addonName: "eks-pod-identity-agent" }, child);
+        const discoveryTag = new aws.ec2.Tag(
+            `${name}-security-group-discovery-tag`,
+            { resourceId: attributes.nodeSecurityGroupId, key: "karpenter.sh/discovery", value: args.name },
+            child,
+        );
+
+        // In API authentication mode EKS creates the access entry of a managed node group's role itself.
+        const nodeRole = new aws.iam.Role(
+            `${name}-stable-node-role`,
+            {
+                assumeRolePolicy: partition.apply((p) =>
+                    JSON.stringify({
+                        Version: "2012-10-17",
+                        Statement: [{ Effect: "Allow", Principal: { Service: `ec2.${dnsSuffix(p)}` }, Action: ["sts:AssumeRole"] }],
+                    }),
+                ),
+            },
+            child,
+        );
+        const attachments = NODE_ROLE_POLICIES.map(
+            (policy) => new aws.iam.RolePolicyAttachment(`${name}-stable-node-${policy}`, { role: nodeRole.name, policyArn: pulumi.interpolate`arn:${partition}:iam::aws:policy/${policy}` }, child),
+        );
+        const g = args.nodeGroup;
+        const nodeGroup = new aws.eks.NodeGroup(
+            `${name}-stable-nodes`,
+            {
+                clusterName: attributes.name,
+                nodeGroupName: STABLE_NODE_GROUP,
+                nodeRoleArn: nodeRole.arn,
+                subnetIds: vpc.privateSubnetIds,
+                capacityType: "ON_DEMAND",
+                instanceTypes: g.instanceTypes,
+                amiType: "AL2023_x86_64_STANDARD",
+                diskSize: g.diskSize,
+                scalingConfig: { minSize: g.minSize, desiredSize: g.desiredSize, maxSize: g.maxSize },
+                // Follows the control plane when kubernetesVersion changes, so an upgrade can be rehearsed.
+                version: args.kubernetesVersion,
+            },
+            // Nodes whose role lacks a policy never join, and the node group fails after 20 minutes.
+            { parent: this, dependsOn: attachments },
+        );
+
+        // Nothing is installed before the controller can run: stable nodes, the Pod Identity agent, and the discovery
+        // tag its nodes need. (A dependency, not part of the kubeconfig: a kubeconfig unknown at preview, as when the
+        // node group is replaced, makes the kubernetes provider replace everything on the cluster.)
+        this.facts = clusterFacts(attributes, [nodeGroup, podIdentityAgent, discoveryTag]);
+        this.registerOutputs({ clusterName: attributes.name, vpcId: vpc.vpcId, nodeGroupName: nodeGroup.nodeGroupName });
+    }
+}
