@@ -1,9 +1,14 @@
-// `npm run plan -- --stack <name> [--out <dir>]`: what the stack would deploy, without AWS or a Pulumi CLI.
+// `npm run plan -- --stack <name> [--out <dir>]`: what the stack would deploy, checked against the policy pack,
+// without AWS or a Pulumi CLI.
 import * as fs from "fs";
 import * as path from "path";
-import { ConfigError, loadConfig } from "../stacks/config";
+import { Policies } from "@pulumi/policy";
+import { policies } from "../policy/policies";
+import { ConfigError, StackConfig, loadConfig } from "../stacks/config";
 import { createStack } from "../stacks/createStack";
-import { PROJECT_DIR, knownStacks, runOffline } from "./offlineRuntime";
+import { policyConfigFor } from "../stacks/policyConfig";
+import { PROJECT_DIR, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
+import { formatViolations, policyInputs, runPolicies } from "./policyRun";
 import { manifestsYaml, previewJson, summary } from "./render";
 
 const USAGE = "usage: npm run plan -- --stack <name> [--out <dir>]";
@@ -14,26 +19,60 @@ export interface PlanResult {
     output: string;
 }
 
-/** Runs the plan for the stack files in `dir` (the project by default). */
-export async function plan(argv: string[], dir = PROJECT_DIR): Promise<PlanResult> {
+/** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. */
+export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = policies): Promise<PlanResult> {
     const args = parseArgs(argv);
     if (typeof args === "string") return { exitCode: 2, output: `${args}\n${USAGE}` };
     const stacks = knownStacks(dir);
     if (!stacks.includes(args.stack)) return { exitCode: 2, output: `unknown stack "${args.stack}": known stacks are ${stacks.join(", ")}` };
-
-    let recording;
     try {
-        recording = await runOffline(args.stack, () => createStack(loadConfig()), { dir });
+        return await planStack(args.stack, args.out ?? path.join("plan-out", args.stack), dir, pack);
     } catch (e) {
         if (e instanceof ConfigError) return { exitCode: 1, output: `invalid config, nothing was planned:\n${e.message}` };
         throw e;
     }
-    const out = args.out ?? path.join("plan-out", args.stack);
+}
+
+/** The program's resources for a stack, with the validated config they came from. */
+async function build(stack: string, dir: string): Promise<{ resources: RecordedResource[]; cfg: StackConfig }> {
+    const recording = await runOffline(
+        stack,
+        () => {
+            const cfg = loadConfig();
+            createStack(cfg);
+            return cfg;
+        },
+        { dir },
+    );
+    return { resources: recording.resources, cfg: recording.outputs };
+}
+
+/** Writes the plan and the policy results, even when a policy fails, so that users can look at what failed. */
+async function planStack(stack: string, out: string, dir: string, pack: Policies): Promise<PlanResult> {
+    const { resources, cfg } = await build(stack, dir);
+    const policyConfig = policyConfigFor(cfg);
+    const report = await runPolicies(pack, policyInputs(resources), policyConfig);
+    const files = {
+        "preview.json": JSON.stringify(previewJson(stack, resources), null, 2) + "\n",
+        "manifests.yaml": manifestsYaml(resources),
+        "policy-config.json": JSON.stringify(policyConfig, null, 2) + "\n",
+        "policy-report.json": JSON.stringify({ violations: report.violations }, null, 2) + "\n",
+    };
     fs.mkdirSync(out, { recursive: true });
-    fs.writeFileSync(path.join(out, "preview.json"), JSON.stringify(previewJson(args.stack, recording.resources), null, 2) + "\n");
-    fs.writeFileSync(path.join(out, "manifests.yaml"), manifestsYaml(recording.resources));
-    const text = [summary(args.stack, recording.resources), "", `Wrote ${path.join(out, "preview.json")} and ${path.join(out, "manifests.yaml")}`];
-    return { exitCode: 0, output: text.join("\n") };
+    for (const [file, text] of Object.entries(files)) fs.writeFileSync(path.join(out, file), text);
+
+    const mandatory = report.violations.filter((v) => v.enforcementLevel === "mandatory").length;
+    const byUrn = new Map(resources.map((r) => [r.urn, `${r.type} ${r.name}`]));
+    const text = [
+        summary(stack, resources),
+        "",
+        report.violations.length === 0
+            ? `Policy pack: ${pack.length} policies, no violations`
+            : [`Policy pack: ${report.violations.length} violations (${mandatory} mandatory)`, ...formatViolations(report.violations, (urn) => byUrn.get(urn ?? "") ?? "the stack")].join("\n"),
+        "",
+        `Wrote ${Object.keys(files).map((f) => path.join(out, f)).join(", ")}`,
+    ];
+    return { exitCode: mandatory > 0 ? 1 : 0, output: text.join("\n") };
 }
 
 function parseArgs(argv: string[]): { stack: string; out?: string } | string {
