@@ -1,5 +1,5 @@
 // `npm run plan -- --stack <name> [--out <dir>]`: what the stack would deploy, checked against the policy pack,
-// without AWS or a Pulumi CLI.
+// without AWS or a Pulumi CLI. `npm run plan -- --diff <stack> <stack>`: how two stacks' plans differ.
 import * as fs from "fs";
 import * as path from "path";
 import { Policies } from "@pulumi/policy";
@@ -7,11 +7,12 @@ import { policies } from "../policy/policies";
 import { ConfigError, StackConfig, loadConfig } from "../stacks/config";
 import { createStack } from "../stacks/createStack";
 import { policyConfigFor } from "../stacks/policyConfig";
+import { diffStacks, renderDiff } from "./diff";
 import { PROJECT_DIR, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun";
 import { manifestsYaml, previewJson, summary } from "./render";
 
-const USAGE = "usage: npm run plan -- --stack <name> [--out <dir>]";
+const USAGE = "usage: npm run plan -- --stack <name> [--out <dir>]\n       npm run plan -- --diff <stack> <stack>";
 
 export interface PlanResult {
     exitCode: number;
@@ -19,14 +20,17 @@ export interface PlanResult {
     output: string;
 }
 
+type Args = { stack: string; out?: string } | { diff: [string, string] };
+
 /** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. */
 export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = policies): Promise<PlanResult> {
     const args = parseArgs(argv);
     if (typeof args === "string") return { exitCode: 2, output: `${args}\n${USAGE}` };
     const stacks = knownStacks(dir);
-    if (!stacks.includes(args.stack)) return { exitCode: 2, output: `unknown stack "${args.stack}": known stacks are ${stacks.join(", ")}` };
+    const unknown = ("diff" in args ? args.diff : [args.stack]).find((s) => !stacks.includes(s));
+    if (unknown) return { exitCode: 2, output: `unknown stack "${unknown}": known stacks are ${stacks.join(", ")}` };
     try {
-        return await planStack(args.stack, args.out ?? path.join("plan-out", args.stack), dir, pack);
+        return "diff" in args ? await diff(args.diff, dir) : await planStack(args.stack, args.out ?? path.join("plan-out", args.stack), dir, pack);
     } catch (e) {
         if (e instanceof ConfigError) return { exitCode: 1, output: `invalid config, nothing was planned:\n${e.message}` };
         throw e;
@@ -75,16 +79,25 @@ async function planStack(stack: string, out: string, dir: string, pack: Policies
     return { exitCode: mandatory > 0 ? 1 : 0, output: text.join("\n") };
 }
 
-function parseArgs(argv: string[]): { stack: string; out?: string } | string {
+/** Exit code 1 when a resource exists in only one stack: the stacks run the same code and may differ only in values. */
+async function diff([a, b]: [string, string], dir: string): Promise<PlanResult> {
+    const d = diffStacks({ stack: a, ...(await build(a, dir)) }, { stack: b, ...(await build(b, dir)) });
+    return { exitCode: d.onlyIn[0].length + d.onlyIn[1].length > 0 ? 1 : 0, output: renderDiff(d) };
+}
+
+function parseArgs(argv: string[]): Args | string {
     let stack: string | undefined;
     let out: string | undefined;
+    let pair: [string, string] | undefined;
     for (let i = 0; i < argv.length; i++) {
         const value = argv[i + 1];
         if (argv[i] === "--stack" && value) (stack = value), i++;
         else if (argv[i] === "--out" && value) (out = value), i++;
+        else if (argv[i] === "--diff" && value && argv[i + 2]) (pair = [value, argv[i + 2]]), (i += 2);
         else return `unexpected argument "${argv[i]}"`;
     }
-    return stack ? { stack, out } : "--stack is required";
+    if (pair) return stack || out ? "--diff takes no --stack or --out" : { diff: pair };
+    return stack ? { stack, out } : "--stack or --diff is required";
 }
 
 if (require.main === module) {

@@ -117,6 +117,6 @@ describe("offline plan (npm run plan)", () => {
     it("refuses an unknown stack and bad arguments with usage", async () => {
         expect(await plan(["--stack", "prod"])).to.deep.include({ exitCode: 2 });
         expect((await plan(["--stack", "prod"])).output).to.match(/unknown stack "prod": known stacks are .*production.*staging/);
-        expect((await plan([])).output).to.match(/--stack is required\nusage: npm run plan/);
+        expect((await plan([])).output).to.match(/--stack or --diff is required\nusage: npm run plan/);
     });
 });
