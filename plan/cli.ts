@@ -72,7 +72,7 @@ async function planStack(stack: string, out: string, dir: string, pack: Policies
         "",
         report.violations.length === 0
             ? `Policy pack: ${pack.length} policies, no violations`
-            : [`Policy pack: ${report.violations.length} violations (${mandatory} mandatory)`, ...formatViolations(report.violations, (urn) => byUrn.get(urn ?? "") ?? "the stack")].join("\n"),
+            : [`Policy pack: ${count(report.violations.length, "violation")} (${mandatory} mandatory)`, ...formatViolations(report.violations, (urn) => byUrn.get(urn ?? "") ?? "the stack")].join("\n"),
         "",
         `Wrote ${Object.keys(files).map((f) => path.join(out, f)).join(", ")}`,
     ];
@@ -84,6 +84,8 @@ async function diff([a, b]: [string, string], dir: string): Promise<PlanResult> 
     const d = diffStacks({ stack: a, ...(await build(a, dir)) }, { stack: b, ...(await build(b, dir)) });
     return { exitCode: d.onlyIn[0].length + d.onlyIn[1].length > 0 ? 1 : 0, output: renderDiff(d) };
 }
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
 function parseArgs(argv: string[]): Args | string {
     let stack: string | undefined;

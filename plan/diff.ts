@@ -156,5 +156,6 @@ export function renderDiff(d: StackDiff): string {
 export function summaryLine(d: StackDiff): string {
     const oneSided = d.onlyIn[0].length + d.onlyIn[1].length;
     const inputs = d.changed.reduce((n, c) => n + c.differences.length, 0);
-    return `${oneSided} resources only in one stack; ${inputs} inputs differ in ${d.changed.length} resources`;
+    const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+    return `${count(oneSided, "resource")} only in one stack; ${count(inputs, "input")} differ in ${count(d.changed.length, "resource")}`;
 }

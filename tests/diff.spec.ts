@@ -40,7 +40,7 @@ describe("stack diff (npm run plan -- --diff)", () => {
         expect(exitCode).to.equal(1);
         expect(output).to.include("Only in staging: none\nOnly in production:\n  aws:cloudwatch/metricAlarm:MetricAlarm karpenter-alarms-notify-celery-extra-burst-replicas-unavailable\n");
         expect(output).to.include("    spec.limits.memory: 1000Gi → 2000Gi");
-        expect(output).to.match(/^1 resources only in one stack; \d+ inputs differ/m);
+        expect(output).to.match(/^1 resource only in one stack; \d+ inputs differ/m);
     });
 
     it("refuses an unknown stack and mixed arguments", async () => {
