@@ -54,7 +54,7 @@ const FACT_SCHEMAS: Record<keyof StackFacts, PolicyConfigJSONSchema> = {
 
 /** A policy's config schema for the facts it reads, defaulting to GC Notify's. */
 function factsSchema(...keys: (keyof StackFacts)[]) {
-    return { properties: Object.fromEntries(keys.map((k) => [k, { ...FACT_SCHEMAS[k], default: GC_NOTIFY_FACTS[k] }])), required: [] };
+    return { properties: Object.fromEntries(keys.map((k) => [k, { ...FACT_SCHEMAS[k], default: GC_NOTIFY_FACTS[k] }])) };
 }
 
 /** The facts a policy was configured with; the engine may not apply schema defaults, so they are applied here. */
