@@ -33,8 +33,8 @@ export const GC_NOTIFY_FACTS: StackFacts = {
     burstPodLabel: "notification-canada-ca/celery-burst",
     nodeDaemonSets: [
         { namespace: "amazon-cloudwatch", name: "aws-cloudwatch-agent" },
+        { namespace: "amazon-cloudwatch", name: "fb-agent-fluent-bit" },
         { namespace: "kube-system", name: "ebs-csi-node" },
-        { namespace: "amazon-cloudwatch", name: "fluent-bit" },
         { namespace: "kube-system", name: "secrets-store-csi-driver" },
     ],
     stableNodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" },

@@ -31,16 +31,27 @@ describe("stack diff (npm run plan -- --diff)", () => {
         expect(output).to.include("    threshold: 180 → 120");
     });
 
-    it("lists a resource that one stack has and exits 1, and each changed input", async () => {
+    it("lists the resources that one stack has and exits 1, and each changed input", async () => {
+        // Existing topics in production: it creates no topics and no key for them.
+        const topics = { warning: "arn:aws:sns:ca-central-1:123456789012:alert-warning", critical: "arn:aws:sns:ca-central-1:123456789012:alert-critical" };
         const dir = fixture("production", (doc) => {
-            doc.addIn(["config", "notify-karpenter:alarms", "burstDeployments"], "notify-celery-extra-burst");
+            doc.setIn(["config", "notify-karpenter:alarms", "topicArns"], doc.createNode(topics));
             doc.setIn(["config", "notify-karpenter:nodePool", "limits", "memory"], "2000Gi");
         });
         const { exitCode, output } = await plan(["--diff", "staging", "production"], dir);
         expect(exitCode).to.equal(1);
-        expect(output).to.include("Only in staging: none\nOnly in production:\n  aws:cloudwatch/metricAlarm:MetricAlarm karpenter-alarms-notify-celery-extra-burst-replicas-unavailable\n");
+        expect(output).to.include(
+            [
+                "Only in staging:",
+                "  aws:kms/alias:Alias karpenter-alarms-topics-key-alias",
+                "  aws:kms/key:Key karpenter-alarms-topics-key",
+                "  aws:sns/topic:Topic karpenter-alarms-critical-topic",
+                "  aws:sns/topic:Topic karpenter-alarms-warning-topic",
+                "Only in production: none",
+            ].join("\n"),
+        );
         expect(output).to.include("    spec.limits.memory: 1000Gi → 2000Gi");
-        expect(output).to.match(/^1 resource only in one stack; \d+ inputs differ/m);
+        expect(output).to.match(/^4 resources only in one stack; \d+ inputs differ/m);
     });
 
     it("refuses an unknown stack and mixed arguments", async () => {

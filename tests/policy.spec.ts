@@ -154,7 +154,7 @@ describe("ephemeral-nodes-burst-celery-only", () => {
         const { violations } = await check(policy, deployment({ labels: { app: "api" }, spec: { tolerations: [tolerateEphemeral] } }));
         expect(violations).to.deep.equal([
             'Deployment notification-canada-ca/api tolerates the ephemeral taint but its pods lack the burst label notification-canada-ca/celery-burst: "true"; ' +
-                "only burst Celery pods and the node DaemonSets (amazon-cloudwatch/aws-cloudwatch-agent, kube-system/ebs-csi-node, amazon-cloudwatch/fluent-bit, kube-system/secrets-store-csi-driver) may run on ephemeral nodes",
+                "only burst Celery pods and the node DaemonSets (amazon-cloudwatch/aws-cloudwatch-agent, amazon-cloudwatch/fb-agent-fluent-bit, kube-system/ebs-csi-node, kube-system/secrets-store-csi-driver) may run on ephemeral nodes",
         ]);
     });
 
@@ -181,7 +181,7 @@ describe("ephemeral-nodes-burst-celery-only", () => {
     it("passes burst Celery pods, the configured node DaemonSets, stable workloads and tolerations of other taints", async () => {
         const passing = [
             deployment({ labels: { [BURST]: "true" }, spec: { tolerations: [tolerateEphemeral], ...requireEphemeral } }, "kubernetes:apps/v1:DeploymentPatch", "celery-sms-send-burst"),
-            deployment({ spec: { tolerations: [{ operator: "Exists" }] } }, "kubernetes:apps/v1:DaemonSetPatch", "fluent-bit", "amazon-cloudwatch"),
+            deployment({ spec: { tolerations: [{ operator: "Exists" }] } }, "kubernetes:apps/v1:DaemonSetPatch", "fb-agent-fluent-bit", "amazon-cloudwatch"),
             deployment({ spec: { nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" }, priorityClassName: "high-priority" } }, "kubernetes:apps/v1:DeploymentPatch"),
             deployment({ spec: { tolerations: [{ key: EPHEMERAL, operator: "Exists", effect: "NoExecute" }, { key: "CriticalAddonsOnly", operator: "Exists" }] } }),
             deployment({ spec: { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: EPHEMERAL, operator: "DoesNotExist" }] }] } } } } }),
@@ -191,8 +191,8 @@ describe("ephemeral-nodes-burst-celery-only", () => {
 
     it("allows a node DaemonSet only as a DaemonSet in its own namespace", async () => {
         const tolerant = { spec: { tolerations: [{ operator: "Exists" }] } };
-        expect((await check(policy, deployment(tolerant, "kubernetes:apps/v1:Deployment", "fluent-bit", "amazon-cloudwatch"))).violations).to.have.length(1);
-        expect((await check(policy, deployment(tolerant, "kubernetes:apps/v1:DaemonSet", "fluent-bit", "default"))).violations).to.have.length(1);
+        expect((await check(policy, deployment(tolerant, "kubernetes:apps/v1:Deployment", "fb-agent-fluent-bit", "amazon-cloudwatch"))).violations).to.have.length(1);
+        expect((await check(policy, deployment(tolerant, "kubernetes:apps/v1:DaemonSet", "fb-agent-fluent-bit", "default"))).violations).to.have.length(1);
     });
 
     it("uses the configured burst label, ephemeral key and DaemonSets", async () => {
