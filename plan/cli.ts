@@ -1,12 +1,18 @@
-// `npm run plan -- --stack <name> [--out <dir>]`: what the stack would deploy, without AWS or a Pulumi CLI.
+// `npm run plan -- --stack <name> [--out <dir>]`: what the stack would deploy, checked against the policy pack,
+// without AWS or a Pulumi CLI. `npm run plan -- --diff <stack> <stack>`: how two stacks' plans differ.
 import * as fs from "fs";
 import * as path from "path";
-import { ConfigError, loadConfig } from "../stacks/config";
+import { Policies } from "@pulumi/policy";
+import { policies } from "../policy/policies";
+import { ConfigError, StackConfig, loadConfig } from "../stacks/config";
 import { createStack } from "../stacks/createStack";
-import { PROJECT_DIR, knownStacks, runOffline } from "./offlineRuntime";
+import { policyConfigFor } from "../stacks/policyConfig";
+import { diffStacks, renderDiff } from "./diff";
+import { PROJECT_DIR, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
+import { formatViolations, policyInputs, runPolicies } from "./policyRun";
 import { manifestsYaml, previewJson, summary } from "./render";
 
-const USAGE = "usage: npm run plan -- --stack <name> [--out <dir>]";
+const USAGE = "usage: npm run plan -- --stack <name> [--out <dir>]\n       npm run plan -- --diff <stack> <stack>";
 
 export interface PlanResult {
     exitCode: number;
@@ -14,38 +20,86 @@ export interface PlanResult {
     output: string;
 }
 
-/** Runs the plan for the stack files in `dir` (the project by default). */
-export async function plan(argv: string[], dir = PROJECT_DIR): Promise<PlanResult> {
+type Args = { stack: string; out?: string } | { diff: [string, string] };
+
+/** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. */
+export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = policies): Promise<PlanResult> {
     const args = parseArgs(argv);
     if (typeof args === "string") return { exitCode: 2, output: `${args}\n${USAGE}` };
     const stacks = knownStacks(dir);
-    if (!stacks.includes(args.stack)) return { exitCode: 2, output: `unknown stack "${args.stack}": known stacks are ${stacks.join(", ")}` };
-
-    let recording;
+    const unknown = ("diff" in args ? args.diff : [args.stack]).find((s) => !stacks.includes(s));
+    if (unknown) return { exitCode: 2, output: `unknown stack "${unknown}": known stacks are ${stacks.join(", ")}` };
     try {
-        recording = await runOffline(args.stack, () => createStack(loadConfig()), { dir });
+        return "diff" in args ? await diff(args.diff, dir) : await planStack(args.stack, args.out ?? path.join("plan-out", args.stack), dir, pack);
     } catch (e) {
         if (e instanceof ConfigError) return { exitCode: 1, output: `invalid config, nothing was planned:\n${e.message}` };
         throw e;
     }
-    const out = args.out ?? path.join("plan-out", args.stack);
-    fs.mkdirSync(out, { recursive: true });
-    fs.writeFileSync(path.join(out, "preview.json"), JSON.stringify(previewJson(args.stack, recording.resources), null, 2) + "\n");
-    fs.writeFileSync(path.join(out, "manifests.yaml"), manifestsYaml(recording.resources));
-    const text = [summary(args.stack, recording.resources), "", `Wrote ${path.join(out, "preview.json")} and ${path.join(out, "manifests.yaml")}`];
-    return { exitCode: 0, output: text.join("\n") };
 }
 
-function parseArgs(argv: string[]): { stack: string; out?: string } | string {
+/** The program's resources for a stack, with the validated config they came from. */
+async function build(stack: string, dir: string): Promise<{ resources: RecordedResource[]; cfg: StackConfig }> {
+    const recording = await runOffline(
+        stack,
+        () => {
+            const cfg = loadConfig();
+            createStack(cfg);
+            return cfg;
+        },
+        { dir },
+    );
+    return { resources: recording.resources, cfg: recording.outputs };
+}
+
+/** Writes the plan and the policy results, even when a policy fails, so that users can look at what failed. */
+async function planStack(stack: string, out: string, dir: string, pack: Policies): Promise<PlanResult> {
+    const { resources, cfg } = await build(stack, dir);
+    const policyConfig = policyConfigFor(cfg);
+    const report = await runPolicies(pack, policyInputs(resources), policyConfig);
+    const files = {
+        "preview.json": JSON.stringify(previewJson(stack, resources), null, 2) + "\n",
+        "manifests.yaml": manifestsYaml(resources),
+        "policy-config.json": JSON.stringify(policyConfig, null, 2) + "\n",
+        "policy-report.json": JSON.stringify({ violations: report.violations }, null, 2) + "\n",
+    };
+    fs.mkdirSync(out, { recursive: true });
+    for (const [file, text] of Object.entries(files)) fs.writeFileSync(path.join(out, file), text);
+
+    const mandatory = report.violations.filter((v) => v.enforcementLevel === "mandatory").length;
+    const byUrn = new Map(resources.map((r) => [r.urn, `${r.type} ${r.name}`]));
+    const text = [
+        summary(stack, resources),
+        "",
+        report.violations.length === 0
+            ? `Policy pack: ${pack.length} policies, no violations`
+            : [`Policy pack: ${count(report.violations.length, "violation")} (${mandatory} mandatory)`, ...formatViolations(report.violations, (urn) => byUrn.get(urn ?? "") ?? "the stack")].join("\n"),
+        "",
+        `Wrote ${Object.keys(files).map((f) => path.join(out, f)).join(", ")}`,
+    ];
+    return { exitCode: mandatory > 0 ? 1 : 0, output: text.join("\n") };
+}
+
+/** Exit code 1 when a resource exists in only one stack: the stacks run the same code and may differ only in values. */
+async function diff([a, b]: [string, string], dir: string): Promise<PlanResult> {
+    const d = diffStacks({ stack: a, ...(await build(a, dir)) }, { stack: b, ...(await build(b, dir)) });
+    return { exitCode: d.onlyIn[0].length + d.onlyIn[1].length > 0 ? 1 : 0, output: renderDiff(d) };
+}
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
+function parseArgs(argv: string[]): Args | string {
     let stack: string | undefined;
     let out: string | undefined;
+    let pair: [string, string] | undefined;
     for (let i = 0; i < argv.length; i++) {
         const value = argv[i + 1];
         if (argv[i] === "--stack" && value) (stack = value), i++;
         else if (argv[i] === "--out" && value) (out = value), i++;
+        else if (argv[i] === "--diff" && value && argv[i + 2]) (pair = [value, argv[i + 2]]), (i += 2);
         else return `unexpected argument "${argv[i]}"`;
     }
-    return stack ? { stack, out } : "--stack is required";
+    if (pair) return stack || out ? "--diff takes no --stack or --out" : { diff: pair };
+    return stack ? { stack, out } : "--stack or --diff is required";
 }
 
 if (require.main === module) {

@@ -1,11 +1,15 @@
 import { expect } from "chai";
+import { ResourceValidationPolicy } from "@pulumi/policy";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { parseAllDocuments } from "yaml";
 import { plan } from "../plan/cli";
 import { PROJECT, readStackConfig } from "../plan/offlineRuntime";
-import { STACKS, patchSections } from "./helpers";
+import { policyInputs, runPolicies } from "../plan/policyRun";
+import { policies } from "../policy/policies";
+import { policyConfigFor } from "../stacks/policyConfig";
+import { STACKS, buildStack, patchSections, stackConfig } from "./helpers";
 
 function tempDir(): string {
     return fs.mkdtempSync(path.join(os.tmpdir(), "plan-"));
@@ -13,7 +17,7 @@ function tempDir(): string {
 
 describe("offline plan (npm run plan)", () => {
     for (const stack of STACKS) {
-        it(`${stack}: writes preview.json in pulumi preview --json shape and manifests.yaml, in under 10 s`, async () => {
+        it(`${stack}: writes preview.json in pulumi preview --json shape, manifests.yaml and the policy config, passes the pack, in under 10 s`, async () => {
             const out = tempDir();
             const started = Date.now();
             const result = await plan(["--stack", stack, "--out", out]);
@@ -45,8 +49,57 @@ describe("offline plan (npm run plan)", () => {
             const kinds = docs.filter((d) => d.kind).map((d) => `${d.apiVersion}/${d.kind}/${d.metadata.name}`);
             expect(kinds).to.include.members(["karpenter.k8s.aws/v1/EC2NodeClass/notify-karpenter", "karpenter.sh/v1/NodePool/notify-karpenter"]);
             expect(result.output).to.match(/NodePool notify-karpenter: (12|24) approved types/);
+
+            expect(result.output).to.include(`Policy pack: ${policies.length} policies, no violations`);
+            expect(JSON.parse(fs.readFileSync(path.join(out, "policy-config.json"), "utf8"))).to.deep.equal(policyConfigFor(stackConfig(stack)));
+            expect(JSON.parse(fs.readFileSync(path.join(out, "policy-report.json"), "utf8"))).to.deep.equal({ violations: [] });
         });
     }
+
+    it("exits 1 on a mandatory policy violation, naming the policy and resource, and still writes the plan", async () => {
+        const out = tempDir();
+        const noNodePools = (enforcementLevel: "mandatory" | "advisory"): ResourceValidationPolicy => ({
+            name: `no-nodepools-${enforcementLevel}`,
+            description: "test",
+            enforcementLevel,
+            validateResource: (args, report) => (args.type === "kubernetes:karpenter.sh/v1:NodePool" ? report("NodePools are not allowed here") : args.notApplicable()),
+        });
+        const result = await plan(["--stack", "staging", "--out", out], undefined, [noNodePools("mandatory"), noNodePools("advisory")]);
+        expect(result.exitCode).to.equal(1);
+        expect(result.output).to.include(
+            [
+                "Policy pack: 2 violations (1 mandatory)",
+                "  [mandatory] no-nodepools-mandatory: kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool",
+                "      NodePools are not allowed here",
+                "  [advisory] no-nodepools-advisory: kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool",
+            ].join("\n"),
+        );
+        expect(fs.readdirSync(out).sort()).to.deep.equal(["manifests.yaml", "policy-config.json", "policy-report.json", "preview.json"]);
+        const [violation] = JSON.parse(fs.readFileSync(path.join(out, "policy-report.json"), "utf8")).violations;
+        expect(violation.urn).to.match(/^urn:pulumi:staging::notify-karpenter::.*kubernetes:karpenter\.sh\/v1:NodePool::celery-burst-node-pool$/);
+
+        const advisoryOnly = await plan(["--stack", "staging", "--out", out], undefined, [noNodePools("advisory")]);
+        expect(advisoryOnly.exitCode).to.equal(0);
+    });
+
+    it("the pack on the recorded staging plan fails an unapproved instance type and an API pod tolerating the ephemeral taint, by policy name", async () => {
+        const { resources } = await buildStack("staging");
+        const inputs = policyInputs(resources);
+        const pool = inputs.find((r) => r.type === "kubernetes:karpenter.sh/v1:NodePool")!;
+        pool.props = structuredClone(pool.props);
+        pool.props.spec.template.spec.requirements[0].values.push("m5.24xlarge");
+        const api = {
+            type: "kubernetes:apps/v1:DeploymentPatch",
+            name: "api",
+            urn: "urn:pulumi:staging::notify-karpenter::kubernetes:apps/v1:DeploymentPatch::api",
+            props: { metadata: { name: "api", namespace: "notification-canada-ca" }, spec: { template: { spec: { tolerations: [{ key: "notification-canada-ca/ephemeral", operator: "Exists" }] } } } },
+        };
+        const report = await runPolicies(policies, [...inputs, api], policyConfigFor(stackConfig("staging")));
+        expect(report.violations.map((v) => [v.policy, v.enforcementLevel, v.urn])).to.deep.equal([
+            ["nodepool-approved-instance-types", "mandatory", pool.urn],
+            ["ephemeral-nodes-burst-celery-only", "mandatory", api.urn],
+        ]);
+    });
 
     it("exits 1 with the config error and writes nothing when config is bad", async () => {
         const out = path.join(tempDir(), "never");
@@ -64,6 +117,6 @@ describe("offline plan (npm run plan)", () => {
     it("refuses an unknown stack and bad arguments with usage", async () => {
         expect(await plan(["--stack", "prod"])).to.deep.include({ exitCode: 2 });
         expect((await plan(["--stack", "prod"])).output).to.match(/unknown stack "prod": known stacks are .*production.*staging/);
-        expect((await plan([])).output).to.match(/--stack is required\nusage: npm run plan/);
+        expect((await plan([])).output).to.match(/--stack or --diff is required\nusage: npm run plan/);
     });
 });

@@ -1,0 +1,372 @@
+// The guardrails: GC Notify's acceptance criteria and lessons as rules that fail a preview. Plain data and pure
+// functions, so tests and the offline plan (`npm run plan`) run them without the engine; only index.ts serves them.
+//
+// Preview-time unknowns: in a real preview, a value computed by another resource (an ARN, a queue URL) is unknown.
+// The policy SDK hands policies a proxy that throws when such a value is read, and reports "can't run during
+// preview" as advisory, so a mandatory policy never fails on a value it cannot see yet; it runs on `pulumi up`.
+// Policies must therefore read values directly, never catch errors around a read, and never treat "unreadable" as
+// "missing".
+import { PolicyPackConfig, ReportViolation, ResourceValidation, ResourceValidationArgs, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
+import { PolicyConfigJSONSchema } from "@pulumi/policy/schema";
+
+/** What a stack's policies check against; `npm run plan` writes each stack's into plan-out/<stack>/policy-config.json. */
+export interface StackFacts {
+    /** The only EC2 instance types a NodePool may launch. */
+    approvedInstanceTypes: string[];
+    /** Label (value "true") and NoSchedule taint key of ephemeral nodes. */
+    ephemeralKey: string;
+    /** Pod label (value "true") of burst Celery pods: the only pods allowed on ephemeral nodes. */
+    burstPodLabel: string;
+    /** DaemonSets that run on every node, ephemeral ones included. */
+    nodeDaemonSets: { namespace: string; name: string }[];
+    /** Labels of the stable on-demand nodes. */
+    stableNodeSelector: Record<string, string>;
+}
+
+/**
+ * GC Notify's values, so that a run without `--policy-pack-config` is still strict: staging's 12 types, the
+ * narrower of the two lists. A test keeps them equal to what the staging stack file yields.
+ */
+export const GC_NOTIFY_FACTS: StackFacts = {
+    approvedInstanceTypes: ["m7i", "m7a", "r7i", "r7a", "c7i", "c7a", "m6i", "m6a", "r6i", "r6a", "c6i", "c6a"].map((f) => `${f}.xlarge`),
+    ephemeralKey: "notification-canada-ca/ephemeral",
+    burstPodLabel: "notification-canada-ca/celery-burst",
+    nodeDaemonSets: [
+        { namespace: "amazon-cloudwatch", name: "aws-cloudwatch-agent" },
+        { namespace: "amazon-cloudwatch", name: "fb-agent-fluent-bit" },
+        { namespace: "kube-system", name: "ebs-csi-node" },
+        { namespace: "kube-system", name: "secrets-store-csi-driver" },
+    ],
+    stableNodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" },
+};
+
+const FACT_SCHEMAS: Record<keyof StackFacts, PolicyConfigJSONSchema> = {
+    approvedInstanceTypes: { type: "array", items: { type: "string" }, minItems: 1, description: "EC2 instance types a NodePool may launch" },
+    ephemeralKey: { type: "string", minLength: 1, description: "label and NoSchedule taint key of ephemeral nodes" },
+    burstPodLabel: { type: "string", minLength: 1, description: "pod label (value \"true\") of burst Celery pods" },
+    nodeDaemonSets: {
+        type: "array",
+        items: { type: "object", properties: { namespace: { type: "string" }, name: { type: "string" } }, required: ["namespace", "name"] },
+        description: "DaemonSets allowed on every node",
+    },
+    stableNodeSelector: { type: "object", additionalProperties: { type: "string" }, minProperties: 1, description: "labels of the stable nodes" },
+};
+
+/** A policy's config schema for the facts it reads, defaulting to GC Notify's. */
+function factsSchema(...keys: (keyof StackFacts)[]) {
+    return { properties: Object.fromEntries(keys.map((k) => [k, { ...FACT_SCHEMAS[k], default: GC_NOTIFY_FACTS[k] }])) };
+}
+
+/** The facts a policy was configured with; the engine may not apply schema defaults, so they are applied here. */
+function factsOf(args: { getConfig<T extends object>(): T }): StackFacts {
+    return { ...GC_NOTIFY_FACTS, ...args.getConfig<Partial<StackFacts>>() };
+}
+
+type Props = Record<string, any>;
+
+/** Validates resources of the given types; any other resource is not applicable, as with validateResourceOfType. */
+function ofTypes(types: string[] | RegExp, validate: (props: Props, args: ResourceValidationArgs, report: ReportViolation) => void): ResourceValidation {
+    return (args, report) => {
+        const applies = Array.isArray(types) ? types.includes(args.type) : types.test(args.type);
+        if (!applies) args.notApplicable(`applies only to ${types}`);
+        validate(args.props, args, report);
+    };
+}
+
+const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+const nameOf = (props: Props, args: { name: string }) => props.metadata?.name ?? args.name;
+
+// ---- NodePools --------------------------------------------------------------------------------------------------
+
+const NODE_POOL = ["kubernetes:karpenter.sh/v1:NodePool"];
+const INSTANCE_TYPE = "node.kubernetes.io/instance-type";
+
+export const nodePoolApprovedInstanceTypes: ResourceValidationPolicy = {
+    name: "nodepool-approved-instance-types",
+    description: "NodePools launch only the stack's approved instance types, through one node.kubernetes.io/instance-type In requirement.",
+    enforcementLevel: "mandatory",
+    configSchema: factsSchema("approvedInstanceTypes"),
+    validateResource: ofTypes(NODE_POOL, (p, args, report) => {
+        const approved = factsOf(args).approvedInstanceTypes;
+        const requirements: Props[] = p.spec?.template?.spec?.requirements ?? [];
+        // Requirements are ANDed, so with the pin in place other keys (instance-family, -size, -cpu) only narrow it;
+        // without it they would let Karpenter pick any type they match.
+        const pins = requirements.filter((r) => r.key === INSTANCE_TYPE && r.operator === "In");
+        if (pins.length === 0) {
+            report(`NodePool "${nameOf(p, args)}" has no "${INSTANCE_TYPE} In" requirement, so Karpenter may launch any instance type; pin it to the approved types: ${approved.join(", ")}`);
+            return;
+        }
+        const unapproved = [...new Set(pins.flatMap((r) => list<string>(r.values)).filter((t) => !approved.includes(t)))];
+        if (unapproved.length > 0) {
+            report(`NodePool "${nameOf(p, args)}" allows unapproved instance types ${unapproved.join(", ")}; approved for this stack: ${approved.join(", ")}`);
+        }
+    }),
+};
+
+/** Disruption keys that Karpenter reads only at spec.disruption; GC Notify's sat under spec.template and were dropped. */
+const DISRUPTION_KEYS = ["disruption", "consolidationPolicy", "consolidateAfter", "budgets"];
+
+export const nodePoolLimitsAndDisruption: ResourceValidationPolicy = {
+    name: "nodepool-limits-and-disruption",
+    description: "NodePools have cpu and memory limits and a spec.disruption block, and no disruption settings under spec.template.",
+    enforcementLevel: "mandatory",
+    validateResource: ofTypes(NODE_POOL, (p, args, report) => {
+        const name = nameOf(p, args);
+        const missing = ["cpu", "memory"].filter((k) => !p.spec?.limits?.[k]);
+        if (missing.length > 0) report(`NodePool "${name}" has no spec.limits.${missing.join(" or spec.limits.")}, so a burst could launch nodes without bound; set both`);
+        if (!p.spec?.disruption) report(`NodePool "${name}" has no spec.disruption; set consolidationPolicy, consolidateAfter and budgets there`);
+        const misplaced = [
+            ...DISRUPTION_KEYS.filter((k) => p.spec?.template?.[k] !== undefined).map((k) => `spec.template.${k}`),
+            ...DISRUPTION_KEYS.filter((k) => p.spec?.template?.spec?.[k] !== undefined).map((k) => `spec.template.spec.${k}`),
+        ];
+        if (misplaced.length > 0) {
+            report(`NodePool "${name}" sets ${misplaced.join(", ")}, which the API server drops as unknown fields, so Karpenter never sees them; move them to spec.disruption`);
+        }
+    }),
+};
+
+export const nodePoolEphemeralTaint: ResourceValidationPolicy = {
+    name: "nodepool-ephemeral-taint",
+    description: "NodePools label their nodes ephemeral and taint them NoSchedule, so only pods that tolerate the taint land there.",
+    enforcementLevel: "mandatory",
+    configSchema: factsSchema("ephemeralKey"),
+    validateResource: ofTypes(NODE_POOL, (p, args, report) => {
+        const key = factsOf(args).ephemeralKey;
+        const template = p.spec?.template;
+        const tainted = list<Props>(template?.spec?.taints).some((t) => t.key === key && t.value === "true" && t.effect === "NoSchedule");
+        if (!tainted) report(`NodePool "${nameOf(p, args)}" lacks the taint ${key}=true:NoSchedule, so any pod could be scheduled on its spot nodes`);
+        if (template?.metadata?.labels?.[key] !== "true") report(`NodePool "${nameOf(p, args)}" lacks the node label ${key}: "true" that burst pods select`);
+    }),
+};
+
+// ---- Workloads on ephemeral nodes -------------------------------------------------------------------------------
+
+/** Every Kubernetes kind with a pod template, created or patched. */
+const POD_TEMPLATE = /^kubernetes:(core|apps|batch)\/v1:(Pod|PodTemplate|ReplicationController|Deployment|StatefulSet|DaemonSet|ReplicaSet|Job|CronJob)(Patch)?$/;
+
+function podTemplateOf(type: string, p: Props): Props | undefined {
+    const kind = POD_TEMPLATE.exec(type)![2];
+    if (kind === "Pod") return p;
+    if (kind === "PodTemplate") return p.template;
+    if (kind === "CronJob") return p.spec?.jobTemplate?.spec?.template;
+    return p.spec?.template;
+}
+
+/** Kubernetes' own matching of a toleration against the taint `<key>=true:NoSchedule`. */
+function tolerates(t: Props, key: string): boolean {
+    if (t.effect && t.effect !== "NoSchedule") return false;
+    if (t.operator === "Exists") return !t.key || t.key === key;
+    return t.key === key && t.value === "true";
+}
+
+/** Whether a node selector expression picks nodes labelled `<key>: "true"` (NotIn and DoesNotExist keep pods away). */
+function picks(e: Props, key: string): boolean {
+    return e.key === key && (e.operator === "Exists" || (e.operator === "In" && list(e.values).includes("true")));
+}
+
+function targetsEphemeralNodes(spec: Props | undefined, key: string): string[] {
+    const node = spec?.affinity?.nodeAffinity;
+    const required = list<Props>(node?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms).flatMap((t) => list<Props>(t.matchExpressions));
+    const preferred = list<Props>(node?.preferredDuringSchedulingIgnoredDuringExecution).flatMap((t) => list<Props>(t.preference?.matchExpressions));
+    return [
+        list<Props>(spec?.tolerations).some((t) => tolerates(t, key)) && "tolerates the ephemeral taint",
+        spec?.nodeSelector?.[key] === "true" && "selects ephemeral nodes",
+        required.some((e) => picks(e, key)) && "requires ephemeral nodes",
+        preferred.some((e) => picks(e, key)) && "prefers ephemeral nodes",
+    ].filter((x): x is string => !!x);
+}
+
+export const ephemeralNodesBurstCeleryOnly: ResourceValidationPolicy = {
+    name: "ephemeral-nodes-burst-celery-only",
+    description:
+        "Only burst Celery pods (and the node DaemonSets) may tolerate the ephemeral taint or select ephemeral nodes: the API, admin and other stable workloads must never land on spot nodes.",
+    enforcementLevel: "mandatory",
+    configSchema: factsSchema("ephemeralKey", "burstPodLabel", "nodeDaemonSets"),
+    validateResource: ofTypes(POD_TEMPLATE, (p, args, report) => {
+        const { ephemeralKey, burstPodLabel, nodeDaemonSets } = factsOf(args);
+        const template = podTemplateOf(args.type, p);
+        const reasons = targetsEphemeralNodes(template?.spec, ephemeralKey);
+        if (reasons.length === 0 || template?.metadata?.labels?.[burstPodLabel] === "true") return;
+        const namespace = p.metadata?.namespace ?? "default";
+        const name = nameOf(p, args);
+        const isDaemonSet = /:DaemonSet(Patch)?$/.test(args.type);
+        if (isDaemonSet && nodeDaemonSets.some((d) => d.namespace === namespace && d.name === name)) return;
+        const allowed = nodeDaemonSets.map((d) => `${d.namespace}/${d.name}`).join(", ");
+        report(
+            `${args.type.split(":")[2]} ${namespace}/${name} ${reasons.join(" and ")} but its pods lack the burst label ${burstPodLabel}: "true"; ` +
+                `only burst Celery pods and the node DaemonSets (${allowed}) may run on ephemeral nodes`,
+        );
+    }),
+};
+
+// ---- Interruption queue -----------------------------------------------------------------------------------------
+
+const QUEUE = "aws:sqs/queue:Queue";
+
+export const sqsQueueEncrypted: ResourceValidationPolicy = {
+    name: "sqs-queue-encrypted",
+    description: "SQS queues (the interruption queue) are encrypted at rest, with SQS-managed SSE or a KMS key.",
+    enforcementLevel: "mandatory",
+    validateResource: ofTypes([QUEUE], (p, args, report) => {
+        if (p.sqsManagedSseEnabled === true || p.kmsMasterKeyId) return;
+        report(`SQS queue ${p.name ?? args.name} is not encrypted; set sqsManagedSseEnabled: true or a kmsMasterKeyId`);
+    }),
+};
+
+/** A statement that denies every SQS action to everyone over plain HTTP. */
+function deniesInsecureTransport(s: Props): boolean {
+    const secure = s.Condition?.Bool?.["aws:SecureTransport"];
+    const everyone = s.Principal === "*" || list(s.Principal?.AWS).includes("*");
+    const allActions = list<string>(s.Action).some((a) => a === "*" || a === "sqs:*");
+    return s.Effect === "Deny" && everyone && allActions && list(secure).some((v) => String(v) === "false");
+}
+
+export const sqsQueueTlsOnly: StackValidationPolicy = {
+    name: "sqs-queue-tls-only",
+    description: "Every SQS queue has a queue policy that denies all access over plain HTTP (aws:SecureTransport false).",
+    enforcementLevel: "mandatory",
+    validateStack: (args, report) => {
+        const queues = args.resources.filter((r) => r.type === QUEUE);
+        if (queues.length === 0) args.notApplicable("no SQS queues");
+        const queuePolicies = args.resources.filter((r) => r.type === "aws:sqs/queuePolicy:QueuePolicy");
+        for (const queue of queues) {
+            // Matched by dependency, not by URL: the URL is unknown until the queue exists.
+            const own = queuePolicies.filter((qp) => qp.dependencies.some((d) => d.urn === queue.urn));
+            if (!own.some((qp) => list<Props>(documentOf(qp.props.policy).Statement).some(deniesInsecureTransport))) {
+                report(`SQS queue ${queue.name} has no queue policy that denies sqs:* to "*" when aws:SecureTransport is false; add one (TLS only)`, queue.urn);
+            }
+        }
+    },
+};
+
+// ---- Alarms -----------------------------------------------------------------------------------------------------
+
+export const alarmHasAction: ResourceValidationPolicy = {
+    name: "alarm-has-action",
+    description: "Every CloudWatch alarm notifies someone: at least one alarm action, and actions enabled.",
+    enforcementLevel: "mandatory",
+    validateResource: ofTypes(["aws:cloudwatch/metricAlarm:MetricAlarm", "aws:cloudwatch/compositeAlarm:CompositeAlarm"], (p, args, report) => {
+        // Only the count of actions is read: topic ARNs are unknown at preview when the topics are new.
+        if (list(p.alarmActions).length === 0) report(`alarm ${p.name ?? p.alarmName ?? args.name} has no alarmActions, so it would fire unseen; notify an SNS topic`);
+        if (p.actionsEnabled === false) report(`alarm ${p.name ?? p.alarmName ?? args.name} has actionsEnabled: false, so it would fire unseen`);
+    }),
+};
+
+// ---- Karpenter controller placement -----------------------------------------------------------------------------
+
+const HELM = ["kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart"];
+
+/**
+ * Whether the chart's "karpenter.sh/nodepool DoesNotExist" node affinity survives these values. Helm merges maps
+ * with the chart's defaults and replaces lists, so the rule survives unless the terms list is replaced without it
+ * or a level above it is set to null (which deletes the default).
+ */
+function keepsNodePoolRule(affinity: Props | null | undefined): boolean {
+    const required = affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+    if ([affinity, affinity?.nodeAffinity, required].includes(null)) return false;
+    const terms = required?.nodeSelectorTerms;
+    if (terms === undefined) return true;
+    const excludesKarpenterNodes = (t: Props) => list<Props>(t.matchExpressions).some((e) => e.key === "karpenter.sh/nodepool" && e.operator === "DoesNotExist");
+    return Array.isArray(terms) && terms.length > 0 && terms.every(excludesKarpenterNodes);
+}
+
+export const karpenterControllerOnStableNodes: ResourceValidationPolicy = {
+    name: "karpenter-controller-on-stable-nodes",
+    description:
+        "The Karpenter controller runs on the stable nodes and never on a node Karpenter launched: its values select the stable nodes, keep the chart's karpenter.sh/nodepool DoesNotExist affinity and do not tolerate the ephemeral taint.",
+    enforcementLevel: "mandatory",
+    configSchema: factsSchema("stableNodeSelector", "ephemeralKey"),
+    validateResource: ofTypes(HELM, (p, args, report) => {
+        if (!/(^|\/)karpenter$/.test(String(p.chart))) args.notApplicable("not the karpenter chart");
+        const { stableNodeSelector, ephemeralKey } = factsOf(args);
+        const values: Props = p.values ?? {};
+        const missing = Object.entries(stableNodeSelector).filter(([k, v]) => values.nodeSelector?.[k] !== v);
+        if (missing.length > 0) {
+            report(`Karpenter controller values.nodeSelector lacks ${missing.map(([k, v]) => `${k}: ${v}`).join(", ")}; it must run on the stable nodes, not on nodes it manages and may drain`);
+        }
+        if (!keepsNodePoolRule(values.affinity)) {
+            report(`Karpenter controller values.affinity drops the chart's "karpenter.sh/nodepool DoesNotExist" node affinity from some node selector term; keep it in every term`);
+        }
+        if (list<Props>(values.tolerations).some((t) => tolerates(t, ephemeralKey))) report(`Karpenter controller values.tolerations tolerate the ephemeral taint ${ephemeralKey}; remove that toleration`);
+    }),
+};
+
+// ---- IAM --------------------------------------------------------------------------------------------------------
+
+const IAM_DOCUMENTS: Record<string, (p: Props) => unknown[]> = {
+    "aws:iam/policy:Policy": (p) => [p.policy],
+    "aws:iam/rolePolicy:RolePolicy": (p) => [p.policy],
+    "aws:iam/userPolicy:UserPolicy": (p) => [p.policy],
+    "aws:iam/groupPolicy:GroupPolicy": (p) => [p.policy],
+    "aws:iam/role:Role": (p) => list<Props>(p.inlinePolicies).map((i) => i.policy),
+};
+
+/** A policy document given as JSON text or as an object; {} when the text is not JSON (AWS would reject it anyway). */
+function documentOf(policy: unknown): Props {
+    if (typeof policy !== "string") return (policy as Props) ?? {};
+    try {
+        return JSON.parse(policy);
+    } catch {
+        return {};
+    }
+}
+
+const glob = (pattern: string) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "i");
+
+/** Whether an action pattern can match an EC2 action other than Describe*, Get* and List*. */
+function mutatesEc2(pattern: string): boolean {
+    const [service, verb = ""] = pattern.split(":");
+    return glob(service).test("ec2") && !/^(describe|get|list)/i.test(verb);
+}
+
+/** The mutating EC2 actions a statement allows on every resource without a condition, as written. */
+function unscopedEc2Mutations(s: Props): string[] {
+    const everywhere = list(s.Resource).includes("*") || s.NotResource !== undefined;
+    const unconditional = !s.Condition || Object.keys(s.Condition).length === 0;
+    if (s.Effect !== "Allow" || !everywhere || !unconditional) return [];
+    if (s.NotAction === undefined) return list<string>(s.Action).filter(mutatesEc2);
+    // NotAction grants everything it does not name, so only excluding all of EC2 keeps EC2 out.
+    const notActions = list<string>(s.NotAction);
+    const excludesEc2 = notActions.some((a) => glob(a.split(":")[0]).test("ec2") && (a.split(":")[1] ?? "*") === "*");
+    return excludesEc2 ? [] : [`everything but ${notActions.join(", ")}`];
+}
+
+export const iamNoUnscopedEc2Mutation: ResourceValidationPolicy = {
+    name: "iam-no-unscoped-ec2-mutation",
+    description: 'IAM policies grant mutating EC2 actions (anything but Describe*, Get*, List*) only on scoped resources or under a condition, never on "*" unconditionally.',
+    enforcementLevel: "mandatory",
+    validateResource: ofTypes(Object.keys(IAM_DOCUMENTS), (p, args, report) => {
+        for (const doc of IAM_DOCUMENTS[args.type](p).map(documentOf)) {
+            list<Props>(doc.Statement).forEach((s, i) => {
+                const actions = unscopedEc2Mutations(s);
+                if (actions.length === 0) return;
+                report(
+                    `IAM policy ${p.name ?? args.name} statement ${s.Sid ?? i} allows ${actions.join(", ")} on every resource without a condition; ` +
+                        `scope mutating EC2 actions to resource ARNs or tag conditions as Karpenter's reference policy does (only Describe*, Get* and List* may be unscoped)`,
+                );
+            });
+        }
+    }),
+};
+
+/** The pack, in the order a reviewer reads them. */
+export const policies = [
+    nodePoolApprovedInstanceTypes,
+    nodePoolLimitsAndDisruption,
+    nodePoolEphemeralTaint,
+    ephemeralNodesBurstCeleryOnly,
+    sqsQueueEncrypted,
+    sqsQueueTlsOnly,
+    alarmHasAction,
+    karpenterControllerOnStableNodes,
+    iamNoUnscopedEc2Mutation,
+];
+
+/** The pack config (`--policy-pack-config`) for a stack: each policy gets the facts its schema declares. */
+export function packConfig(facts: StackFacts): PolicyPackConfig {
+    const config: PolicyPackConfig = {};
+    for (const p of policies) {
+        if (p.configSchema) config[p.name] = Object.fromEntries(Object.keys(p.configSchema.properties).map((k) => [k, facts[k as keyof StackFacts]]));
+    }
+    return config;
+}

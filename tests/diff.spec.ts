@@ -1,0 +1,79 @@
+import { expect } from "chai";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { parseDocument } from "yaml";
+import { plan } from "../plan/cli";
+import { edits, inputDifferences } from "../plan/diff";
+import { PROJECT_DIR } from "../plan/offlineRuntime";
+
+/** A project directory with copies of Pulumi.yaml and the stack files, `edit` applied to one stack file. */
+function fixture(stack: string, edit: (doc: ReturnType<typeof parseDocument>) => void): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "diff-"));
+    for (const file of ["Pulumi.yaml", "Pulumi.staging.yaml", "Pulumi.production.yaml"]) fs.copyFileSync(path.join(PROJECT_DIR, file), path.join(dir, file));
+    const file = path.join(dir, `Pulumi.${stack}.yaml`);
+    const doc = parseDocument(fs.readFileSync(file, "utf8"));
+    edit(doc);
+    fs.writeFileSync(file, String(doc));
+    return dir;
+}
+
+describe("stack diff (npm run plan -- --diff)", () => {
+    it("shows that staging and production differ only in values: no resource in one stack only, and what the values are", async () => {
+        const { exitCode, output } = await plan(["--diff", "staging", "production"]);
+        expect(exitCode, output).to.equal(0);
+        expect(output).to.include("Only in staging: none\nOnly in production: none");
+        expect(output).to.match(/^0 resources only in one stack; \d+ inputs differ in \d+ resources$/m);
+        // At a glance: the cluster names first, then the config values each stack chose.
+        expect(output).to.match(/Changes in values, most frequent first \(staging → production\):\n +\d+× {2}staging → production\n/);
+        expect(output).to.include("  kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool\n    spec.limits.cpu: 400 → 1000\n");
+        expect(output).to.include("    spec.template.spec.requirements[0].values: +m7i.2xlarge +m7a.2xlarge");
+        expect(output).to.include("    threshold: 180 → 120");
+    });
+
+    it("lists the resources that one stack has and exits 1, and each changed input", async () => {
+        // Existing topics in production: it creates no topics and no key for them.
+        const topics = { warning: "arn:aws:sns:ca-central-1:123456789012:alert-warning", critical: "arn:aws:sns:ca-central-1:123456789012:alert-critical" };
+        const dir = fixture("production", (doc) => {
+            doc.setIn(["config", "notify-karpenter:alarms", "topicArns"], doc.createNode(topics));
+            doc.setIn(["config", "notify-karpenter:nodePool", "limits", "memory"], "2000Gi");
+        });
+        const { exitCode, output } = await plan(["--diff", "staging", "production"], dir);
+        expect(exitCode).to.equal(1);
+        expect(output).to.include(
+            [
+                "Only in staging:",
+                "  aws:kms/alias:Alias karpenter-alarms-topics-key-alias",
+                "  aws:kms/key:Key karpenter-alarms-topics-key",
+                "  aws:sns/topic:Topic karpenter-alarms-critical-topic",
+                "  aws:sns/topic:Topic karpenter-alarms-warning-topic",
+                "Only in production: none",
+            ].join("\n"),
+        );
+        expect(output).to.include("    spec.limits.memory: 1000Gi → 2000Gi");
+        expect(output).to.match(/^4 resources only in one stack; \d+ inputs differ/m);
+    });
+
+    it("refuses an unknown stack and mixed arguments", async () => {
+        expect((await plan(["--diff", "staging", "prod"])).output).to.match(/^unknown stack "prod"/);
+        expect(await plan(["--diff", "staging", "production", "--stack", "staging"])).to.deep.include({ exitCode: 2 });
+    });
+});
+
+describe("input differences", () => {
+    it("compares JSON held in strings by path, and lists of values as sets", () => {
+        const policy = (cluster: string) => JSON.stringify({ Statement: [{ Resource: `arn:aws:eks:ca-central-1:1:cluster/${cluster}` }] });
+        expect(inputDifferences({ policy: policy("a-staging"), values: ["x", "y"] }, { policy: policy("a-production"), values: ["y", "x", "z"] })).to.deep.equal([
+            { path: "policy(json).Statement[0].Resource", values: ["arn:aws:eks:ca-central-1:1:cluster/a-staging", "arn:aws:eks:ca-central-1:1:cluster/a-production"] },
+            { path: "values", values: [["x", "y"], ["y", "x", "z"]] },
+        ]);
+    });
+
+    it("reads each difference as whole-word edits, and a key that names the stack as renamed", () => {
+        const d = inputDifferences(
+            { name: "c-staging-karpenter-warning", cpu: "400", tags: { "kubernetes.io/cluster/c-staging": "owned" } },
+            { name: "c-production-karpenter-critical", cpu: "1000", tags: { "kubernetes.io/cluster/c-production": "owned" } },
+        );
+        expect(edits(d)).to.deep.equal(["staging → production; warning → critical", "400 → 1000", "staging → production"]);
+    });
+});

@@ -1,0 +1,89 @@
+import { expect } from "chai";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { parse } from "yaml";
+import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { lintWorkflows, workflowFiles } from "../scripts/lint-workflows";
+
+const workflow = (name: string) => parse(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8"));
+
+/** A repository with these workflow files and the real reusable pulumi.yml. */
+function repoWith(files: Record<string, string>): string {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "workflows-"));
+    const dir = path.join(root, ".github", "workflows");
+    fs.mkdirSync(dir, { recursive: true });
+    fs.copyFileSync(path.join(PROJECT_DIR, ".github", "workflows", "pulumi.yml"), path.join(dir, "pulumi.yml"));
+    for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
+    return root;
+}
+
+describe("GitHub workflows", () => {
+    it("pass the linter", async () => {
+        expect(workflowFiles(PROJECT_DIR).map((f) => path.basename(f))).to.deep.equal(["main.yml", "pull-request.yml", "pulumi.yml"]);
+        expect(await lintWorkflows(PROJECT_DIR)).to.deep.equal([]);
+    });
+
+    it("the linter reports a broken workflow by file, line and column, so it cannot pass silently", async () => {
+        const broken = [
+            "name: broken",
+            "on: pull_request",
+            "jobs:",
+            "  preview:",
+            "    runs_on: ubuntu-latest",
+            "    needs: build",
+            "    steps:",
+            "      - run: echo ${{ var.AWS_ROLE_ARN }} ${{ vars.PULUMI_ORG }}",
+            "  up:",
+            "    uses: ./.github/workflows/pulumi.yml",
+            "    with:",
+            "      command: up",
+            "      stak: staging",
+            "",
+        ].join("\n");
+        const findings = (await lintWorkflows(repoWith({ "broken.yml": broken }))).filter((f) => f.file.endsWith("broken.yml"));
+        const lines = findings.map((f) => `${f.file}:${f.line}:${f.column} ${f.message}`);
+        const file = path.join(".github", "workflows", "broken.yml");
+        expect(lines).to.include.members([
+            `${file}:4:3 "runs-on" section is missing in job "preview"`,
+            `${file}:4:3 job "preview" needs job "build" which does not exist in this workflow`,
+            `${file}:9:3 job "up": input "stack" is required by ./.github/workflows/pulumi.yml`,
+            `${file}:9:3 job "up": input "environment" is required by ./.github/workflows/pulumi.yml`,
+            `${file}:9:3 job "up": input "stak" is not defined in ./.github/workflows/pulumi.yml; defined inputs are command, stack, environment`,
+        ]);
+        expect(lines.some((l) => l.includes('undefined variable "var"')), "a misspelt context is still reported").to.equal(true);
+        expect(lines.some((l) => l.includes('"vars"')), "the vars context is known to GitHub").to.equal(false);
+    });
+
+    it("preview and up run the offline plan first and give Pulumi the policy pack with the config the plan wrote", () => {
+        const steps: any[] = workflow("pulumi.yml").jobs.pulumi.steps;
+        const plan = steps.findIndex((s) => /npm run plan -- --stack "\$STACK"/.test(s.run ?? ""));
+        const pulumi = steps.findIndex((s) => s.uses?.startsWith("pulumi/actions@"));
+        expect(steps.slice(0, plan).map((s) => s.run).filter(Boolean)).to.deep.equal(["npm ci", "npm run build", "npm test"]);
+        expect(plan).to.be.within(0, pulumi);
+        expect(steps[pulumi].with).to.include({ policyPacks: "policy", policyPackConfigs: "plan-out/${{ inputs.stack }}/policy-config.json", diff: true, refresh: true });
+        expect(fs.existsSync(path.join(PROJECT_DIR, "policy", "PulumiPolicy.yaml"))).to.equal(true);
+    });
+
+    it("pin the Pulumi CLI to the release of the SDK and use OIDC credentials only", () => {
+        const sdk = JSON.parse(fs.readFileSync(path.join(PROJECT_DIR, "package.json"), "utf8")).dependencies["@pulumi/pulumi"];
+        const steps: any[] = workflow("pulumi.yml").jobs.pulumi.steps;
+        expect(steps.find((s) => s.uses?.startsWith("pulumi/actions@")).with["pulumi-version"]).to.equal(sdk);
+        expect(steps.find((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@")).with).to.have.keys("role-to-assume", "role-session-name", "aws-region");
+        for (const name of ["main.yml", "pull-request.yml", "pulumi.yml"]) {
+            expect(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8"), name).not.to.match(/secrets\.|aws-access-key-id|PULUMI_ACCESS_TOKEN/);
+        }
+        for (const job of [...Object.values(workflow("main.yml").jobs), workflow("pull-request.yml").jobs.preview] as any[]) expect(job.permissions["id-token"]).to.equal("write");
+    });
+
+    it("preview both stacks on pull requests, and update staging before production, one deployment at a time", () => {
+        const preview = workflow("pull-request.yml").jobs.preview;
+        expect(preview.strategy.matrix.stack).to.deep.equal(["staging", "production"]);
+        expect(preview.with).to.deep.equal({ command: "preview", stack: "${{ matrix.stack }}", environment: "${{ matrix.stack }}-preview" });
+        const main = workflow("main.yml");
+        expect(main.concurrency).to.deep.equal({ group: "deploy", "cancel-in-progress": false });
+        expect(main.jobs.staging.with).to.deep.equal({ command: "up", stack: "staging", environment: "staging" });
+        expect(main.jobs.production.needs).to.equal("staging");
+        expect(main.jobs.production.with).to.deep.equal({ command: "up", stack: "production", environment: "production" });
+    });
+});
