@@ -214,6 +214,30 @@ export function quantityValue(q: string, unit: "cores" | "GiB"): number {
     return n * (scale[m[2] ?? ""] ?? NaN);
 }
 
+/** Karpenter's default vmMemoryOverheadPercent: the share of memory it assumes the hypervisor keeps. */
+export const VM_MEMORY_OVERHEAD = 0.075;
+
+export interface NodeResources {
+    cpu: number;
+    memoryGiB: number;
+}
+
+/**
+ * One node of a standard c/m/r type as Karpenter sees it: `capacity` is its vCPUs and its memory less the VM
+ * overhead (what NodePool limits count), `allocatable` is capacity less the kubelet reservations and the hard
+ * eviction threshold (what pods can request). Undefined for a type of unknown shape.
+ */
+export function nodeResources(type: string, kubelet: Pick<EphemeralNodePoolArgs, "kubeReserved" | "systemReserved" | "evictionHard">): { capacity: NodeResources; allocatable: NodeResources } | undefined {
+    const s = instanceShape(type);
+    if (!s) return undefined;
+    const reserved = (k: "cpu" | "memory", unit: "cores" | "GiB") =>
+        [kubelet.kubeReserved?.[k], kubelet.systemReserved?.[k], k === "memory" ? kubelet.evictionHard?.["memory.available"] : undefined]
+            .filter((q): q is string => !!q)
+            .reduce((sum, q) => sum + quantityValue(q, unit), 0);
+    const capacity = { cpu: s.vcpu, memoryGiB: s.memoryGiB * (1 - VM_MEMORY_OVERHEAD) };
+    return { capacity, allocatable: { cpu: capacity.cpu - reserved("cpu", "cores"), memoryGiB: capacity.memoryGiB - reserved("memory", "GiB") } };
+}
+
 /** Pain the config invites but Karpenter would accept: these go to Pulumi's log so they show in `preview`. */
 export function nodePoolWarnings(a: EphemeralNodePoolArgs): string[] {
     const warnings: string[] = [];
@@ -224,17 +248,13 @@ export function nodePoolWarnings(a: EphemeralNodePoolArgs): string[] {
     }
     const c = a.capacityCheck;
     if (!c) return warnings;
-    const reserved = (k: "cpu" | "memory", unit: "cores" | "GiB") =>
-        [a.kubeReserved?.[k], a.systemReserved?.[k], k === "memory" ? a.evictionHard?.["memory.available"] : undefined]
-            .filter((q): q is string => !!q)
-            .reduce((sum, q) => sum + quantityValue(q, unit), 0);
     const podCpu = quantityValue(c.celeryPodCpu, "cores");
     const podMem = quantityValue(c.celeryPodMemory, "GiB");
     const tooSmall = a.instanceTypes.filter((t) => {
-        const s = instanceShape(t);
-        if (!s) return false;
-        const cpu = s.vcpu - reserved("cpu", "cores") - quantityValue(c.daemonsetCpu, "cores");
-        const mem = s.memoryGiB * (1 - 0.075) - reserved("memory", "GiB") - quantityValue(c.daemonsetMemory, "GiB");
+        const node = nodeResources(t, a);
+        if (!node) return false;
+        const cpu = node.allocatable.cpu - quantityValue(c.daemonsetCpu, "cores");
+        const mem = node.allocatable.memoryGiB - quantityValue(c.daemonsetMemory, "GiB");
         return cpu < podCpu || mem < podMem;
     });
     if (tooSmall.length) warnings.push(`instance types ${tooSmall.join(", ")} cannot fit one Celery pod (${c.celeryPodCpu} cpu, ${c.celeryPodMemory}) next to the daemonsets`);
