@@ -16,7 +16,7 @@ import {
 import { STABLE_NODE_LABELS } from "../components/createdCluster";
 import { controllerNameProblems } from "../components/karpenterController";
 import { SHUTDOWN_MARGIN_SECONDS, placementProblems } from "../components/celeryWorkloadPlacement";
-import { Infer, Issue, Schema, boolean, got, integer, k8sName, labelKey, leaf, list, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
+import { Infer, Issue, Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
 export const KARPENTER_VERSION = "1.14.1";
@@ -24,7 +24,8 @@ export const KARPENTER_VERSION = "1.14.1";
 const tagValue = text("a tag value of at most 256 characters", /^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u, 256);
 
 const zone = text("an availability zone such as ca-central-1a", /^[a-z]{2}(-[a-z]+)+-[0-9][a-z]$/, 32);
-const instanceType = text("an EC2 instance type such as c7i.xlarge", /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, 63);
+const instanceTypePattern = /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/;
+const instanceType = text("an EC2 instance type such as c7i.xlarge", instanceTypePattern, 63);
 
 /** A cluster the program creates (mode create): its network and its stable on-demand node group. */
 const createdCluster = object({
@@ -301,8 +302,59 @@ function placementConfigProblems(s: { placement: Placement; nodePool: Infer<type
     return issues;
 }
 
+/** GC Notify's burst HPAs: 6 pods per 45 s after a 90 s stabilization window (notification-manifests, 2025-05). */
+const GC_NOTIFY_SCALE_UP = { pods: 6, periodSeconds: 45, stabilizationSeconds: 90, deployments: 1 };
+
+/** Inputs of the capacity and cost model (`npm run capacity`); the program itself does not read them. */
+const capacity = object({
+    hpaScaleUp: optional(
+        object({
+            pods: optional(integer(1, 1000), GC_NOTIFY_SCALE_UP.pods),
+            periodSeconds: optional(integer(1, 1800), GC_NOTIFY_SCALE_UP.periodSeconds),
+            stabilizationSeconds: optional(integer(0, 3600), GC_NOTIFY_SCALE_UP.stabilizationSeconds),
+            /** Burst HPAs that scale together in one burst; their steps add up. */
+            deployments: optional(integer(1, 30), GC_NOTIFY_SCALE_UP.deployments),
+        }),
+        GC_NOTIFY_SCALE_UP,
+    ),
+    /** Burst Celery pods outside bursts (the burst HPAs' minReplicas, summed). */
+    baselineCeleryPods: integer(0, 10000),
+    /** From Karpenter's launch decision until pods can run on the node (startup taints gone); the scale test measures it. */
+    nodeLaunchSeconds: integer(10, 1800),
+    /** Hours a day at peak, for the daily cost. */
+    burstHoursPerDay: number(0, 24),
+    prices: object({
+        asOf: text("a date such as 2026-11-01", /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/, 10),
+        currency: text("a currency code such as USD", /^[A-Z]{3}$/, 3),
+        region: text("an AWS region such as ca-central-1", /^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$/, 32),
+        onDemandHourly: record("EC2 instance types such as c7i.xlarge", instanceTypePattern, number(0.0001, 1000), 500),
+    }),
+    /** Spot's discount on the on-demand price, as a fraction (0.6: spot costs 40 % of on-demand). */
+    spotDiscount: number(0, 0.95),
+});
+
+/** The model needs the pod size and peak, a price for every type Karpenter may launch, and prices for the cluster's region. */
+function capacityConfigProblems(s: { cluster: Infer<typeof cluster>; nodePool: Infer<typeof nodePool>; capacity?: Infer<typeof capacity> }): Issue[] {
+    const c = s.capacity;
+    if (!c) return [];
+    const issues: Issue[] = [];
+    if (!s.nodePool.capacityCheck) {
+        issues.push({ path: "capacity", message: "needs nodePool.capacityCheck: the Celery pod's and daemonsets' requests and the peak pod count the model sizes nodes for" });
+    } else if (c.baselineCeleryPods > s.nodePool.capacityCheck.peakCeleryPods) {
+        issues.push({ path: "capacity.baselineCeleryPods", message: `must be at most nodePool.capacityCheck.peakCeleryPods (${s.nodePool.capacityCheck.peakCeleryPods}) (got ${c.baselineCeleryPods})` });
+    }
+    const unpriced = approvedInstanceTypes(s.nodePool).filter((t) => c.prices.onDemandHourly[t] === undefined);
+    if (unpriced.length) {
+        issues.push({ path: "capacity.prices.onDemandHourly", message: `has no price for ${unpriced.join(", ")}: every approved instance type of nodePool needs its hourly on-demand price` });
+    }
+    if (c.prices.region !== s.cluster.region) {
+        issues.push({ path: "capacity.prices.region", message: `must be the cluster's region ${s.cluster.region}: prices differ by region (got "${c.prices.region}")` });
+    }
+    return issues;
+}
+
 /** Seconds in a duration such as 1h30m or 90s. */
-function durationSeconds(d: string): number {
+export function durationSeconds(d: string): number {
     const unit: Record<string, number> = { s: 1, m: 60, h: 3600 };
     return [...d.matchAll(/([0-9]+)([smh])/g)].reduce((sum, [, n, u]) => sum + Number(n) * unit[u], 0);
 }
@@ -316,6 +368,7 @@ const stackSchema = object(
         nodePool,
         alarms,
         placement,
+        capacity: optional(capacity),
     },
     (s) => [
         ...controllerNameProblems(s.controller.namePrefix ?? s.cluster.name).map((message) => ({
@@ -328,6 +381,7 @@ const stackSchema = object(
         })),
         ...placementConfigProblems(s),
         ...(s.cluster.create ? createdCapacityProblems(s.cluster.create, s.nodePool.zones, s.controller.replicas) : []),
+        ...capacityConfigProblems(s),
     ],
 );
 
@@ -351,6 +405,7 @@ export type ControllerConfig = StackConfig["controller"];
 export type NodePoolConfig = StackConfig["nodePool"];
 export type AlarmsConfig = StackConfig["alarms"];
 export type PlacementConfig = StackConfig["placement"];
+export type CapacityConfig = NonNullable<StackConfig["capacity"]>;
 
 /** Raised for invalid config; its message lists every problem, one per line. */
 export class ConfigError extends Error {

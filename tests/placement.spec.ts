@@ -343,7 +343,11 @@ describe("placement config errors", () => {
     it("rejects headroom without a Celery pod size", () => {
         const raw = rawConfig("staging", "nodePool", { capacityCheck: undefined });
         expect(errorOf(() => parseStackConfig("staging", raw))).to.equal(
-            "staging: notify-karpenter:placement.headroom.pods needs nodePool.capacityCheck.celeryPodCpu and celeryPodMemory, the size of each placeholder pod",
+            [
+                "staging: notify-karpenter:placement.headroom.pods needs nodePool.capacityCheck.celeryPodCpu and celeryPodMemory, the size of each placeholder pod",
+                // The capacity model sizes its nodes from the same pod.
+                "staging: notify-karpenter:capacity needs nodePool.capacityCheck: the Celery pod's and daemonsets' requests and the peak pod count the model sizes nodes for",
+            ].join("\n"),
         );
     });
 
