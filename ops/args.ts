@@ -1,0 +1,78 @@
+// What the ops commands share: flags, the stack's validated config, and exit codes that fit CI.
+import { ConfigError, StackConfig, parseStackConfig } from "../stacks/config";
+import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig } from "../plan/offlineRuntime";
+
+/** 0: all good; 1: findings or a failed run; 2: the command was called wrongly. */
+export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
+
+export interface CommandResult {
+    exitCode: number;
+    /** The report, with any findings (stdout), or the usage error (stderr). */
+    output: string;
+}
+
+export const usage = (message: string, help: string): CommandResult => ({ exitCode: EXIT.usage, output: `${message}\n${help}` });
+
+/** `--name value` pairs, each flag at most once; a string is the usage error. */
+export function parseFlags(argv: string[], known: readonly string[]): Record<string, string> | string {
+    const flags: Record<string, string> = {};
+    for (let i = 0; i < argv.length; i += 2) {
+        const [flag, value] = [argv[i], argv[i + 1]];
+        const name = flag.replace(/^--/, "");
+        if (!flag.startsWith("--") || !known.includes(name)) return `unexpected argument "${flag}": the flags are ${known.map((k) => `--${k}`).join(", ")}`;
+        if (value === undefined || value.startsWith("--")) return `${flag} needs a value`;
+        if (name in flags) return `${flag} is given twice`;
+        flags[name] = value;
+    }
+    return flags;
+}
+
+/** A whole number from `min` to `max`, or the usage error naming the flag. */
+export function integerFlag(flag: string, value: string, min: number, max: number): number | string {
+    const n = Number(value);
+    return /^[0-9]+$/.test(value) && n >= min && n <= max ? n : `--${flag} must be an integer from ${min} to ${max} (got "${value}")`;
+}
+
+/** The stack's validated config from `Pulumi.<stack>.yaml`, or the result to return: usage for an unknown stack, 1 for bad config. */
+export function loadStack(stack: string | undefined, help: string, dir = PROJECT_DIR): StackConfig | CommandResult {
+    const stacks = knownStacks(dir);
+    if (!stack) return usage("--stack is required", help);
+    if (!stacks.includes(stack)) return usage(`unknown stack "${stack}": known stacks are ${stacks.join(", ")}`, help);
+    const raw: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(readStackConfig(stack, dir))) {
+        if (key.startsWith(`${PROJECT}:`)) raw[key.slice(PROJECT.length + 1)] = parseValue(value);
+    }
+    try {
+        return parseStackConfig(stack, raw);
+    } catch (e) {
+        if (e instanceof ConfigError) return { exitCode: EXIT.findings, output: `invalid config:\n${e.message}` };
+        throw e;
+    }
+}
+
+/** readStackConfig hands objects over as JSON and plain values as strings, as the Pulumi CLI does. */
+function parseValue(value: string): unknown {
+    try {
+        return JSON.parse(value);
+    } catch {
+        return value;
+    }
+}
+
+export function isResult(v: unknown): v is CommandResult {
+    return typeof v === "object" && v !== null && "exitCode" in v && "output" in v;
+}
+
+/** Runs a command as the process: its report, then its exit code (stdout and stderr writes are synchronous on Linux). */
+export function runMain(command: () => Promise<CommandResult>): void {
+    command().then(
+        (r) => {
+            (r.exitCode === EXIT.usage ? process.stderr : process.stdout).write(r.output.endsWith("\n") ? r.output : `${r.output}\n`);
+            process.exit(r.exitCode);
+        },
+        (e) => {
+            console.error(e);
+            process.exit(EXIT.findings);
+        },
+    );
+}

@@ -1,0 +1,268 @@
+// The capacity and cost model behind `npm run capacity`: how many burst Celery pods each approved instance type
+// holds, how many nodes the peak needs and whether the NodePool limits allow them, how fast a burst ramps up, and
+// what the burst capacity costs with Karpenter and spot against a static on-demand group. Pure functions of config.
+import { NodeResources, nodeResources, quantityValue } from "../components/ephemeralNodePool";
+import { CapacityConfig, StackConfig, approvedInstanceTypes, durationSeconds } from "../stacks/config";
+
+export interface CapacityInputs {
+    instanceTypes: string[];
+    kubelet: { kubeReserved?: Record<string, string>; systemReserved?: Record<string, string>; evictionHard?: Record<string, string> };
+    /** One burst Celery pod's requests, and all daemonsets' requests on one node. */
+    pod: NodeResources;
+    daemonsets: NodeResources;
+    baselinePods: number;
+    peakPods: number;
+    headroomPods: number;
+    /** NodePool limits (node capacity counts against them). */
+    limits: NodeResources;
+    hpa: CapacityConfig["hpaScaleUp"];
+    batchIdleSeconds: number;
+    batchMaxSeconds: number;
+    nodeLaunchSeconds: number;
+    /** How long an empty node stays (consolidateAfter); undefined when consolidation is Never. */
+    emptyNodeSeconds?: number;
+    burstHoursPerDay: number;
+    prices: CapacityConfig["prices"];
+    spotDiscount: number;
+}
+
+/** The model's inputs from a stack's config; undefined when the stack has no `capacity` section. */
+export function capacityInputs(cfg: StackConfig): CapacityInputs | undefined {
+    const c = cfg.capacity;
+    const check = cfg.nodePool.capacityCheck;
+    // Config validation requires capacityCheck whenever capacity is set.
+    if (!c || !check) return undefined;
+    const p = cfg.nodePool;
+    const resources = (cpu: string, memory: string) => ({ cpu: quantityValue(cpu, "cores"), memoryGiB: quantityValue(memory, "GiB") });
+    return {
+        instanceTypes: approvedInstanceTypes(p),
+        kubelet: { kubeReserved: p.kubeReserved, systemReserved: p.systemReserved, evictionHard: p.evictionHard },
+        pod: resources(check.celeryPodCpu, check.celeryPodMemory),
+        daemonsets: resources(check.daemonsetCpu, check.daemonsetMemory),
+        baselinePods: c.baselineCeleryPods,
+        peakPods: check.peakCeleryPods,
+        headroomPods: cfg.placement.headroom.pods,
+        limits: resources(p.limits.cpu, p.limits.memory),
+        hpa: c.hpaScaleUp,
+        batchIdleSeconds: durationSeconds(cfg.controller.batchIdleDuration),
+        batchMaxSeconds: durationSeconds(cfg.controller.batchMaxDuration),
+        nodeLaunchSeconds: c.nodeLaunchSeconds,
+        emptyNodeSeconds: p.consolidateAfter === "Never" ? undefined : durationSeconds(p.consolidateAfter),
+        burstHoursPerDay: c.burstHoursPerDay,
+        prices: c.prices,
+        spotDiscount: c.spotDiscount,
+    };
+}
+
+/** One approved instance type under the model. */
+export interface TypeFit {
+    type: string;
+    /** What NodePool limits count: vCPUs, memory less the VM overhead. */
+    capacity: NodeResources;
+    /** After the kubelet reservations and eviction threshold. */
+    allocatable: NodeResources;
+    /** What is left for Celery pods after the daemonsets. */
+    forPods: NodeResources;
+    podsPerNode: number;
+    boundBy: "cpu" | "memory";
+    onDemandHourly: number;
+    spotHourly: number;
+    /** Spot price per burst pod and hour (Infinity when no pod fits). */
+    spotPerPod: number;
+    /** Nodes for the peak and the headroom. */
+    peakNodes: number;
+    /** The most nodes of this type the NodePool limits allow. */
+    limitNodes: number;
+}
+
+// Quantities such as 0.55 cores are inexact in binary; an exact fit must not round down to one pod fewer.
+const EPSILON = 1e-9;
+
+/** Each approved type of known shape, with what it holds and costs; types of unknown shape are left out. */
+export function typeFits(m: CapacityInputs): TypeFit[] {
+    return m.instanceTypes.flatMap((type) => {
+        const node = nodeResources(type, m.kubelet);
+        if (!node) return [];
+        const forPods = { cpu: node.allocatable.cpu - m.daemonsets.cpu, memoryGiB: node.allocatable.memoryGiB - m.daemonsets.memoryGiB };
+        const byCpu = Math.max(0, Math.floor(forPods.cpu / m.pod.cpu + EPSILON));
+        const byMemory = Math.max(0, Math.floor(forPods.memoryGiB / m.pod.memoryGiB + EPSILON));
+        const podsPerNode = Math.min(byCpu, byMemory);
+        const onDemandHourly = m.prices.onDemandHourly[type];
+        const spotHourly = onDemandHourly * (1 - m.spotDiscount);
+        return [
+            {
+                type,
+                ...node,
+                forPods,
+                podsPerNode,
+                boundBy: byCpu <= byMemory ? ("cpu" as const) : ("memory" as const),
+                onDemandHourly,
+                spotHourly,
+                spotPerPod: podsPerNode > 0 ? spotHourly / podsPerNode : Infinity,
+                peakNodes: nodesFor(m.peakPods + m.headroomPods, podsPerNode),
+                limitNodes: Math.floor(Math.min(m.limits.cpu / node.capacity.cpu, m.limits.memoryGiB / node.capacity.memoryGiB) + EPSILON),
+            },
+        ];
+    });
+}
+
+export function nodesFor(pods: number, podsPerNode: number): number {
+    return podsPerNode > 0 ? Math.ceil(pods / podsPerNode) : Infinity;
+}
+
+/**
+ * The type the model assumes Karpenter launches: the lowest spot price per burst pod (ties: more pods per node,
+ * then by name). Karpenter really asks EC2 for every type that fits, with the price-capacity-optimized strategy,
+ * so real nodes mix types; this is the cheapest case, and the per-type rows show the others.
+ */
+export function chosenType(fits: TypeFit[]): TypeFit | undefined {
+    return [...fits].filter((f) => f.podsPerNode > 0).sort((a, b) => a.spotPerPod - b.spotPerPod || b.podsPerNode - a.podsPerNode || a.type.localeCompare(b.type))[0];
+}
+
+export interface LimitCheck {
+    /** The limits allow the peak (with headroom) with the chosen type. */
+    chosenOk: boolean;
+    /** Types with which the limits do not allow it: Karpenter may launch any approved type. */
+    shortTypes: string[];
+    /** Limits that would allow the peak with every approved type. */
+    needed: NodeResources;
+}
+
+export function limitCheck(m: CapacityInputs, fits: TypeFit[], chosen: TypeFit): LimitCheck {
+    const usable = fits.filter((f) => f.podsPerNode > 0);
+    return {
+        chosenOk: chosen.limitNodes >= chosen.peakNodes,
+        shortTypes: usable.filter((f) => f.limitNodes < f.peakNodes).map((f) => f.type),
+        needed: {
+            cpu: Math.max(...usable.map((f) => f.peakNodes * f.capacity.cpu)),
+            memoryGiB: Math.ceil(Math.max(...usable.map((f) => f.peakNodes * f.capacity.memoryGiB))),
+        },
+    };
+}
+
+export interface RampPoint {
+    /** Seconds since the burst began. */
+    t: number;
+    /** Burst pods the HPAs want. */
+    desired: number;
+    /** Burst pods running. */
+    running: number;
+    /** Ready ephemeral nodes. */
+    nodes: number;
+    /** Nodes launched but not yet ready. */
+    launching: number;
+}
+
+export interface Ramp {
+    points: RampPoint[];
+    /** When the HPAs ask for the peak. */
+    hpaPeakAt: number;
+    /** When every peak pod runs; undefined when the limits stop short of it. */
+    peakAt?: number;
+}
+
+/**
+ * The burst as a 1-second simulation. At t=0 the load arrives with the baseline pods running on warm nodes that
+ * also hold the headroom. The HPAs add `pods` x `deployments` pods per period once the stabilization window has
+ * passed. New burst pods preempt headroom pods at once; pods that do not fit (the preempted headroom pods too)
+ * wait for Karpenter, which gathers them in a batch (closed after the idle window, or the max window) and
+ * launches enough nodes, ready `nodeLaunchSeconds` later, within the NodePool limits.
+ */
+export function rampUp(m: CapacityInputs, podsPerNode: number, maxNodes: number): Ramp {
+    const { pods, periodSeconds, stabilizationSeconds, deployments } = m.hpa;
+    const desiredAt = (t: number) =>
+        t < stabilizationSeconds ? m.baselinePods : Math.min(m.peakPods, m.baselinePods + pods * deployments * (Math.floor((t - stabilizationSeconds) / periodSeconds) + 1));
+    const steps = Math.ceil((m.peakPods - m.baselinePods) / (pods * deployments));
+    const hpaPeakAt = steps > 0 ? stabilizationSeconds + (steps - 1) * periodSeconds : 0;
+
+    let ready = Math.min(maxNodes, nodesFor(m.baselinePods + m.headroomPods, podsPerNode));
+    let launching: number[] = [];
+    let batch: { start: number; last: number; size: number } | undefined;
+    let peakAt: number | undefined;
+    const points: RampPoint[] = [];
+    for (let t = 0; t <= 24 * 3600; t++) {
+        ready += launching.filter((at) => at === t).length;
+        launching = launching.filter((at) => at > t);
+        const desired = desiredAt(t);
+        const slots = ready * podsPerNode;
+        const running = Math.min(desired, slots);
+        const pending = desired - running + m.headroomPods - Math.min(m.headroomPods, slots - running);
+        const uncovered = pending - launching.length * podsPerNode;
+        const room = maxNodes - ready - launching.length;
+        if (uncovered > 0 && room > 0) {
+            if (!batch) batch = { start: t, last: t, size: uncovered };
+            else if (uncovered > batch.size) batch = { ...batch, last: t, size: uncovered };
+            if (t - batch.last >= m.batchIdleSeconds || t - batch.start >= m.batchMaxSeconds) {
+                const count = Math.min(room, nodesFor(uncovered, podsPerNode));
+                launching.push(...Array<number>(count).fill(t + m.nodeLaunchSeconds));
+                batch = undefined;
+            }
+        } else batch = undefined;
+        const point = { t, desired, running, nodes: ready, launching: launching.length };
+        const last = points[points.length - 1];
+        const settled = desired === m.peakPods && launching.length === 0 && (pending === 0 || room === 0);
+        // A row per change, and the last one so the curve ends where the model does.
+        if (settled || !last || last.desired !== desired || last.running !== running || last.nodes !== ready || last.launching !== point.launching) points.push(point);
+        if (peakAt === undefined && running === m.peakPods) peakAt = t;
+        if (settled) break;
+    }
+    return { points, hpaPeakAt, peakAt };
+}
+
+export interface Costs {
+    baseline: { pods: number; nodes: number; hourly: number };
+    peak: { pods: number; nodes: number; hourly: number };
+    /** An always-on on-demand group sized for the peak, of the cheapest on-demand type per pod. */
+    static: { type: string; nodes: number; hourly: number };
+    /** Hours a day the peak nodes run: the burst, plus the time an emptied node waits before consolidation. */
+    peakHoursPerDay: number;
+    daily: { karpenter: number; static: number; saving: number; savingPercent: number };
+}
+
+/** Hourly and daily cost of the burst capacity; the stable node group costs the same either way and is left out. */
+export function costs(m: CapacityInputs, fits: TypeFit[], chosen: TypeFit): Costs {
+    const nodes = (pods: number) => Math.min(chosen.limitNodes, nodesFor(pods, chosen.podsPerNode));
+    const spot = (pods: number) => ({ pods, nodes: nodes(pods), hourly: nodes(pods) * chosen.spotHourly });
+    const baseline = spot(m.baselinePods + m.headroomPods);
+    const peak = spot(m.peakPods + m.headroomPods);
+    const onDemand = [...fits].filter((f) => f.podsPerNode > 0).sort((a, b) => a.onDemandHourly / a.podsPerNode - b.onDemandHourly / b.podsPerNode || a.type.localeCompare(b.type))[0];
+    const staticNodes = nodesFor(m.peakPods, onDemand.podsPerNode);
+    const staticGroup = { type: onDemand.type, nodes: staticNodes, hourly: staticNodes * onDemand.onDemandHourly };
+    const peakHoursPerDay = m.emptyNodeSeconds === undefined ? 24 : Math.min(24, m.burstHoursPerDay + m.emptyNodeSeconds / 3600);
+    const karpenter = baseline.hourly * (24 - peakHoursPerDay) + peak.hourly * peakHoursPerDay;
+    const staticDaily = staticGroup.hourly * 24;
+    return {
+        baseline,
+        peak,
+        static: staticGroup,
+        peakHoursPerDay,
+        daily: { karpenter, static: staticDaily, saving: staticDaily - karpenter, savingPercent: staticDaily > 0 ? (100 * (staticDaily - karpenter)) / staticDaily : 0 },
+    };
+}
+
+export interface CapacityReport {
+    inputs: CapacityInputs;
+    fits: TypeFit[];
+    /** Approved types whose shape the model does not know. */
+    unknownTypes: string[];
+    chosen: TypeFit;
+    limits: LimitCheck;
+    ramp: Ramp;
+    costs: Costs;
+}
+
+/** The whole model; a string says why it cannot run (no approved type fits one pod). */
+export function capacityReport(m: CapacityInputs): CapacityReport | string {
+    const fits = typeFits(m);
+    const chosen = chosenType(fits);
+    if (!chosen) return `no approved instance type of known shape fits one burst Celery pod next to the daemonsets (types: ${m.instanceTypes.join(", ")})`;
+    return {
+        inputs: m,
+        fits,
+        unknownTypes: m.instanceTypes.filter((t) => !fits.some((f) => f.type === t)),
+        chosen,
+        limits: limitCheck(m, fits, chosen),
+        ramp: rampUp(m, chosen.podsPerNode, chosen.limitNodes),
+        costs: costs(m, fits, chosen),
+    };
+}

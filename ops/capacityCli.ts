@@ -1,0 +1,132 @@
+// `npm run capacity -- --stack <name> [--out <dir>]`: the capacity and cost model of a stack, from config alone.
+import * as fs from "fs";
+import * as path from "path";
+import { VM_MEMORY_OVERHEAD, instanceShape } from "../components/ephemeralNodePool";
+import { StackConfig } from "../stacks/config";
+import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { CapacityReport, capacityInputs, capacityReport } from "./capacity";
+import { CommandResult, EXIT, isResult, loadStack, parseFlags, runMain, usage } from "./args";
+import { toCsv } from "./csv";
+import { lineChart, steps } from "./svg";
+import { table } from "./table";
+
+const HELP = "usage: npm run capacity -- --stack <name> [--out <dir>]";
+
+export async function capacity(argv: string[], dir = PROJECT_DIR): Promise<CommandResult> {
+    const flags = parseFlags(argv, ["stack", "out"]);
+    if (typeof flags === "string") return usage(flags, HELP);
+    const cfg = loadStack(flags.stack, HELP, dir);
+    if (isResult(cfg)) return cfg;
+    const inputs = capacityInputs(cfg);
+    if (!inputs) return { exitCode: EXIT.findings, output: `${cfg.stack}: notify-karpenter:capacity is not set in Pulumi.${cfg.stack}.yaml; the model needs it (see README, Operations)` };
+    const report = capacityReport(inputs);
+    if (typeof report === "string") return { exitCode: EXIT.findings, output: `${cfg.stack}: ${report}` };
+
+    const out = flags.out ?? path.join("capacity-out", cfg.stack);
+    fs.mkdirSync(out, { recursive: true });
+    fs.writeFileSync(path.join(out, "ramp.svg"), rampChart(cfg.stack, report));
+    const r = report.ramp.points;
+    fs.writeFileSync(path.join(out, "ramp.csv"), toCsv(["t_seconds", "desired_pods", "running_pods", "ready_nodes", "launching_nodes"], r.map((p) => [p.t, p.desired, p.running, p.nodes, p.launching])));
+    const lines = [...render(cfg, report), "", `Wrote ${path.join(out, "ramp.svg")} and ${path.join(out, "ramp.csv")}`];
+    const enough = report.limits.chosenOk && report.limits.shortTypes.length === 0;
+    return { exitCode: enough ? EXIT.ok : EXIT.findings, output: lines.join("\n") };
+}
+
+/** The report as a platform engineer reads it: per-type table, peak and limits, ramp-up, cost. */
+export function render(cfg: StackConfig, report: CapacityReport): string[] {
+    const { inputs: m, chosen, limits, ramp, costs: c } = report;
+    const check = cfg.nodePool.capacityCheck!;
+    const p = cfg.nodePool;
+    const money = (n: number) => `${m.prices.currency} ${n.toFixed(2)}`;
+    const reserved = [p.kubeReserved && `kubeReserved ${fmtMap(p.kubeReserved)}`, p.systemReserved && `systemReserved ${fmtMap(p.systemReserved)}`, p.evictionHard && `evictionHard ${fmtMap(p.evictionHard)}`];
+    const lines = [
+        `Capacity of stack ${cfg.stack} (${cfg.cluster.name}), modelled from config`,
+        "",
+        `One burst Celery pod requests ${check.celeryPodCpu} cpu, ${check.celeryPodMemory}; the daemonsets ${check.daemonsetCpu} cpu, ${check.daemonsetMemory} per node.`,
+        `Allocatable is the node less ${VM_MEMORY_OVERHEAD * 100} % of memory (Karpenter's VM overhead) and ${reserved.filter(Boolean).join(", ") || "no kubelet reservations"}.`,
+        `Prices: on-demand Linux, ${m.prices.region}, ${m.prices.currency} per hour, as of ${m.prices.asOf} (an approximate snapshot; see README). Spot: on-demand less ${Math.round(m.spotDiscount * 100)} %.`,
+        "",
+        ...table(
+            ["type", "vCPU", "GiB", "alloc cpu", "alloc GiB", "pod cpu", "pod GiB", "pods/node", "on-demand", "spot", "spot/pod", "peak nodes", "limit nodes"],
+            [...report.fits].sort((a, b) => a.spotPerPod - b.spotPerPod || a.type.localeCompare(b.type)).map((f) => [
+                `${f === chosen ? "*" : " "} ${f.type}`,
+                f.capacity.cpu,
+                instanceShape(f.type)!.memoryGiB,
+                fixed(f.allocatable.cpu),
+                fixed(f.allocatable.memoryGiB),
+                fixed(f.forPods.cpu),
+                fixed(f.forPods.memoryGiB),
+                `${f.podsPerNode} (${f.boundBy})`,
+                fixed(f.onDemandHourly, 4),
+                fixed(f.spotHourly, 4),
+                f.podsPerNode > 0 ? fixed(f.spotPerPod, 4) : "-",
+                Number.isFinite(f.peakNodes) ? f.peakNodes : "-",
+                f.limitNodes,
+            ]),
+            "",
+        ),
+        `  alloc: after kubelet reservations; pod: left for Celery pods after the daemonsets; spot/pod: spot price per pod and hour;`,
+        `  peak nodes: for ${m.peakPods} pods + ${m.headroomPods} headroom; limit nodes: the most the NodePool limits (cpu ${p.limits.cpu}, memory ${p.limits.memory}) allow.`,
+        ...(report.unknownTypes.length ? [`  Not modelled (unknown shape): ${report.unknownTypes.join(", ")}.`] : []),
+        "",
+        `Karpenter's type, as modelled: ${chosen.type} (*), the lowest spot price per pod. Karpenter asks EC2 for every approved type that fits and`,
+        `EC2's price-capacity-optimized choice decides, so real nodes mix types; the rows above show each one.`,
+        "",
+        `Peak: ${m.peakPods} burst pods + ${m.headroomPods} headroom need ${chosen.peakNodes} nodes of ${chosen.type} (${chosen.podsPerNode} pods each).`,
+        limitsLine(report),
+        "",
+        `Ramp-up, modelled: the HPAs add ${m.hpa.pods * m.hpa.deployments} pods per ${m.hpa.periodSeconds} s (${m.hpa.pods} pods x ${m.hpa.deployments} Deployments) after ${m.hpa.stabilizationSeconds} s of stabilization;`,
+        `${m.headroomPods} headroom pods; Karpenter batches ${m.batchIdleSeconds} s idle / ${m.batchMaxSeconds} s max; a new node takes ${m.nodeLaunchSeconds} s to take pods. t=0: the burst begins.`,
+        ...table(
+            ["t (s)", "desired pods", "running pods", "pending", "ready nodes", "launching"],
+            ramp.points.map((x) => [x.t, x.desired, x.running, x.desired - x.running, x.nodes, x.launching]),
+        ),
+        ramp.peakAt === undefined
+            ? `The HPAs ask for ${m.peakPods} pods at t=${ramp.hpaPeakAt} s, but only ${ramp.points[ramp.points.length - 1].running} ever run: the NodePool limits stop Karpenter.`
+            : `The HPAs ask for ${m.peakPods} pods at t=${ramp.hpaPeakAt} s; all run at t=${ramp.peakAt} s (new nodes add ${ramp.peakAt - ramp.hpaPeakAt} s).`,
+        "",
+        `Cost per hour of the burst capacity (the stable node group costs the same either way):`,
+        ...table(
+            ["", "pods", "nodes", "per hour"],
+            [
+                ["baseline, Karpenter spot", `${m.baselinePods} + ${m.headroomPods} headroom`, `${c.baseline.nodes} x ${chosen.type}`, money(c.baseline.hourly)],
+                ["peak, Karpenter spot", `${m.peakPods} + ${m.headroomPods} headroom`, `${c.peak.nodes} x ${chosen.type}`, money(c.peak.hourly)],
+                ["static on-demand group for the peak", `${m.peakPods}`, `${c.static.nodes} x ${c.static.type}`, money(c.static.hourly)],
+            ],
+        ),
+        `Per day, with the peak nodes up ${fixed(c.peakHoursPerDay, 1)} h (${m.burstHoursPerDay} h of bursts${m.emptyNodeSeconds === undefined ? "; consolidation is Never, so all day" : ` plus ${p.consolidateAfter} before empty nodes go`}):`,
+        `  Karpenter ${money(c.daily.karpenter)}, static group ${money(c.daily.static)}: Karpenter saves ${money(c.daily.saving)} a day (${Math.round(c.daily.savingPercent)} %).`,
+    ];
+    return lines;
+}
+
+function limitsLine(r: CapacityReport): string {
+    const { chosen, limits, inputs: m } = r;
+    const allow = `NodePool limits allow ${chosen.limitNodes} nodes of ${chosen.type} (${chosen.limitNodes * chosen.podsPerNode} pods)`;
+    if (!limits.chosenOk || limits.shortTypes.length) {
+        const which = limits.chosenOk ? `not with ${limits.shortTypes.join(", ")}, which Karpenter may also launch` : `not even with ${chosen.type}`;
+        return `${allow}: NOT ENOUGH for ${m.peakPods + m.headroomPods} pods, ${which}. Limits of cpu ${limits.needed.cpu} and memory ${limits.needed.memoryGiB}Gi allow the peak with every approved type.`;
+    }
+    return `${allow}: enough for the peak, with every approved type.`;
+}
+
+function rampChart(stack: string, r: CapacityReport): string {
+    // Hold the last values a little, so the final step shows.
+    const last = r.ramp.points[r.ramp.points.length - 1];
+    const pts = [...r.ramp.points, { ...last, t: last.t + r.inputs.hpa.periodSeconds }];
+    return lineChart({
+        title: `Modelled burst ramp-up, stack ${stack} (${r.chosen.type})`,
+        xLabel: "seconds since the burst began",
+        yLabel: "pods / nodes",
+        series: [
+            { name: "desired pods", points: steps(pts.map((p) => [p.t, p.desired])) },
+            { name: "running pods", points: steps(pts.map((p) => [p.t, p.running])) },
+            { name: "ready nodes", points: steps(pts.map((p) => [p.t, p.nodes])) },
+        ],
+    });
+}
+
+const fixed = (n: number, digits = 2) => n.toFixed(digits);
+const fmtMap = (m: Record<string, string>) => Object.entries(m).map(([k, v]) => `${k} ${v}`).join(", ");
+
+if (require.main === module) runMain(() => capacity(process.argv.slice(2)));

@@ -1,0 +1,8 @@
+// Plain-text tables for terminal reports: columns padded to their widest cell, numbers right-aligned.
+
+export function table(header: string[], rows: (string | number)[][], indent = "  "): string[] {
+    const cells = [header, ...rows.map((r) => r.map(String))];
+    const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+    const numeric = header.map((_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === "number" || /^[0-9.,]+( \(.*\))?$/.test(String(r[i]))));
+    return cells.map((r) => indent + r.map((c, i) => (numeric[i] ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join("  ").trimEnd());
+}
