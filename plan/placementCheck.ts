@@ -17,6 +17,8 @@ export interface PodTemplate {
     /** "Deployment notification-canada-ca/notify-api" */
     owner: string;
     kind: string;
+    namespace: string;
+    name: string;
     labels: Record<string, string>;
     spec: PodScheduling;
 }
@@ -52,11 +54,12 @@ const CRONJOB = "CronJob";
 export function podTemplatesOf(objects: KubeObject[]): PodTemplate[] {
     const out: PodTemplate[] = [];
     for (const o of objects) {
-        const owner = `${o.kind} ${o.metadata?.namespace ?? "default"}/${o.metadata?.name}`;
-        if (o.kind === "Pod" && o.spec) out.push({ owner, kind: o.kind, labels: o.metadata?.labels ?? {}, spec: o.spec });
+        const [namespace, name] = [o.metadata?.namespace ?? "default", o.metadata?.name ?? ""];
+        const owner = `${o.kind} ${namespace}/${name}`;
+        if (o.kind === "Pod" && o.spec) out.push({ owner, kind: o.kind, namespace, name, labels: o.metadata?.labels ?? {}, spec: o.spec });
         const template = o.kind === CRONJOB ? o.spec?.jobTemplate?.spec?.template : o.spec?.template;
         if (template?.spec && ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", CRONJOB].includes(o.kind ?? "")) {
-            out.push({ owner, kind: o.kind!, labels: template.metadata?.labels ?? {}, spec: template.spec });
+            out.push({ owner, kind: o.kind!, namespace, name, labels: template.metadata?.labels ?? {}, spec: template.spec });
         }
     }
     return out;

@@ -1,0 +1,92 @@
+// The few Kubernetes API calls the cluster commands make, over @kubernetes/client-node (1.4.0: the 2.x line needs
+// Node 22). It is an ES module; Node 20.19+ loads it from our CommonJS code with require().
+import * as k8s from "@kubernetes/client-node";
+
+export type KubeConfig = k8s.KubeConfig;
+export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+
+/** Anything the API returns, read loosely: the commands use a handful of fields. */
+export interface KubeObject {
+    metadata: {
+        name: string;
+        namespace?: string;
+        labels?: Record<string, string>;
+        creationTimestamp?: string | Date;
+        deletionTimestamp?: string | Date;
+        resourceVersion?: string;
+        ownerReferences?: { kind: string; name: string }[];
+    };
+    spec?: any;
+    status?: any;
+}
+
+export interface Cluster {
+    listNodes(labelSelector?: string): Promise<KubeObject[]>;
+    listPods(labelSelector?: string): Promise<KubeObject[]>;
+    createNamespace(name: string, labels: Record<string, string>): Promise<void>;
+    deleteNamespace(name: string): Promise<void>;
+    namespaceExists(name: string): Promise<boolean>;
+    createDeployment(namespace: string, deployment: object): Promise<void>;
+    scaleDeployment(namespace: string, name: string, replicas: number): Promise<void>;
+    /**
+     * Streams changes to the objects at `path` (such as /api/v1/nodes); `onEnd` gets the error, or nothing when
+     * the server closed the stream. Returns a function that stops watching.
+     */
+    watch(path: string, query: Record<string, string>, onEvent: (type: WatchEventType, object: KubeObject) => void, onEnd: (err?: Error) => void): Promise<() => void>;
+}
+
+export function loadKubeConfig(): KubeConfig {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromDefault();
+    return kc;
+}
+
+/** The EKS cluster a kubeconfig cluster entry is: its name, its ARN (aws eks update-kubeconfig) or eksctl's name.region.eksctl.io. */
+export function namesCluster(entry: string, clusterName: string): boolean {
+    return entry === clusterName || entry.endsWith(`:cluster/${clusterName}`) || entry.startsWith(`${clusterName}.`);
+}
+
+/** Switches `kc` to `context`; a string says why not (no such context, or another cluster than the stack's). */
+export function useContext(kc: KubeConfig, context: string, clusterName: string): string | undefined {
+    const ctx = kc.getContextObject(context);
+    if (!ctx) return `--context: no context "${context}" in the kubeconfig; its contexts are ${kc.getContexts().map((c) => c.name).join(", ") || "none"}`;
+    if (!namesCluster(ctx.cluster, clusterName)) {
+        return `--context ${context} is cluster "${ctx.cluster}" (${kc.getCluster(ctx.cluster)?.server ?? "no server"}), not the stack's cluster ${clusterName} (notify-karpenter:cluster.name); refusing to touch it`;
+    }
+    kc.setCurrentContext(context);
+    return undefined;
+}
+
+export function clusterOf(kc: KubeConfig): Cluster {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const apps = kc.makeApiClient(k8s.AppsV1Api);
+    const watcher = new k8s.Watch(kc);
+    return {
+        listNodes: async (labelSelector) => (await core.listNode({ labelSelector })).items as KubeObject[],
+        listPods: async (labelSelector) => (await core.listPodForAllNamespaces({ labelSelector })).items as KubeObject[],
+        createNamespace: async (name, labels) => void (await core.createNamespace({ body: { metadata: { name, labels } } })),
+        deleteNamespace: async (name) => void (await core.deleteNamespace({ name })),
+        namespaceExists: async (name) => {
+            try {
+                await core.readNamespace({ name });
+                return true;
+            } catch (e) {
+                if ((e as { code?: number }).code === 404) return false;
+                throw e;
+            }
+        },
+        createDeployment: async (namespace, body) => void (await apps.createNamespacedDeployment({ namespace, body: body as k8s.V1Deployment })),
+        scaleDeployment: async (namespace, name, replicas) => void (await apps.replaceNamespacedDeploymentScale({ name, namespace, body: { metadata: { name, namespace }, spec: { replicas } } })),
+        watch: async (path, query, onEvent, onEnd) => {
+            const controller = await watcher.watch(path, query, (type, object) => onEvent(type as WatchEventType, object as KubeObject), (err) => onEnd(err ?? undefined));
+            return () => controller.abort();
+        },
+    };
+}
+
+/** A timestamp the client returns (a Date) or a raw one (a string) as epoch milliseconds. */
+export function epochMs(t: string | Date | undefined): number | undefined {
+    if (t === undefined) return undefined;
+    const ms = t instanceof Date ? t.getTime() : Date.parse(t);
+    return Number.isNaN(ms) ? undefined : ms;
+}

@@ -1,0 +1,194 @@
+// `npm run verify-placement`: only burst Celery pods and the node agents may run on ephemeral nodes.
+// With --context it checks what runs on a live cluster; with --manifests it checks rendered manifests (helm template,
+// kustomize build) with the scheduler's filters against nodes modelled from the stack's own NodePool.
+import * as fs from "fs";
+import * as path from "path";
+import { parseAllDocuments } from "yaml";
+import { NodeModel, PodScheduling, Taint, tolerates } from "../components/scheduling";
+import { renderNodePool } from "../components/ephemeralNodePool";
+import { nodePoolArgs } from "../stacks/componentArgs";
+import { StackConfig } from "../stacks/config";
+import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { EphemeralNodes, KubeObject as Manifest, PodTemplate, ephemeralNodesOf, placementFindings, podTemplatesOf } from "../plan/placementCheck";
+import { CommandResult, EXIT, isResult, loadStack, parseFlags, runMain, usage } from "./args";
+import { KubeConfig, KubeObject, clusterOf, loadKubeConfig, useContext } from "./kube";
+
+const HELP = [
+    "usage: npm run verify-placement -- --stack <name> --context <kubecontext>",
+    "       npm run verify-placement -- --stack <name> --manifests <file or directory> [--namespace <default namespace>]",
+].join("\n");
+
+/** Who may run on ephemeral nodes. */
+export interface PlacementRules {
+    ephemeralKey: string;
+    burstLabel: string;
+    /** "namespace/name" of the node daemonsets the stack gates (placement.nodeDaemonSets). */
+    daemonSets: string[];
+    spillToStable: boolean;
+}
+
+export function placementRules(cfg: StackConfig): PlacementRules {
+    const p = cfg.placement;
+    return {
+        ephemeralKey: cfg.nodePool.ephemeralKey,
+        burstLabel: p.burstPodLabel,
+        daemonSets: p.nodeDaemonSets.map((d) => `${d.namespace}/${d.name}`),
+        spillToStable: p.burst.spillToStable,
+    };
+}
+
+/** The configured node daemonsets, and EKS's own add-ons in kube-system (aws-node, kube-proxy...), which every node needs. */
+export function allowedDaemonSet(rules: PlacementRules, namespace: string, name: string): boolean {
+    return namespace === "kube-system" || rules.daemonSets.includes(`${namespace}/${name}`);
+}
+
+export interface Verdict {
+    status: "ok" | "warn" | "fail";
+    /** The pod or pod template: "Deployment notification-canada-ca/notify-api". */
+    subject: string;
+    reason: string;
+}
+
+const isBurst = (labels: Record<string, string> | undefined, rules: PlacementRules) => labels?.[rules.burstLabel] === "true";
+
+/** Each pod template against the ephemeral nodes: who could land there, and whether it may. */
+export function judgeTemplates(templates: PodTemplate[], nodes: EphemeralNodes, rules: PlacementRules): Verdict[] {
+    const findings = placementFindings(templates, nodes);
+    return templates.map((t, i) => {
+        const f = findings[i];
+        const subject = t.owner;
+        if (t.kind === "DaemonSet" && allowedDaemonSet(rules, t.namespace, t.name)) return { status: "ok", subject, reason: "allowed daemonset (node agent)" };
+        if (!isBurst(t.labels, rules)) {
+            return f.ephemeral
+                ? { status: "fail", subject, reason: `could run on ephemeral nodes: it ${whyAllowed(t.spec, nodes.ready)}${f.launched ? ", even before the node agents are ready (startup taints)" : ""}` }
+                : { status: "ok", subject, reason: `kept off: ${f.reasons.join("; ")}` };
+        }
+        if (!f.ephemeral) return { status: "warn", subject, reason: `burst Celery pod that cannot run on ephemeral nodes: ${f.reasons.join("; ")}` };
+        if (f.launched) return { status: "fail", subject, reason: `burst Celery pod that could start before the node agents: it ${whyAllowed(t.spec, nodes.launched)}` };
+        return { status: "ok", subject, reason: `burst Celery pod (${rules.burstLabel}=true)` };
+    });
+}
+
+/** Which tolerations let a pod past a node's taints. */
+function whyAllowed(spec: PodScheduling, node: NodeModel): string {
+    const reasons = node.taints
+        .filter((taint) => taint.effect !== "PreferNoSchedule")
+        .map((taint) => {
+            const t = (spec.tolerations ?? []).find((x) => tolerates(x, taint))!;
+            return t.key ? `tolerates ${taintText(taint)}` : "tolerates every taint (a toleration with operator Exists and no key)";
+        });
+    return [...new Set(reasons)].join(" and ") || "meets no taint";
+}
+
+const taintText = (t: Taint) => `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`;
+
+/** Pods on ephemeral nodes that may not be there, and burst pods that spilled to stable nodes. */
+export function judgePods(pods: KubeObject[], ephemeralNodes: Set<string>, rules: PlacementRules): { onEphemeral: (Verdict & { node: string })[]; spilled: (Verdict & { node: string })[] } {
+    const subjectOf = (p: KubeObject) => `${p.metadata.namespace}/${p.metadata.name}`;
+    const onEphemeral = pods
+        .filter((p) => ephemeralNodes.has(p.spec?.nodeName))
+        .map((p) => {
+            const node: string = p.spec.nodeName;
+            const owner = p.metadata.ownerReferences?.[0];
+            const subject = subjectOf(p);
+            if (isBurst(p.metadata.labels, rules)) return { node, status: "ok" as const, subject, reason: "burst Celery pod" };
+            if (owner?.kind === "DaemonSet" && allowedDaemonSet(rules, p.metadata.namespace ?? "", owner.name)) {
+                return { node, status: "ok" as const, subject, reason: `daemonset ${p.metadata.namespace}/${owner.name}` };
+            }
+            const by = owner ? `${owner.kind} ${owner.name}` : "no owner";
+            return { node, status: "fail" as const, subject, reason: `${by}: neither a burst Celery pod (${rules.burstLabel}=true) nor a pod of an allowed daemonset` };
+        });
+    const spilled = pods
+        .filter((p) => isBurst(p.metadata.labels, rules) && p.spec?.nodeName && !ephemeralNodes.has(p.spec.nodeName))
+        .map((p) => ({
+            node: p.spec.nodeName as string,
+            status: rules.spillToStable ? ("warn" as const) : ("fail" as const),
+            subject: subjectOf(p),
+            reason: rules.spillToStable ? "burst pod on a stable node (allowed: placement.burst.spillToStable is true)" : "burst pod on a stable node, although placement.burst.spillToStable is false",
+        }));
+    return { onEphemeral, spilled };
+}
+
+export interface VerifyDeps {
+    /** The kubeconfig for --context; the default reads ~/.kube/config or $KUBECONFIG. */
+    kubeConfig?: () => KubeConfig;
+    /** Where the stack files are. */
+    dir?: string;
+}
+
+export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Promise<CommandResult> {
+    const flags = parseFlags(argv, ["stack", "context", "manifests", "namespace"]);
+    if (typeof flags === "string") return usage(flags, HELP);
+    if ((flags.context === undefined) === (flags.manifests === undefined)) return usage("give exactly one of --context (a live cluster) and --manifests (rendered files)", HELP);
+    if (flags.namespace !== undefined && flags.manifests === undefined) return usage("--namespace only applies to --manifests", HELP);
+    const cfg = loadStack(flags.stack, HELP, deps.dir ?? PROJECT_DIR);
+    if (isResult(cfg)) return cfg;
+    return flags.manifests !== undefined ? verifyManifests(cfg, flags.manifests, flags.namespace) : verifyLive(cfg, flags.context, (deps.kubeConfig ?? loadKubeConfig)());
+}
+
+async function verifyManifests(cfg: StackConfig, target: string, namespace = "default"): Promise<CommandResult> {
+    if (!fs.existsSync(target)) return usage(`--manifests: no such file or directory "${target}"`, HELP);
+    const files = manifestFiles(target);
+    const objects: Manifest[] = [];
+    for (const file of files) {
+        for (const doc of parseAllDocuments(fs.readFileSync(file, "utf8"))) {
+            if (doc.errors.length) return { exitCode: EXIT.findings, output: `${file}: not valid YAML: ${doc.errors[0].message}` };
+            const o = doc.toJS();
+            // kubectl get -o yaml wraps objects in a List.
+            for (const item of o?.kind === "List" ? o.items ?? [] : [o]) {
+                if (item?.kind) objects.push({ ...item, metadata: { namespace, ...item.metadata } });
+            }
+        }
+    }
+    const { nodePool } = renderNodePool(nodePoolArgs(cfg, "node-role"), "node-role");
+    const [nodes] = ephemeralNodesOf([nodePool]);
+    const verdicts = judgeTemplates(podTemplatesOf(objects), nodes, placementRules(cfg));
+    const failed = verdicts.filter((v) => v.status === "fail");
+    const lines = [
+        `Manifests ${target} (${files.length} file${files.length === 1 ? "" : "s"}, ${objects.length} objects, ${verdicts.length} pod templates) against the ephemeral nodes of NodePool ${nodes.nodePool}, stack ${cfg.stack}`,
+        ...verdicts.map((v) => `  ${v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`),
+        failed.length
+            ? `${failed.length} pod template${failed.length === 1 ? "" : "s"} could run on ephemeral nodes but must not`
+            : "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes",
+    ];
+    return { exitCode: failed.length ? EXIT.findings : EXIT.ok, output: lines.join("\n") };
+}
+
+/** The file itself, or every .yaml and .yml file below the directory, in a stable order. */
+function manifestFiles(target: string): string[] {
+    if (!fs.statSync(target).isDirectory()) return [target];
+    return fs
+        .readdirSync(target, { recursive: true, encoding: "utf8" })
+        .filter((f) => /\.ya?ml$/.test(f))
+        .sort()
+        .map((f) => path.join(target, f));
+}
+
+async function verifyLive(cfg: StackConfig, context: string, kc: KubeConfig): Promise<CommandResult> {
+    const refused = useContext(kc, context, cfg.cluster.name);
+    if (refused) return usage(refused, HELP);
+    const rules = placementRules(cfg);
+    const cluster = clusterOf(kc);
+    const [nodes, pods] = await Promise.all([cluster.listNodes(`${rules.ephemeralKey}=true`), cluster.listPods()]);
+    const { onEphemeral, spilled } = judgePods(pods, new Set(nodes.map((n) => n.metadata.name)), rules);
+    const lines = [`Pods on the ephemeral nodes of ${cfg.cluster.name} (context ${context}): ${nodes.length} nodes, ${onEphemeral.length} pods`];
+    for (const node of nodes) {
+        const l = node.metadata.labels ?? {};
+        lines.push(`${node.metadata.name} (${l["node.kubernetes.io/instance-type"] ?? "?"}, ${l["karpenter.sh/capacity-type"] ?? "?"}):`);
+        for (const v of onEphemeral.filter((p) => p.node === node.metadata.name)) lines.push(`  ${v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`);
+    }
+    if (spilled.length) {
+        lines.push(`Burst pods on stable nodes (${spilled.length}):`);
+        for (const v of spilled) lines.push(`  ${v.status.toUpperCase().padEnd(4)}  ${v.subject} on ${v.node}: ${v.reason}`);
+    }
+    const failed = [...onEphemeral, ...spilled].filter((v) => v.status === "fail");
+    const misplaced = onEphemeral.filter((v) => v.status === "fail").length;
+    lines.push(
+        failed.length
+            ? `FAILED: ${misplaced} pod${misplaced === 1 ? "" : "s"} on ephemeral nodes that must not be there, ${failed.length - misplaced} burst pod${failed.length - misplaced === 1 ? "" : "s"} on stable nodes`
+            : `OK: only burst Celery pods and the node agents run on ephemeral nodes${spilled.length ? `; ${spilled.length} burst pods spilled to stable nodes` : ""}`,
+    );
+    return { exitCode: failed.length ? EXIT.findings : EXIT.ok, output: lines.join("\n") };
+}
+
+if (require.main === module) runMain(() => verifyPlacement(process.argv.slice(2)));

@@ -1,0 +1,227 @@
+// An in-process Kubernetes API for the cluster commands' tests. It serves the few endpoints they use (list and watch
+// pods, nodes and NodeClaims; create and delete a namespace; create and scale a Deployment) over real HTTP on
+// 127.0.0.1, so the real @kubernetes/client-node code runs against it. Scaling the Deployment starts a scripted
+// sequence of watch events, released by a fake clock rather than wall time, so a test replays a 30-minute scale test
+// in milliseconds and every time it reads is exact.
+import * as http from "http";
+import { AddressInfo } from "net";
+import { KubeConfig } from "@kubernetes/client-node";
+
+export type Resource = "pods" | "nodes" | "nodeclaims";
+export type EventType = "ADDED" | "MODIFIED" | "DELETED";
+
+/** One step of a script, `at` seconds after the scale request that started it. */
+export type Step =
+    | { at: number; resource: Resource; type: EventType; object: any }
+    /** The watch streams of `resource` end: "close" as the API server does after its timeout, "error" with an ERROR event. */
+    | { at: number; resource: Resource; end: "close" | "error" };
+
+export const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A clock that moves only when the code under test sleeps, and lets the fake API deliver what is due first. */
+export class FakeClock {
+    private listeners: ((now: number) => Promise<void>)[] = [];
+
+    constructor(private t = Date.UTC(2026, 10, 30, 5, 10, 0)) {}
+
+    now(): number {
+        return this.t;
+    }
+
+    async sleep(ms: number): Promise<void> {
+        this.t += ms;
+        for (const l of this.listeners) await l(this.t);
+    }
+
+    onAdvance(listener: (now: number) => Promise<void>): void {
+        this.listeners.push(listener);
+    }
+}
+
+export interface FakeKubeApiOptions {
+    nodes?: any[];
+    pods?: any[];
+    nodeclaims?: any[];
+    /** The script to run when the Deployment is scaled to `replicas` (called at the request, with the clock's time). */
+    onScale?: (replicas: number, namespace: string, now: number) => Step[];
+    /** Answer the Deployment create with this HTTP status instead of 201. */
+    createDeploymentStatus?: number;
+}
+
+interface Watcher {
+    resource: Resource;
+    namespace?: string;
+    selector: Record<string, string>;
+    res: http.ServerResponse;
+}
+
+const PATHS: [RegExp, Resource, boolean][] = [
+    [/^\/api\/v1\/nodes$/, "nodes", false],
+    [/^\/api\/v1\/pods$/, "pods", false],
+    [/^\/api\/v1\/namespaces\/([^/]+)\/pods$/, "pods", true],
+    [/^\/apis\/karpenter\.sh\/v1\/nodeclaims$/, "nodeclaims", false],
+];
+
+export class FakeKubeApi {
+    /** "METHOD /path" of every request, in order. */
+    readonly requests: string[] = [];
+    readonly namespaces = new Set<string>();
+    private readonly objects: Record<Resource, Map<string, any>> = { pods: new Map(), nodes: new Map(), nodeclaims: new Map() };
+    private readonly history: { version: number; resource: Resource; type: EventType; object: any }[] = [];
+    private watchers: Watcher[] = [];
+    private pending: (Step & { due: number })[] = [];
+    private version = 100;
+    private server = http.createServer((req, res) => this.handle(req, res));
+    url = "";
+
+    constructor(private readonly clock: FakeClock, private readonly opts: FakeKubeApiOptions = {}) {
+        for (const r of ["pods", "nodes", "nodeclaims"] as const) for (const o of opts[r] ?? []) this.objects[r].set(key(o), this.versioned(o));
+        clock.onAdvance((now) => this.release(now));
+    }
+
+    async start(): Promise<this> {
+        await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+        this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+        return this;
+    }
+
+    async stop(): Promise<void> {
+        for (const w of this.watchers) w.res.destroy();
+        this.server.closeAllConnections();
+        await new Promise((resolve) => this.server.close(resolve));
+    }
+
+    /** A kubeconfig whose context `staging` is the staging EKS cluster (named by its ARN, as aws eks update-kubeconfig does) and `other` another cluster. */
+    kubeConfig(): KubeConfig {
+        const arn = "arn:aws:eks:ca-central-1:123456789012:cluster/notification-canada-ca-staging-eks-cluster";
+        const kc = new KubeConfig();
+        kc.loadFromOptions({
+            clusters: [
+                // client-node refuses plain HTTP unless TLS checks are off; the fake serves HTTP on 127.0.0.1 only.
+                { name: arn, server: this.url, skipTLSVerify: true },
+                { name: "kind-scratch", server: this.url, skipTLSVerify: true },
+            ],
+            users: [{ name: "tester", token: "t" }],
+            contexts: [
+                { name: "staging", cluster: arn, user: "tester" },
+                { name: "other", cluster: "kind-scratch", user: "tester" },
+            ],
+            currentContext: "other",
+        });
+        return kc;
+    }
+
+    private versioned(o: any): any {
+        return { ...o, metadata: { ...o.metadata, resourceVersion: String(++this.version) } };
+    }
+
+    /** Applies the steps that are due, writes them to the watch streams, and returns once the writes are flushed. */
+    private async release(now: number): Promise<void> {
+        const due = this.pending.filter((s) => s.due <= now);
+        if (due.length === 0) return;
+        this.pending = this.pending.filter((s) => s.due > now);
+        const writes: Promise<void>[] = [];
+        for (const step of due) {
+            if ("end" in step) {
+                for (const w of this.watchers.filter((x) => x.resource === step.resource)) {
+                    if (step.end === "error") writes.push(write(w.res, { type: "ERROR", object: { kind: "Status", status: "Failure", code: 500, message: "etcdserver: request timed out" } }));
+                    w.res.end();
+                }
+                this.watchers = this.watchers.filter((x) => x.resource !== step.resource);
+                continue;
+            }
+            const object = this.versioned(step.object);
+            if (step.type === "DELETED") this.objects[step.resource].delete(key(object));
+            else this.objects[step.resource].set(key(object), object);
+            const event = { version: this.version, resource: step.resource, type: step.type, object };
+            this.history.push(event);
+            for (const w of this.watchers.filter((x) => matches(x, step.resource, object))) writes.push(write(w.res, { type: step.type, object }));
+        }
+        await Promise.all(writes);
+        // Let the client read and parse what was written before the clock moves on.
+        for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+        await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+
+    private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+        const url = new URL(req.url ?? "/", "http://fake");
+        this.requests.push(`${req.method} ${url.pathname}`);
+        let body = "";
+        req.on("data", (chunk) => (body += chunk));
+        req.on("end", () => this.route(req.method ?? "GET", url, body ? JSON.parse(body) : undefined, res));
+    }
+
+    private route(method: string, url: URL, body: any, res: http.ServerResponse): void {
+        const p = url.pathname;
+        const ns = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(p)?.[1];
+        const deployment = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/deployments(?:\/([^/]+)\/scale)?$/.exec(p);
+        if (method === "POST" && p === "/api/v1/namespaces") {
+            this.namespaces.add(body.metadata.name);
+            return reply(res, 201, body);
+        }
+        if (ns && method === "GET") return this.namespaces.has(ns) ? reply(res, 200, { metadata: { name: ns } }) : status(res, 404, `namespaces "${ns}" not found`);
+        if (ns && method === "DELETE") {
+            this.namespaces.delete(ns);
+            return reply(res, 200, { kind: "Status", status: "Success" });
+        }
+        if (deployment && method === "POST" && !deployment[2]) {
+            const code = this.opts.createDeploymentStatus ?? 201;
+            return code === 201 ? reply(res, 201, body) : status(res, code, "admission webhook denied the request");
+        }
+        if (deployment && method === "PUT" && deployment[2]) {
+            const replicas = body.spec.replicas;
+            const now = this.clock.now();
+            this.pending.push(...(this.opts.onScale?.(replicas, deployment[1], now) ?? []).map((s) => ({ ...s, due: now + s.at * 1000 })));
+            return reply(res, 200, { ...body, status: { replicas } });
+        }
+        for (const [pattern, resource, namespaced] of PATHS) {
+            const m = pattern.exec(p);
+            if (!m || method !== "GET") continue;
+            const selector = parseSelector(url.searchParams.get("labelSelector"));
+            const w: Watcher = { resource, namespace: namespaced ? m[1] : undefined, selector, res };
+            if (url.searchParams.get("watch") === "true") return this.startWatch(w, url.searchParams.get("resourceVersion"));
+            const items = [...this.objects[resource].values()].filter((o) => matches(w, resource, o));
+            return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) }, items });
+        }
+        status(res, 404, `the fake API does not serve ${method} ${p}`);
+    }
+
+    /** Without a version: the current objects as ADDED, then changes; with one: every change after it. */
+    private startWatch(w: Watcher, since: string | null): void {
+        w.res.writeHead(200, { "Content-Type": "application/json" });
+        w.res.flushHeaders();
+        const backlog =
+            since === null
+                ? [...this.objects[w.resource].values()].filter((o) => matches(w, w.resource, o)).map((object) => ({ type: "ADDED", object }))
+                : this.history.filter((e) => e.version > Number(since) && matches(w, e.resource, e.object));
+        for (const e of backlog) void write(w.res, { type: e.type, object: e.object });
+        this.watchers.push(w);
+    }
+}
+
+function key(o: any): string {
+    return `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+}
+
+function matches(w: Watcher, resource: Resource, o: any): boolean {
+    if (w.resource !== resource) return false;
+    if (w.namespace !== undefined && o.metadata.namespace !== w.namespace) return false;
+    return Object.entries(w.selector).every(([k, v]) => o.metadata.labels?.[k] === v);
+}
+
+function parseSelector(s: string | null): Record<string, string> {
+    return Object.fromEntries((s ?? "").split(",").filter(Boolean).map((term) => term.split("=") as [string, string]));
+}
+
+function write(res: http.ServerResponse, event: object): Promise<void> {
+    return new Promise((resolve) => res.write(JSON.stringify(event) + "\n", () => resolve()));
+}
+
+function reply(res: http.ServerResponse, code: number, body: object): void {
+    res.writeHead(code, { "Content-Type": "application/json" });
+    res.end(JSON.stringify(body));
+}
+
+function status(res: http.ServerResponse, code: number, message: string): void {
+    reply(res, code, { kind: "Status", apiVersion: "v1", status: "Failure", message, code });
+}
