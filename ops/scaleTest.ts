@@ -1,0 +1,437 @@
+// `npm run scale-test -- --stack <name> --context <kubecontext> [--pods N] [--out <dir>]`: measures the node
+// scaling curve on a real cluster. A Deployment of pause pods placed exactly like one burst Celery Deployment goes
+// from 0 to N replicas and back to 0, while pods, ephemeral nodes and NodeClaims are watched; the run writes per-pod
+// times, the counts over time, a chart and a summary, and deletes its namespace however it ends.
+import * as fs from "fs";
+import * as path from "path";
+import { burstPodTemplate, headroomDeployment } from "../components/celeryWorkloadPlacement";
+import { placementArgs } from "../stacks/componentArgs";
+import { StackConfig, durationSeconds } from "../stacks/config";
+import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { CommandResult, EXIT, integerFlag, isResult, loadStack, parseFlags, runMain, usage } from "./args";
+import { toCsv } from "./csv";
+import { Cluster, KubeConfig, KubeObject, WatchEventType, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
+import { lineChart, steps } from "./svg";
+
+const HELP = "usage: npm run scale-test -- --stack <name> --context <kubecontext> [--pods <N>] [--out <dir>]";
+const DEPLOYMENT = "celery-scale-test";
+/** Generous for a burst: GC Notify has seen 5+ minutes for a cold spot node. */
+const UP_TIMEOUT_SECONDS = 20 * 60;
+/** Beyond consolidateAfter, for Karpenter to drain and terminate the empty nodes. */
+const DOWN_MARGIN_SECONDS = 15 * 60;
+const NAMESPACE_GONE_SECONDS = 120;
+const PROGRESS_EVERY_MS = 5000;
+
+export interface Clock {
+    /** Epoch milliseconds. */
+    now(): number;
+    sleep(ms: number): Promise<void>;
+}
+
+export const systemClock: Clock = { now: () => Date.now(), sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) };
+
+type Signal = "SIGINT" | "SIGTERM";
+
+export interface ScaleTestDeps {
+    kubeConfig?: () => KubeConfig;
+    clock?: Clock;
+    /** Progress lines (stderr by default). */
+    progress?: (line: string) => void;
+    /** Where Ctrl-C comes from (the process by default). */
+    signals?: { on(signal: Signal, listener: () => void): unknown; off(signal: Signal, listener: () => void): unknown };
+    /** Seconds between checks. @default 1 */
+    tickSeconds?: number;
+    dir?: string;
+}
+
+/** The test Deployment: the burst pod template the stack's real workers get, with a pause container of one Celery pod's requests. */
+export function testDeployment(cfg: StackConfig, namespace: string) {
+    const args = placementArgs(cfg);
+    const template = burstPodTemplate(args, DEPLOYMENT);
+    // The headroom pods are pause containers of exactly this size, hardened; reuse theirs.
+    const { containers, securityContext, automountServiceAccountToken } = headroomDeployment(args).spec.template.spec;
+    const labels = { ...template.metadata.labels, app: DEPLOYMENT };
+    return {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: DEPLOYMENT, namespace, labels: { app: DEPLOYMENT } },
+        spec: {
+            replicas: 0,
+            selector: { matchLabels: { app: DEPLOYMENT } },
+            template: { metadata: { labels }, spec: { ...template.spec, automountServiceAccountToken, securityContext, containers } },
+        },
+    };
+}
+
+// ---- What the watches saw. Times are epoch milliseconds, from the objects where the API records them.
+
+export interface PodRecord {
+    name: string;
+    node?: string;
+    created?: number;
+    scheduled?: number;
+    running?: number;
+    /** Deletion requested, or the pod gone. */
+    stopped?: number;
+}
+
+export interface NodeRecord {
+    name: string;
+    type?: string;
+    added: number;
+    /** Karpenter began removing it (deletionTimestamp). */
+    removing?: number;
+    gone?: number;
+}
+
+export interface ClaimRecord {
+    name: string;
+    created: number;
+    ready?: number;
+    gone?: number;
+}
+
+export class Recorder {
+    readonly pods = new Map<string, PodRecord>();
+    readonly nodes = new Map<string, NodeRecord>();
+    readonly claims = new Map<string, ClaimRecord>();
+
+    constructor(private readonly now: () => number) {}
+
+    pod(type: WatchEventType, o: KubeObject): void {
+        const r = this.pods.get(o.metadata.name) ?? { name: o.metadata.name };
+        const s = o.status ?? {};
+        r.node ??= o.spec?.nodeName;
+        r.created ??= epochMs(o.metadata.creationTimestamp);
+        const scheduled = (s.conditions ?? []).find((c: any) => c.type === "PodScheduled" && c.status === "True");
+        if (scheduled) r.scheduled ??= epochMs(scheduled.lastTransitionTime) ?? this.now();
+        if (s.phase === "Running") {
+            const started = (s.containerStatuses ?? []).map((c: any) => epochMs(c.state?.running?.startedAt)).filter((t: number | undefined) => t !== undefined);
+            r.running ??= started.length ? Math.min(...started) : this.now();
+        }
+        r.stopped ??= epochMs(o.metadata.deletionTimestamp) ?? (type === "DELETED" ? this.now() : undefined);
+        this.pods.set(r.name, r);
+    }
+
+    node(type: WatchEventType, o: KubeObject): void {
+        const r = this.nodes.get(o.metadata.name) ?? { name: o.metadata.name, added: epochMs(o.metadata.creationTimestamp) ?? this.now() };
+        r.type ??= o.metadata.labels?.["node.kubernetes.io/instance-type"];
+        r.removing ??= epochMs(o.metadata.deletionTimestamp);
+        if (type === "DELETED") r.gone ??= this.now();
+        this.nodes.set(r.name, r);
+    }
+
+    claim(type: WatchEventType, o: KubeObject): void {
+        const r = this.claims.get(o.metadata.name) ?? { name: o.metadata.name, created: epochMs(o.metadata.creationTimestamp) ?? this.now() };
+        const ready = (o.status?.conditions ?? []).find((c: any) => c.type === "Ready" && c.status === "True");
+        if (ready) r.ready ??= epochMs(ready.lastTransitionTime) ?? this.now();
+        if (type === "DELETED") r.gone ??= this.now();
+        this.claims.set(r.name, r);
+    }
+
+    running(): number {
+        return [...this.pods.values()].filter((p) => p.running !== undefined && p.stopped === undefined).length;
+    }
+
+    /** Ephemeral nodes that exist now. */
+    liveNodes(): NodeRecord[] {
+        return [...this.nodes.values()].filter((n) => n.gone === undefined);
+    }
+
+    /** Nodes that appeared after `since`: the ones this test made Karpenter launch. */
+    launchedSince(since: number): NodeRecord[] {
+        return [...this.nodes.values()].filter((n) => n.added >= since);
+    }
+}
+
+// ---- Reading a run: counts over time, percentiles, the summary.
+
+export interface Run {
+    stack: string;
+    cluster: string;
+    namespace: string;
+    pods: number;
+    /** The scale-up and scale-down requests (epoch ms); down is absent when the run stopped before it. */
+    up: number;
+    down?: number;
+    /** The end of the record. */
+    end: number;
+    /** Empty nodes are consolidated after this long (seconds); undefined for Never. */
+    consolidateAfterSeconds?: number;
+    nodeLaunchSeconds?: number;
+    record: Recorder;
+}
+
+export interface TimelinePoint {
+    /** Seconds since the scale-up. */
+    t: number;
+    running: number;
+    scheduled: number;
+    nodes: number;
+    claims: number;
+}
+
+/** The counts at every moment one of them changed (anything before the scale-up counts at t=0). */
+export function timeline(run: Run): TimelinePoint[] {
+    const { pods, nodes, claims } = run.record;
+    const alive = (from: number | undefined, to: number | undefined, t: number) => from !== undefined && from <= t && (to === undefined || to > t);
+    const times = new Set<number>([run.up, run.end]);
+    for (const p of pods.values()) [p.scheduled, p.running, p.stopped].forEach((t) => t !== undefined && times.add(t));
+    for (const n of nodes.values()) [n.added, n.gone].forEach((t) => t !== undefined && times.add(t));
+    for (const c of claims.values()) [c.created, c.gone].forEach((t) => t !== undefined && times.add(t));
+    return [...times]
+        .filter((t) => t >= run.up && t <= run.end)
+        .sort((a, b) => a - b)
+        .map((t) => ({
+            t: seconds(t - run.up),
+            running: [...pods.values()].filter((p) => alive(p.running, p.stopped, t)).length,
+            scheduled: [...pods.values()].filter((p) => alive(p.scheduled, p.stopped, t)).length,
+            nodes: [...nodes.values()].filter((n) => alive(n.added, n.gone, t)).length,
+            claims: [...claims.values()].filter((c) => alive(c.created, c.gone, t)).length,
+        }));
+}
+
+/** The nearest-rank percentile of `values` (p from 0 to 100). */
+export function percentile(values: number[], p: number): number {
+    const sorted = [...values].sort((a, b) => a - b);
+    return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+const seconds = (ms: number) => Math.round(ms / 100) / 10;
+const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
+
+export function summary(run: Run, outcome: string): string[] {
+    const pods = [...run.record.pods.values()];
+    const since = (t: number | undefined) => (t === undefined ? undefined : seconds(t - run.up));
+    const spread = (what: string, values: number[]) =>
+        values.length ? `  time to ${what}: p50 ${percentile(values, 50)} s, p95 ${percentile(values, 95)} s, max ${Math.max(...values)} s (${values.length} pods)` : `  time to ${what}: no pod got there`;
+    const scheduled = pods.map((p) => since(p.scheduled)).filter((t): t is number => t !== undefined);
+    const running = pods.map((p) => since(p.running)).filter((t): t is number => t !== undefined);
+    const before = [...run.record.nodes.values()].filter((n) => n.added < run.up).length;
+    const launched = run.record.launchedSince(run.up);
+    const points = timeline(run);
+    const types = [...new Set(launched.map((n) => n.type ?? "?"))].map((t) => `${t} x${launched.filter((n) => (n.type ?? "?") === t).length}`);
+    const claimTimes = [...run.record.claims.values()].filter((c) => c.created >= run.up && c.ready !== undefined).map((c) => seconds(c.ready! - c.created));
+    const lines = [
+        `Scale test of stack ${run.stack} on ${run.cluster}: ${run.pods} burst-shaped pods in namespace ${run.namespace}`,
+        `Scale-up (0 -> ${run.pods} at t=0): ${running.length === run.pods ? `all ${run.pods} pods running after ${Math.max(...running)} s` : `${running.length} of ${run.pods} pods running`}`,
+        spread("scheduled", scheduled),
+        spread("running", running),
+        `  ephemeral nodes: ${before} before, ${Math.max(before, ...points.map((p) => p.nodes))} at most, ${launched.length} launched${types.length ? ` (${types.join(", ")})` : ""}`,
+        claimTimes.length
+            ? `  NodeClaims, created to Ready: p50 ${percentile(claimTimes, 50)} s, max ${Math.max(...claimTimes)} s${run.nodeLaunchSeconds ? ` (the capacity model assumes ${run.nodeLaunchSeconds} s: capacity.nodeLaunchSeconds)` : ""}`
+            : "  NodeClaims: none launched",
+    ];
+    if (run.down !== undefined) {
+        const down = run.down;
+        const gone = launched.map((n) => n.gone);
+        const removing = launched.map((n) => n.removing).filter((t): t is number => t !== undefined);
+        const after = (t: number) => `${seconds(t - down)} s`;
+        lines.push(
+            `Scale-down (${run.pods} -> 0 at t=${seconds(down - run.up)} s): ` +
+                (launched.length === 0
+                    ? "no nodes had been launched"
+                    : gone.every((t) => t !== undefined)
+                      ? `${plural(launched.length, "launched node")} gone after ${after(Math.max(...(gone as number[])))}${removing.length ? ` (Karpenter began removing them after ${after(Math.min(...removing))})` : ""}`
+                      : `${gone.filter((t) => t !== undefined).length} of ${plural(launched.length, "launched node")} gone`) +
+                (run.consolidateAfterSeconds === undefined ? "; consolidateAfter is Never" : `; consolidateAfter is ${run.consolidateAfterSeconds} s`),
+        );
+    }
+    lines.push(outcome);
+    return lines;
+}
+
+export function podsCsv(run: Run): string {
+    const since = (t: number | undefined) => (t === undefined ? undefined : seconds(t - run.up));
+    const rows = [...run.record.pods.values()].sort((a, b) => a.name.localeCompare(b.name)).map((p) => [p.name, p.node, since(p.created), since(p.scheduled), since(p.running), since(p.stopped)]);
+    return toCsv(["pod", "node", "created_s", "scheduled_s", "running_s", "stopped_s"], rows);
+}
+
+export function timelineCsv(run: Run): string {
+    const down = run.down === undefined ? Infinity : seconds(run.down - run.up);
+    return toCsv(
+        ["t_s", "phase", "pods_running", "pods_scheduled", "ephemeral_nodes", "nodeclaims"],
+        timeline(run).map((p) => [p.t, p.t <= down ? "up" : "down", p.running, p.scheduled, p.nodes, p.claims]),
+    );
+}
+
+export function chart(run: Run): string {
+    const points = timeline(run);
+    const series = (name: string, value: (p: TimelinePoint) => number) => ({ name, points: steps(points.map((p) => [p.t, value(p)] as [number, number])) });
+    return lineChart({
+        title: `Scale test, stack ${run.stack}: ${run.pods} pods up, then down`,
+        xLabel: "seconds since scale-up",
+        yLabel: "count",
+        series: [series("pods running", (p) => p.running), series("ephemeral nodes", (p) => p.nodes), series("NodeClaims", (p) => p.claims)],
+        markers: run.down === undefined ? [] : [{ x: seconds(run.down - run.up), label: "scale to 0" }],
+    });
+}
+
+// ---- The run against the cluster.
+
+/** Thrown inside the run to end it; the message becomes the outcome. */
+class Stop extends Error {}
+
+export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promise<CommandResult> {
+    const flags = parseFlags(argv, ["stack", "context", "pods", "out"]);
+    if (typeof flags === "string") return usage(flags, HELP);
+    if (!flags.context) return usage("--context is required: the kubeconfig context of the stack's cluster", HELP);
+    const cfg = loadStack(flags.stack, HELP, deps.dir ?? PROJECT_DIR);
+    if (isResult(cfg)) return cfg;
+    const check = cfg.nodePool.capacityCheck;
+    if (!check) return { exitCode: EXIT.findings, output: `${cfg.stack}: notify-karpenter:nodePool.capacityCheck is not set; the test pods take their requests from it` };
+    const pods = flags.pods === undefined ? check.peakCeleryPods : integerFlag("pods", flags.pods, 1, 1000);
+    if (typeof pods === "string") return usage(pods, HELP);
+    const kc = (deps.kubeConfig ?? loadKubeConfig)();
+    const refused = useContext(kc, flags.context, cfg.cluster.name);
+    if (refused) return usage(refused, HELP);
+
+    const clock = deps.clock ?? systemClock;
+    const progress = deps.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
+    const stamp = new Date(clock.now()).toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+    const out = flags.out ?? path.join("scale-test-out", `${cfg.stack}-${stamp}`);
+    const run: Run = {
+        stack: cfg.stack,
+        cluster: cfg.cluster.name,
+        namespace: `notify-karpenter-scale-test-${stamp.toLowerCase()}`,
+        pods,
+        up: clock.now(),
+        end: clock.now(),
+        consolidateAfterSeconds: cfg.nodePool.consolidateAfter === "Never" ? undefined : durationSeconds(cfg.nodePool.consolidateAfter),
+        nodeLaunchSeconds: cfg.capacity?.nodeLaunchSeconds,
+        record: new Recorder(() => clock.now()),
+    };
+    const outcome = await execute(cfg, run, clusterOf(kc), clock, progress, deps);
+    fs.mkdirSync(out, { recursive: true });
+    const report = summary(run, outcome.message);
+    fs.writeFileSync(path.join(out, "pods.csv"), podsCsv(run));
+    fs.writeFileSync(path.join(out, "timeline.csv"), timelineCsv(run));
+    fs.writeFileSync(path.join(out, "chart.svg"), chart(run));
+    fs.writeFileSync(path.join(out, "summary.txt"), report.join("\n") + "\n");
+    report.push(`Wrote ${["pods.csv", "timeline.csv", "chart.svg", "summary.txt"].map((f) => path.join(out, f)).join(", ")}`);
+    return { exitCode: outcome.ok ? EXIT.ok : EXIT.findings, output: report.join("\n") };
+}
+
+/** Creates, scales, watches and always cleans up; returns how it ended. */
+async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Clock, progress: (line: string) => void, deps: ScaleTestDeps): Promise<{ ok: boolean; message: string }> {
+    const tickMs = (deps.tickSeconds ?? 1) * 1000;
+    const signals = deps.signals ?? process;
+    let stopReason: string | undefined;
+    const interrupt = (signal: Signal) => () => {
+        stopReason ??= `interrupted (${signal})`;
+        progress(`${signal}: stopping and deleting namespace ${run.namespace}`);
+    };
+    const handlers = { SIGINT: interrupt("SIGINT"), SIGTERM: interrupt("SIGTERM") };
+    for (const s of ["SIGINT", "SIGTERM"] as const) signals.on(s, handlers[s]);
+
+    const watches: (() => void)[] = [];
+    let stopping = false;
+    /** Watches `path`; a stream the server ends is resumed from the last version seen, an error stops the run. */
+    const watch = async (what: string, path: string, query: Record<string, string>, onEvent: (type: WatchEventType, o: KubeObject) => void) => {
+        let version: string | undefined;
+        const start = async (): Promise<void> => {
+            const stop = await cluster.watch(
+                path,
+                version ? { ...query, resourceVersion: version, allowWatchBookmarks: "true" } : { ...query, allowWatchBookmarks: "true" },
+                (type, o) => {
+                    if (type === "ERROR") {
+                        stopReason ??= `the ${what} watch failed: ${(o as any).message ?? JSON.stringify(o)}`;
+                        return;
+                    }
+                    version = o.metadata?.resourceVersion ?? version;
+                    if (type !== "BOOKMARK") onEvent(type, o);
+                },
+                (err) => {
+                    if (stopping || stopReason) return;
+                    if (err) stopReason = `the ${what} watch failed: ${err.message}`;
+                    else start().catch((e) => (stopReason ??= `the ${what} watch could not resume: ${e.message}`));
+                },
+            );
+            if (stopping) stop();
+            else watches.push(stop);
+        };
+        await start();
+    };
+
+    const rec = run.record;
+    let lastProgress = -Infinity;
+    /** Ticks until `done()`, reporting progress; a stop reason or the deadline ends the run. */
+    const until = async (phase: string, done: () => boolean, timeoutSeconds: number, status: () => string) => {
+        const deadline = clock.now() + timeoutSeconds * 1000;
+        for (;;) {
+            run.end = clock.now();
+            if (stopReason) throw new Stop(stopReason);
+            if (done()) return;
+            if (clock.now() >= deadline) throw new Stop(`${phase} did not finish within ${timeoutSeconds} s`);
+            if (clock.now() - lastProgress >= PROGRESS_EVERY_MS) {
+                lastProgress = clock.now();
+                progress(`[${String(seconds(clock.now() - run.up)).padStart(6)} s] ${phase}: ${status()}`);
+            }
+            await clock.sleep(tickMs);
+        }
+    };
+    const nodesStatus = () => {
+        const launching = [...rec.claims.values()].filter((c) => c.gone === undefined && c.ready === undefined).length;
+        return `ephemeral nodes ${rec.liveNodes().length}, NodeClaims launching ${launching}`;
+    };
+
+    let created = false;
+    let outcome = { ok: true, message: "Result: OK" };
+    try {
+        progress(`creating namespace ${run.namespace} and Deployment ${DEPLOYMENT} (0 replicas)`);
+        await cluster.createNamespace(run.namespace, { "app.kubernetes.io/managed-by": "notify-karpenter-scale-test" });
+        created = true;
+        await cluster.createDeployment(run.namespace, testDeployment(cfg, run.namespace));
+        await watch("pods", `/api/v1/namespaces/${run.namespace}/pods`, {}, (t, o) => rec.pod(t, o));
+        await watch("nodes", "/api/v1/nodes", { labelSelector: `${cfg.nodePool.ephemeralKey}=true` }, (t, o) => rec.node(t, o));
+        await watch("NodeClaims", "/apis/karpenter.sh/v1/nodeclaims", { labelSelector: `karpenter.sh/nodepool=${cfg.nodePool.name}` }, (t, o) => rec.claim(t, o));
+
+        run.up = clock.now();
+        await cluster.scaleDeployment(run.namespace, DEPLOYMENT, run.pods);
+        await until("scale-up", () => rec.running() >= run.pods, UP_TIMEOUT_SECONDS, () => {
+            const all = [...rec.pods.values()].filter((p) => p.stopped === undefined);
+            return `${rec.running()}/${run.pods} running, ${all.filter((p) => p.scheduled !== undefined).length} scheduled; ${nodesStatus()}`;
+        });
+
+        run.down = clock.now();
+        await cluster.scaleDeployment(run.namespace, DEPLOYMENT, 0);
+        const launched = () => rec.launchedSince(run.up);
+        const podsGone = () => [...rec.pods.values()].every((p) => p.stopped !== undefined);
+        if (run.consolidateAfterSeconds === undefined) {
+            await until("scale-down", podsGone, 5 * 60, () => `${rec.running()} running`);
+        } else {
+            await until("scale-down", () => podsGone() && launched().every((n) => n.gone !== undefined), run.consolidateAfterSeconds + DOWN_MARGIN_SECONDS, () => {
+                return `${rec.running()} pods running; ${launched().filter((n) => n.gone === undefined).length} of ${launched().length} launched nodes left; ${nodesStatus()}`;
+            });
+        }
+    } catch (e) {
+        outcome = { ok: false, message: `Result: FAILED: ${e instanceof Stop ? e.message : (e as Error).message}` };
+    } finally {
+        stopping = true;
+        watches.forEach((stop) => stop());
+        for (const s of ["SIGINT", "SIGTERM"] as const) signals.off(s, handlers[s]);
+        run.end = clock.now();
+        if (created) {
+            const cleanup = await deleteNamespace(cluster, run.namespace, clock, tickMs);
+            outcome = { ok: outcome.ok && cleanup.ok, message: `${outcome.message}\n${cleanup.message}` };
+        }
+    }
+    return outcome;
+}
+
+/** Deletes the test namespace (and so everything in it) and waits until it is gone. */
+async function deleteNamespace(cluster: Cluster, namespace: string, clock: Clock, tickMs: number): Promise<{ ok: boolean; message: string }> {
+    try {
+        await cluster.deleteNamespace(namespace);
+        const deadline = clock.now() + NAMESPACE_GONE_SECONDS * 1000;
+        while (clock.now() < deadline) {
+            if (!(await cluster.namespaceExists(namespace))) return { ok: true, message: `Cleanup: deleted namespace ${namespace}` };
+            await clock.sleep(Math.max(tickMs, 2000));
+        }
+        return { ok: false, message: `Cleanup: namespace ${namespace} is still terminating after ${NAMESPACE_GONE_SECONDS} s; check it with: kubectl get namespace ${namespace}` };
+    } catch (e) {
+        return { ok: false, message: `Cleanup FAILED: could not delete namespace ${namespace} (${(e as Error).message}); delete it with: kubectl delete namespace ${namespace}` };
+    }
+}
+
+if (require.main === module) runMain(() => scaleTest(process.argv.slice(2)));

@@ -1,0 +1,259 @@
+import { expect } from "chai";
+import { EventEmitter } from "events";
+import * as fs from "fs";
+import * as path from "path";
+import { burstPodTemplate } from "../components/celeryWorkloadPlacement";
+import { placementArgs } from "../stacks/componentArgs";
+import { percentile, scaleTest, testDeployment } from "../ops/scaleTest";
+import { FakeClock, FakeKubeApi, FakeKubeApiOptions, Step, iso } from "./fakeKubeApi";
+import { stackConfig } from "./helpers";
+import { readSeries, tempDir } from "./opsHelpers";
+
+const POOL = { "karpenter.sh/nodepool": "notify-karpenter" };
+
+const node = (name: string, type: string, created: number, deleting?: number) => ({
+    metadata: {
+        name,
+        creationTimestamp: iso(created),
+        ...(deleting ? { deletionTimestamp: iso(deleting) } : {}),
+        labels: { ...POOL, "notification-canada-ca/ephemeral": "true", "node.kubernetes.io/instance-type": type, "karpenter.sh/capacity-type": "spot" },
+    },
+});
+
+const claim = (name: string, created: number, ready?: number) => ({
+    metadata: { name, creationTimestamp: iso(created), labels: POOL },
+    status: { conditions: ready ? [{ type: "Ready", status: "True", lastTransitionTime: iso(ready) }] : [{ type: "Ready", status: "Unknown", lastTransitionTime: iso(created) }] },
+});
+
+/** A pod's watch events as the API server sends them: pending, scheduled, running. Times are seconds after `t0`. */
+function podSteps(namespace: string, name: string, t0: number, at: { created: number; scheduled: number; running: number; node: string }): Step[] {
+    const s = (x: number) => iso(t0 + x * 1000);
+    const metadata = { name, namespace, creationTimestamp: s(at.created), labels: { app: "celery-scale-test" } };
+    const pending = { metadata, spec: {}, status: { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", lastTransitionTime: s(at.created) }] } };
+    const scheduled = { metadata, spec: { nodeName: at.node }, status: { phase: "Pending", conditions: [{ type: "PodScheduled", status: "True", lastTransitionTime: s(at.scheduled) }] } };
+    const running = {
+        ...scheduled,
+        status: { ...scheduled.status, phase: "Running", containerStatuses: [{ name: "pause", state: { running: { startedAt: s(at.running) } } }] },
+    };
+    return [
+        { at: at.created, resource: "pods", type: "ADDED", object: pending },
+        { at: at.scheduled, resource: "pods", type: "MODIFIED", object: scheduled },
+        { at: at.running, resource: "pods", type: "MODIFIED", object: running },
+    ];
+}
+
+/**
+ * A recorded-style burst of 6 pods: two start at once on the warm node, Karpenter launches one node for the other
+ * four; after the scale to 0 the pods go at once and the empty node goes after consolidateAfter (30 min) + 5 s,
+ * 45 s of draining later. The node watch is closed by the server halfway, as API servers do, and must resume.
+ */
+function burst(opts: { failAt?: number } = {}): FakeKubeApiOptions {
+    const pods = ["a", "b", "c", "d", "e", "f"].map((x) => `celery-scale-test-7d9f-${x}`);
+    return {
+        nodes: [node("ip-10-0-1-1", "m6a.xlarge", Date.UTC(2026, 10, 30, 1))],
+        nodeclaims: [claim("notify-karpenter-warm1", Date.UTC(2026, 10, 30, 1), Date.UTC(2026, 10, 30, 1, 2))],
+        onScale: (replicas, namespace, t0) => {
+            if (replicas > 0) {
+                const steps: Step[] = [
+                    ...pods.slice(0, 2).flatMap((p) => podSteps(namespace, p, t0, { created: 0, scheduled: 1, running: 3, node: "ip-10-0-1-1" })),
+                    ...pods.slice(2).flatMap((p, i) => podSteps(namespace, p, t0, { created: 0, scheduled: 90, running: i < 2 ? 94 : 97, node: "ip-10-0-2-2" })),
+                    { at: 2, resource: "nodeclaims", type: "ADDED", object: claim("notify-karpenter-b7x2k", t0 + 2000) },
+                    { at: 60, resource: "nodes", type: "ADDED", object: node("ip-10-0-2-2", "c6a.xlarge", t0 + 60_000) },
+                    { at: 90, resource: "nodeclaims", type: "MODIFIED", object: claim("notify-karpenter-b7x2k", t0 + 2000, t0 + 90_000) },
+                ];
+                return opts.failAt === undefined ? steps : [...steps.filter((s) => s.at < opts.failAt!), { at: opts.failAt, resource: "pods", end: "error" }];
+            }
+            const gone = (s: Step & { object: any }, at: number): Step[] => [
+                { ...s, at, type: "MODIFIED", object: { ...s.object, metadata: { ...s.object.metadata, deletionTimestamp: iso(t0 + at * 1000) } } },
+                { ...s, at: at + 1, type: "DELETED" },
+            ];
+            const newNode = node("ip-10-0-2-2", "c6a.xlarge", t0 - 37_000);
+            return [
+                ...pods.flatMap((name) => gone({ at: 0, resource: "pods", type: "MODIFIED", object: { metadata: { name, namespace } } }, 1)),
+                { at: 900, resource: "nodes", end: "close" },
+                { at: 1805, resource: "nodes", type: "MODIFIED", object: node("ip-10-0-2-2", "c6a.xlarge", t0 - 37_000, t0 + 1_805_000) },
+                { at: 1850, resource: "nodes", type: "DELETED", object: newNode },
+                { at: 1850, resource: "nodeclaims", type: "DELETED", object: claim("notify-karpenter-b7x2k", t0 - 95_000) },
+            ];
+        },
+    };
+}
+
+interface Harness {
+    api: FakeKubeApi;
+    clock: FakeClock;
+    out: string;
+    progress: string[];
+    signals: EventEmitter;
+}
+
+async function harness(opts: FakeKubeApiOptions): Promise<Harness> {
+    const clock = new FakeClock();
+    const api = await new FakeKubeApi(clock, opts).start();
+    return { api, clock, out: tempDir("scale-test-"), progress: [], signals: new EventEmitter() };
+}
+
+const run = (h: Harness, argv: string[]) =>
+    scaleTest(argv, { kubeConfig: () => h.api.kubeConfig(), clock: h.clock, progress: (l) => h.progress.push(l), signals: h.signals });
+
+describe("npm run scale-test, against a fake Kubernetes API replaying watch events", () => {
+    let h: Harness;
+    afterEach(async () => h && (await h.api.stop()));
+
+    it("records times to scheduled and running, nodes up and down, writes CSV, chart and summary, and deletes its namespace", async () => {
+        h = await harness(burst());
+        const r = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "6", "--out", h.out]);
+        expect(r.exitCode, r.output).to.equal(0);
+        const ns = "notify-karpenter-scale-test-20261130-051000";
+        expect(r.output.split("\n").slice(0, 10)).to.deep.equal([
+            `Scale test of stack staging on notification-canada-ca-staging-eks-cluster: 6 burst-shaped pods in namespace ${ns}`,
+            "Scale-up (0 -> 6 at t=0): all 6 pods running after 97 s",
+            "  time to scheduled: p50 90 s, p95 90 s, max 90 s (6 pods)",
+            "  time to running: p50 94 s, p95 97 s, max 97 s (6 pods)",
+            "  ephemeral nodes: 1 before, 2 at most, 1 launched (c6a.xlarge x1)",
+            "  NodeClaims, created to Ready: p50 88 s, max 88 s (the capacity model assumes 120 s: capacity.nodeLaunchSeconds)",
+            "Scale-down (6 -> 0 at t=97 s): 1 launched node gone after 1850 s (Karpenter began removing them after 1805 s); consolidateAfter is 1800 s",
+            "Result: OK",
+            `Cleanup: deleted namespace ${ns}`,
+            `Wrote ${["pods.csv", "timeline.csv", "chart.svg", "summary.txt"].map((f) => path.join(h.out, f)).join(", ")}`,
+        ]);
+        // The API calls, in order: namespace, Deployment, three watches, scale up, scale down, the node watch resumed, cleanup.
+        const calls = h.api.requests.filter((q) => q !== `GET /api/v1/namespaces/${ns}`);
+        expect(calls).to.deep.equal([
+            "POST /api/v1/namespaces",
+            `POST /apis/apps/v1/namespaces/${ns}/deployments`,
+            `GET /api/v1/namespaces/${ns}/pods`,
+            "GET /api/v1/nodes",
+            "GET /apis/karpenter.sh/v1/nodeclaims",
+            `PUT /apis/apps/v1/namespaces/${ns}/deployments/celery-scale-test/scale`,
+            `PUT /apis/apps/v1/namespaces/${ns}/deployments/celery-scale-test/scale`,
+            "GET /api/v1/nodes",
+            `DELETE /api/v1/namespaces/${ns}`,
+        ]);
+        expect(h.api.namespaces.size).to.equal(0);
+
+        const pods = fs.readFileSync(path.join(h.out, "pods.csv"), "utf8").trim().split("\r\n");
+        expect(pods[0]).to.equal("pod,node,created_s,scheduled_s,running_s,stopped_s");
+        expect(pods.slice(1)).to.deep.equal([
+            "celery-scale-test-7d9f-a,ip-10-0-1-1,0,1,3,98",
+            "celery-scale-test-7d9f-b,ip-10-0-1-1,0,1,3,98",
+            "celery-scale-test-7d9f-c,ip-10-0-2-2,0,90,94,98",
+            "celery-scale-test-7d9f-d,ip-10-0-2-2,0,90,94,98",
+            "celery-scale-test-7d9f-e,ip-10-0-2-2,0,90,97,98",
+            "celery-scale-test-7d9f-f,ip-10-0-2-2,0,90,97,98",
+        ]);
+        const timeline = fs.readFileSync(path.join(h.out, "timeline.csv"), "utf8").trim().split("\r\n");
+        expect(timeline).to.deep.equal([
+            "t_s,phase,pods_running,pods_scheduled,ephemeral_nodes,nodeclaims",
+            "0,up,0,0,1,1",
+            "1,up,0,2,1,1",
+            "2,up,0,2,1,2",
+            "3,up,2,2,1,2",
+            "60,up,2,2,2,2",
+            "90,up,2,6,2,2",
+            "94,up,4,6,2,2",
+            "97,up,6,6,2,2",
+            "98,down,0,0,2,2",
+            "1947,down,0,0,1,1",
+        ]);
+
+        const series = readSeries(fs.readFileSync(path.join(h.out, "chart.svg"), "utf8"));
+        expect(series.map((s) => s.name)).to.deep.equal(["pods running", "ephemeral nodes", "NodeClaims"]);
+        const byName = Object.fromEntries(series.map((s) => [s.name, s.values]));
+        expect(byName["pods running"]).to.deep.equal([[0, 0], [1, 0], [2, 0], [3, 0], [3, 2], [60, 2], [90, 2], [94, 2], [94, 4], [97, 4], [97, 6], [98, 6], [98, 0], [1947, 0]]);
+        expect(Math.max(...byName["ephemeral nodes"].map(([, y]) => y))).to.equal(2);
+        expect(byName["ephemeral nodes"][byName["ephemeral nodes"].length - 1]).to.deep.equal([1947, 1]);
+        expect(fs.readFileSync(path.join(h.out, "chart.svg"), "utf8")).to.include('data-marker="scale to 0"');
+        expect(fs.readFileSync(path.join(h.out, "summary.txt"), "utf8")).to.include("Result: OK");
+
+        expect(h.progress[0]).to.equal(`creating namespace ${ns} and Deployment celery-scale-test (0 replicas)`);
+        expect(h.progress[1]).to.equal("[     0 s] scale-up: 0/6 running, 0 scheduled; ephemeral nodes 1, NodeClaims launching 0");
+        expect(h.progress).to.include("[    95 s] scale-up: 4/6 running, 6 scheduled; ephemeral nodes 2, NodeClaims launching 0");
+        expect(h.progress.filter((l) => l.includes("scale-down")).length).to.be.greaterThan(300);
+        expect(h.signals.listenerCount("SIGINT") + h.signals.listenerCount("SIGTERM")).to.equal(0);
+    });
+
+    it("a watch that fails mid-run fails the test, and the namespace is still deleted", async () => {
+        h = await harness(burst({ failAt: 30 }));
+        const r = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "6", "--out", h.out]);
+        expect(r.exitCode).to.equal(1);
+        expect(r.output).to.include("Scale-up (0 -> 6 at t=0): 2 of 6 pods running");
+        expect(r.output).to.include("Result: FAILED: the pods watch failed: etcdserver: request timed out");
+        expect(r.output).to.include("Cleanup: deleted namespace notify-karpenter-scale-test-20261130-051000");
+        expect(r.output).not.to.include("Scale-down");
+        expect(h.api.requests).to.include("DELETE /api/v1/namespaces/notify-karpenter-scale-test-20261130-051000");
+        expect(h.api.requests.filter((q) => q.startsWith("PUT"))).to.have.length(1);
+        expect(h.api.namespaces.size).to.equal(0);
+        // What was seen is kept.
+        expect(fs.readFileSync(path.join(h.out, "pods.csv"), "utf8").trim().split("\r\n")).to.have.length(7);
+    });
+
+    it("a Deployment the API refuses fails the test, and the namespace is still deleted", async () => {
+        h = await harness({ ...burst(), createDeploymentStatus: 403 });
+        const r = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "6", "--out", h.out]);
+        expect(r.exitCode).to.equal(1);
+        expect(r.output).to.match(/Result: FAILED: .*403/);
+        expect(h.api.requests.slice(-2)).to.deep.equal([
+            "DELETE /api/v1/namespaces/notify-karpenter-scale-test-20261130-051000",
+            "GET /api/v1/namespaces/notify-karpenter-scale-test-20261130-051000",
+        ]);
+        expect(h.api.requests.some((q) => q.startsWith("PUT"))).to.equal(false);
+    });
+
+    it("Ctrl-C stops the run and cleans up", async () => {
+        h = await harness(burst());
+        const r = await scaleTest(["--stack", "staging", "--context", "staging", "--pods", "6", "--out", h.out], {
+            kubeConfig: () => h.api.kubeConfig(),
+            clock: h.clock,
+            signals: h.signals,
+            progress: (line) => {
+                h.progress.push(line);
+                if (line.startsWith("[    10 s]")) h.signals.emit("SIGINT");
+            },
+        });
+        expect(r.exitCode).to.equal(1);
+        expect(h.progress).to.include("SIGINT: stopping and deleting namespace notify-karpenter-scale-test-20261130-051000");
+        expect(r.output).to.include("Result: FAILED: interrupted (SIGINT)");
+        expect(r.output).to.include("Cleanup: deleted namespace notify-karpenter-scale-test-20261130-051000");
+        expect(h.api.namespaces.size).to.equal(0);
+        expect(h.signals.listenerCount("SIGINT")).to.equal(0);
+    });
+
+    it("refuses a context whose cluster is not the stack's, before any API call", async () => {
+        h = await harness(burst());
+        const r = await run(h, ["--stack", "staging", "--context", "other", "--out", h.out]);
+        expect(r.exitCode).to.equal(2);
+        expect(r.output).to.match(/^--context other is cluster "kind-scratch" \(http:\/\/127\.0\.0\.1:\d+\), not the stack's cluster notification-canada-ca-staging-eks-cluster \(notify-karpenter:cluster\.name\); refusing to touch it\nusage: npm run scale-test/);
+        expect((await run(h, ["--stack", "production", "--context", "staging"])).output).to.match(/not the stack's cluster notification-canada-ca-production-eks-cluster/);
+        expect((await run(h, ["--stack", "staging", "--context", "prod"])).output).to.match(/^--context: no context "prod" in the kubeconfig; its contexts are staging, other/);
+        expect(h.api.requests).to.deep.equal([]);
+    });
+
+    it("checks its flags", async () => {
+        h = await harness({});
+        expect((await run(h, ["--stack", "staging"])).output).to.match(/^--context is required/);
+        expect((await run(h, ["--stack", "staging", "--context", "staging", "--pods", "0"])).output).to.match(/^--pods must be an integer from 1 to 1000 \(got "0"\)/);
+        expect((await run(h, ["--stack", "staging", "--context", "staging", "--pods", "many"])).exitCode).to.equal(2);
+        expect(h.api.requests).to.deep.equal([]);
+    });
+});
+
+describe("scale test pieces", () => {
+    it("shapes the test pods like the stack's burst Celery pods: same placement, one Celery pod's requests, a pause container", () => {
+        const cfg = stackConfig("staging");
+        const d = testDeployment(cfg, "ns");
+        const burst = burstPodTemplate(placementArgs(cfg), "celery-scale-test");
+        expect(d.spec.replicas).to.equal(0);
+        expect(d.spec.template.metadata.labels).to.include({ "notification-canada-ca/celery-burst": "true", app: "celery-scale-test" });
+        expect(d.spec.selector.matchLabels).to.deep.equal({ app: "celery-scale-test" });
+        expect(d.spec.template.spec).to.deep.include({ tolerations: burst.spec.tolerations, affinity: burst.spec.affinity, priorityClassName: "celery" });
+        const [c] = d.spec.template.spec.containers;
+        expect(c.image).to.match(/^registry\.k8s\.io\/pause:/);
+        expect(c.resources.requests).to.deep.equal({ cpu: "550m", memory: "1250Mi" });
+    });
+
+    it("takes nearest-rank percentiles", () => {
+        const v = [3, 3, 94, 94, 97, 97];
+        expect([percentile(v, 50), percentile(v, 95), percentile(v, 100), percentile([7], 50)]).to.deep.equal([94, 97, 97, 7]);
+    });
+});
