@@ -175,7 +175,7 @@ export interface TimelinePoint {
 export function timeline(run: Run): TimelinePoint[] {
     const { pods, nodes, claims } = run.record;
     const alive = (from: number | undefined, to: number | undefined, t: number) => from !== undefined && from <= t && (to === undefined || to > t);
-    const times = new Set<number>([run.up, run.end]);
+    const times = new Set<number>([run.up, run.end, ...(run.down === undefined ? [] : [run.down])]);
     for (const p of pods.values()) [p.scheduled, p.running, p.stopped].forEach((t) => t !== undefined && times.add(t));
     for (const n of nodes.values()) [n.added, n.gone].forEach((t) => t !== undefined && times.add(t));
     for (const c of claims.values()) [c.created, c.gone].forEach((t) => t !== undefined && times.add(t));
@@ -255,16 +255,17 @@ export function timelineCsv(run: Run): string {
     );
 }
 
+/** Two panels, each on its own time axis: the scale-up, then the much longer scale-down. */
 export function chart(run: Run): string {
     const points = timeline(run);
-    const series = (name: string, value: (p: TimelinePoint) => number) => ({ name, points: steps(points.map((p) => [p.t, value(p)] as [number, number])) });
-    return lineChart({
-        title: `Scale test, stack ${run.stack}: ${run.pods} pods up, then down`,
-        xLabel: "seconds since scale-up",
-        yLabel: "count",
-        series: [series("pods running", (p) => p.running), series("ephemeral nodes", (p) => p.nodes), series("NodeClaims", (p) => p.claims)],
-        markers: run.down === undefined ? [] : [{ x: seconds(run.down - run.up), label: "scale to 0" }],
-    });
+    const down = run.down === undefined ? Infinity : seconds(run.down - run.up);
+    const panel = (title: string, xLabel: string, phase: TimelinePoint[], from: number) => {
+        const series = (name: string, value: (p: TimelinePoint) => number) => ({ name, points: steps(phase.map((p) => [seconds((p.t - from) * 1000), value(p)] as [number, number])) });
+        return { title, xLabel, yLabel: "count", series: [series("pods running", (p) => p.running), series("ephemeral nodes", (p) => p.nodes), series("NodeClaims", (p) => p.claims)] };
+    };
+    const up = panel(`Stack ${run.stack}: scale-up, 0 -> ${run.pods} pods`, "seconds since scale-up", points.filter((p) => p.t <= down), 0);
+    if (run.down === undefined) return lineChart(up);
+    return lineChart(up, panel(`Scale-down, ${run.pods} -> 0 pods`, "seconds since scale-down", points.filter((p) => p.t >= down), down));
 }
 
 // ---- The run against the cluster.

@@ -1,5 +1,6 @@
-// A small line-chart writer for the ops reports: axes with round ticks, a legend, optional vertical markers, and one
-// <polyline data-series="<name>" data-values="x,y ..."> per series, so tests (and people) can read the data back.
+// A small line-chart writer for the ops reports: one or more panels stacked in one SVG, each with axes, round ticks,
+// a legend and one <polyline data-series="<name>" data-values="x,y ..."> per series, so tests (and people) can read
+// the data back.
 
 export interface Series {
     name: string;
@@ -12,8 +13,6 @@ export interface Chart {
     xLabel: string;
     yLabel: string;
     series: Series[];
-    /** Vertical lines such as "scale to 0". */
-    markers?: { x: number; label: string }[];
 }
 
 const WIDTH = 800;
@@ -26,17 +25,27 @@ export function steps(points: [number, number][]): [number, number][] {
     return points.flatMap((p, i) => (i === 0 || points[i - 1][1] === p[1] ? [p] : [[p[0], points[i - 1][1]], p]));
 }
 
-export function lineChart(c: Chart): string {
+/** The charts one below the other, each in a nested <svg data-panel="<title>">. */
+export function lineChart(...charts: Chart[]): string {
+    const height = HEIGHT * charts.length;
+    return [
+        `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="12">`,
+        `<rect width="${WIDTH}" height="${height}" fill="white"/>`,
+        ...charts.map((c, i) => panel(c, i * HEIGHT)),
+        "</svg>\n",
+    ].join("\n");
+}
+
+function panel(c: Chart, top: number): string {
     const all = c.series.flatMap((s) => s.points);
-    const xTicks = axis(Math.max(1, ...all.map((p) => p[0]), ...(c.markers ?? []).map((m) => m.x)));
+    const xTicks = axis(Math.max(1, ...all.map((p) => p[0])));
     const yTicks = axis(Math.max(1, ...all.map((p) => p[1])));
     const [xMax, yMax] = [xTicks[xTicks.length - 1], yTicks[yTicks.length - 1]];
     const x = (v: number) => PLOT.left + (v / xMax) * (PLOT.right - PLOT.left);
     const y = (v: number) => PLOT.bottom - (v / yMax) * (PLOT.bottom - PLOT.top);
     const f = (n: number) => n.toFixed(1);
     const out = [
-        `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="12">`,
-        `<rect width="${WIDTH}" height="${HEIGHT}" fill="white"/>`,
+        `<svg data-panel="${escape(c.title)}" x="0" y="${top}" width="${WIDTH}" height="${HEIGHT}">`,
         `<text x="${WIDTH / 2}" y="20" text-anchor="middle" font-size="15">${escape(c.title)}</text>`,
     ];
     for (const t of xTicks) {
@@ -53,10 +62,6 @@ export function lineChart(c: Chart): string {
         `<text x="${(PLOT.left + PLOT.right) / 2}" y="${HEIGHT - 12}" text-anchor="middle">${escape(c.xLabel)}</text>`,
         `<text x="16" y="${(PLOT.top + PLOT.bottom) / 2}" text-anchor="middle" transform="rotate(-90 16 ${(PLOT.top + PLOT.bottom) / 2})">${escape(c.yLabel)}</text>`,
     );
-    for (const m of c.markers ?? []) {
-        out.push(`<line data-marker="${escape(m.label)}" x1="${f(x(m.x))}" y1="${PLOT.top}" x2="${f(x(m.x))}" y2="${PLOT.bottom}" stroke="#888" stroke-dasharray="4 3"/>`);
-        out.push(`<text x="${f(x(m.x) + 4)}" y="${PLOT.top + 12}" fill="#555">${escape(m.label)}</text>`);
-    }
     c.series.forEach((s, i) => {
         const colour = COLOURS[i % COLOURS.length];
         const values = s.points.map(([a, b]) => `${a},${b}`).join(" ");
@@ -66,7 +71,7 @@ export function lineChart(c: Chart): string {
         out.push(`<line x1="${lx}" y1="40" x2="${lx + 24}" y2="40" stroke="${colour}" stroke-width="2"/>`, `<text x="${lx + 30}" y="44">${escape(s.name)}</text>`);
     });
     out.push("</svg>");
-    return out.join("\n") + "\n";
+    return out.join("\n");
 }
 
 /** About five round ticks (a step of 1, 2 or 5 times a power of ten) from 0 to at least `v`. */

@@ -4,15 +4,22 @@ import * as os from "os";
 import * as path from "path";
 
 export interface ChartSeries {
+    /** The title of the panel the series is in. */
+    panel: string;
     name: string;
     values: [number, number][];
     pixels: [number, number][];
 }
 
-/** Every <polyline data-series> of a chart, with its data values and its drawn points. */
+/** Every <polyline data-series> of a chart, with its panel, its data values and its drawn points. */
 export function readSeries(svg: string): ChartSeries[] {
     const pairs = (s: string) => s.trim().split(/\s+/).map((p) => p.split(",").map(Number) as [number, number]);
-    return [...svg.matchAll(/<polyline data-series="([^"]*)" data-values="([^"]*)" points="([^"]*)"/g)].map((m) => ({ name: m[1], values: pairs(m[2]), pixels: pairs(m[3]) }));
+    const text = (s: string) => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&amp;/g, "&");
+    return svg.split(/(?=<svg data-panel=)/).flatMap((part) => {
+        const panel = /^<svg data-panel="([^"]*)"/.exec(part)?.[1];
+        if (panel === undefined) return [];
+        return [...part.matchAll(/<polyline data-series="([^"]*)" data-values="([^"]*)" points="([^"]*)"/g)].map((m) => ({ panel: text(panel), name: text(m[1]), values: pairs(m[2]), pixels: pairs(m[3]) }));
+    });
 }
 
 export function tempDir(prefix = "ops-"): string {
