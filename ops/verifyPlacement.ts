@@ -15,7 +15,7 @@ import { KubeConfig, KubeObject, clusterOf, loadKubeConfig, useContext } from ".
 
 const HELP = [
     "usage: npm run verify-placement -- --stack <name> --context <kubecontext>",
-    "       npm run verify-placement -- --stack <name> --manifests <file or directory> [--namespace <default namespace>]",
+    "       npm run verify-placement -- --stack <name> --manifests <file, directory or - for stdin> [--namespace <default namespace>]",
 ].join("\n");
 
 /** Who may run on ephemeral nodes. */
@@ -114,6 +114,8 @@ export interface VerifyDeps {
     kubeConfig?: () => KubeConfig;
     /** Where the stack files are. */
     dir?: string;
+    /** What `--manifests -` reads (standard input by default). */
+    stdin?: () => string;
 }
 
 export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Promise<CommandResult> {
@@ -123,15 +125,15 @@ export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Pr
     if (flags.namespace !== undefined && flags.manifests === undefined) return usage("--namespace only applies to --manifests", HELP);
     const cfg = loadStack(flags.stack, HELP, deps.dir ?? PROJECT_DIR);
     if (isResult(cfg)) return cfg;
-    return flags.manifests !== undefined ? verifyManifests(cfg, flags.manifests, flags.namespace) : verifyLive(cfg, flags.context, (deps.kubeConfig ?? loadKubeConfig)());
+    return flags.manifests !== undefined ? verifyManifests(cfg, flags.manifests, flags.namespace, deps.stdin) : verifyLive(cfg, flags.context, (deps.kubeConfig ?? loadKubeConfig)());
 }
 
-async function verifyManifests(cfg: StackConfig, target: string, namespace = "default"): Promise<CommandResult> {
-    if (!fs.existsSync(target)) return usage(`--manifests: no such file or directory "${target}"`, HELP);
-    const files = manifestFiles(target);
+async function verifyManifests(cfg: StackConfig, target: string, namespace = "default", stdin = () => fs.readFileSync(0, "utf8")): Promise<CommandResult> {
+    if (target !== "-" && !fs.existsSync(target)) return usage(`--manifests: no such file or directory "${target}"`, HELP);
+    const files = target === "-" ? ["-"] : manifestFiles(target);
     const objects: Manifest[] = [];
     for (const file of files) {
-        for (const doc of parseAllDocuments(fs.readFileSync(file, "utf8"))) {
+        for (const doc of parseAllDocuments(file === "-" ? stdin() : fs.readFileSync(file, "utf8"))) {
             if (doc.errors.length) return { exitCode: EXIT.findings, output: `${file}: not valid YAML: ${doc.errors[0].message}` };
             const o = doc.toJS();
             // kubectl get -o yaml wraps objects in a List.
@@ -145,7 +147,7 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace = "de
     const verdicts = judgeTemplates(podTemplatesOf(objects), nodes, placementRules(cfg));
     const failed = verdicts.filter((v) => v.status === "fail");
     const lines = [
-        `Manifests ${target} (${files.length} file${files.length === 1 ? "" : "s"}, ${objects.length} objects, ${verdicts.length} pod templates) against the ephemeral nodes of NodePool ${nodes.nodePool}, stack ${cfg.stack}`,
+        `Manifests ${target === "-" ? "from standard input" : target} (${files.length} file${files.length === 1 ? "" : "s"}, ${objects.length} objects, ${verdicts.length} pod templates) against the ephemeral nodes of NodePool ${nodes.nodePool}, stack ${cfg.stack}`,
         ...verdicts.map((v) => `  ${v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`),
         failed.length
             ? `${failed.length} pod template${failed.length === 1 ? "" : "s"} could run on ephemeral nodes but must not`

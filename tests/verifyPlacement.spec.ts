@@ -1,8 +1,11 @@
 import { expect } from "chai";
+import * as fs from "fs";
 import * as path from "path";
 import { judgePods, placementRules, verifyPlacement } from "../ops/verifyPlacement";
+import { plan } from "../plan/cli";
 import { FakeClock, FakeKubeApi } from "./fakeKubeApi";
 import { stackConfig } from "./helpers";
+import { tempDir } from "./opsHelpers";
 
 const FIXTURES = path.join(__dirname, "fixtures");
 
@@ -34,10 +37,27 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         ]);
     });
 
+    it("passes the stack's own offline plan: its patches keep everything but burst pods and node agents off", async () => {
+        const out = tempDir("verify-plan-");
+        expect((await plan(["--stack", "production", "--out", out])).exitCode).to.equal(0);
+        const r = await verifyPlacement(["--stack", "production", "--manifests", path.join(out, "manifests.yaml")]);
+        expect(r.exitCode, r.output).to.equal(0);
+        expect(r.output).to.match(/ \d+ objects, 22 pod templates\) /);
+        expect(r.output).to.include("  OK    Deployment notification-canada-ca/notify-celery-core-tasks-burst: burst Celery pod (notification-canada-ca/celery-burst=true)");
+        expect(r.output).to.include("  OK    DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: allowed daemonset (node agent)");
+    });
+
     it("exits 0 when only burst pods and node agents can land", async () => {
         const r = await verifyPlacement(["--stack", "staging", "--manifests", path.join(FIXTURES, "rendered", "nested")]);
         expect(r.exitCode, r.output).to.equal(0);
         expect(r.output).to.match(/\nNo pod template other than burst Celery pods and the node agents can run on ephemeral nodes$/);
+    });
+
+    it("reads standard input with --manifests - (helm template ... | npm run verify-placement -- --manifests -)", async () => {
+        const yaml = fs.readFileSync(path.join(FIXTURES, "helm-template-notify.yaml"), "utf8");
+        const r = await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: () => yaml });
+        expect(r.exitCode).to.equal(1);
+        expect(r.output.split("\n")[0]).to.equal("Manifests from standard input (1 file, 5 objects, 4 pod templates) against the ephemeral nodes of NodePool notify-karpenter, stack staging");
     });
 
     it("puts objects without a namespace in --namespace (helm template without -n), else in default", async () => {
@@ -64,7 +84,7 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
     it("usage errors exit 2 and name the flag", async () => {
         expect(await verifyPlacement(["--stack", "staging"])).to.deep.equal({
             exitCode: 2,
-            output: "give exactly one of --context (a live cluster) and --manifests (rendered files)\nusage: npm run verify-placement -- --stack <name> --context <kubecontext>\n       npm run verify-placement -- --stack <name> --manifests <file or directory> [--namespace <default namespace>]",
+            output: "give exactly one of --context (a live cluster) and --manifests (rendered files)\nusage: npm run verify-placement -- --stack <name> --context <kubecontext>\n       npm run verify-placement -- --stack <name> --manifests <file, directory or - for stdin> [--namespace <default namespace>]",
         });
         expect((await verifyPlacement(["--stack", "staging", "--manifests", "nowhere.yaml"])).output).to.match(/^--manifests: no such file or directory "nowhere\.yaml"/);
         expect((await verifyPlacement(["--stack", "staging", "--context", "x", "--namespace", "y"])).output).to.match(/^--namespace only applies to --manifests/);
