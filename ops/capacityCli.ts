@@ -47,7 +47,7 @@ export function render(cfg: StackConfig, report: CapacityReport): string[] {
         `Prices: on-demand Linux, ${m.prices.region}, ${m.prices.currency} per hour, as of ${m.prices.asOf} (an approximate snapshot; see README). Spot: on-demand less ${Math.round(m.spotDiscount * 100)} %.`,
         "",
         ...table(
-            ["type", "vCPU", "GiB", "alloc cpu", "alloc GiB", "pod cpu", "pod GiB", "pods/node", "on-demand", "spot", "spot/pod", "peak nodes", "limit nodes"],
+            ["  type", "vCPU", "GiB", "alloc cpu", "alloc GiB", "pod cpu", "pod GiB", "pods/node", "on-demand", "spot", "spot/pod", "peak nodes", "limit nodes"],
             [...report.fits].sort((a, b) => a.spotPerPod - b.spotPerPod || a.type.localeCompare(b.type)).map((f) => [
                 `${f === chosen ? "*" : " "} ${f.type}`,
                 f.capacity.cpu,

@@ -21,6 +21,7 @@ const UP_TIMEOUT_SECONDS = 20 * 60;
 const DOWN_MARGIN_SECONDS = 15 * 60;
 const NAMESPACE_GONE_SECONDS = 120;
 const PROGRESS_EVERY_MS = 5000;
+const TICK_MS = 1000;
 
 export interface Clock {
     /** Epoch milliseconds. */
@@ -39,8 +40,6 @@ export interface ScaleTestDeps {
     progress?: (line: string) => void;
     /** Where Ctrl-C comes from (the process by default). */
     signals?: { on(signal: Signal, listener: () => void): unknown; off(signal: Signal, listener: () => void): unknown };
-    /** Seconds between checks. @default 1 */
-    tickSeconds?: number;
     dir?: string;
 }
 
@@ -315,7 +314,6 @@ export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promi
 
 /** Creates, scales, watches and always cleans up; returns how it ended. */
 async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Clock, progress: (line: string) => void, deps: ScaleTestDeps): Promise<{ ok: boolean; message: string }> {
-    const tickMs = (deps.tickSeconds ?? 1) * 1000;
     const signals = deps.signals ?? process;
     let stopReason: string | undefined;
     const interrupt = (signal: Signal) => () => {
@@ -328,11 +326,11 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
     const watches: (() => void)[] = [];
     let stopping = false;
     /** Watches `path`; a stream the server ends is resumed from the last version seen, an error stops the run. */
-    const watch = async (what: string, path: string, query: Record<string, string>, onEvent: (type: WatchEventType, o: KubeObject) => void) => {
+    const watch = async (what: string, url: string, query: Record<string, string>, onEvent: (type: WatchEventType, o: KubeObject) => void) => {
         let version: string | undefined;
         const start = async (): Promise<void> => {
             const stop = await cluster.watch(
-                path,
+                url,
                 version ? { ...query, resourceVersion: version, allowWatchBookmarks: "true" } : { ...query, allowWatchBookmarks: "true" },
                 (type, o) => {
                     if (type === "ERROR") {
@@ -368,7 +366,7 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
                 lastProgress = clock.now();
                 progress(`[${String(seconds(clock.now() - run.up)).padStart(6)} s] ${phase}: ${status()}`);
             }
-            await clock.sleep(tickMs);
+            await clock.sleep(TICK_MS);
         }
     };
     const nodesStatus = () => {
@@ -413,7 +411,7 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
         for (const s of ["SIGINT", "SIGTERM"] as const) signals.off(s, handlers[s]);
         run.end = clock.now();
         if (created) {
-            const cleanup = await deleteNamespace(cluster, run.namespace, clock, tickMs);
+            const cleanup = await deleteNamespace(cluster, run.namespace, clock);
             outcome = { ok: outcome.ok && cleanup.ok, message: `${outcome.message}\n${cleanup.message}` };
         }
     }
@@ -421,13 +419,13 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
 }
 
 /** Deletes the test namespace (and so everything in it) and waits until it is gone. */
-async function deleteNamespace(cluster: Cluster, namespace: string, clock: Clock, tickMs: number): Promise<{ ok: boolean; message: string }> {
+async function deleteNamespace(cluster: Cluster, namespace: string, clock: Clock): Promise<{ ok: boolean; message: string }> {
     try {
         await cluster.deleteNamespace(namespace);
         const deadline = clock.now() + NAMESPACE_GONE_SECONDS * 1000;
         while (clock.now() < deadline) {
             if (!(await cluster.namespaceExists(namespace))) return { ok: true, message: `Cleanup: deleted namespace ${namespace}` };
-            await clock.sleep(Math.max(tickMs, 2000));
+            await clock.sleep(2000);
         }
         return { ok: false, message: `Cleanup: namespace ${namespace} is still terminating after ${NAMESPACE_GONE_SECONDS} s; check it with: kubectl get namespace ${namespace}` };
     } catch (e) {
