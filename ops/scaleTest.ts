@@ -12,6 +12,7 @@ import { CommandResult, EXIT, integerFlag, isResult, loadStack, parseFlags, runM
 import { toCsv } from "./csv";
 import { Cluster, KubeConfig, KubeObject, WatchEventType, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
 import { lineChart, steps } from "./svg";
+import { plural } from "./table";
 
 const HELP = "usage: npm run scale-test -- --stack <name> --context <kubecontext> [--pods <N>] [--out <dir>]";
 const DEPLOYMENT = "celery-scale-test";
@@ -197,7 +198,6 @@ export function percentile(values: number[], p: number): number {
 }
 
 const seconds = (ms: number) => Math.round(ms / 100) / 10;
-const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
 
 export function summary(run: Run, outcome: string): string[] {
     const pods = [...run.record.pods.values()];

@@ -12,6 +12,7 @@ import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { EphemeralNodes, KubeObject as Manifest, PodTemplate, ephemeralNodesOf, placementFindings, podTemplatesOf } from "../plan/placementCheck";
 import { CommandResult, EXIT, isResult, loadStack, parseFlags, runMain, usage } from "./args";
 import { KubeConfig, KubeObject, clusterOf, loadKubeConfig, useContext } from "./kube";
+import { plural } from "./table";
 
 const HELP = [
     "usage: npm run verify-placement -- --stack <name> --context <kubecontext>",
@@ -147,10 +148,10 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace = "de
     const verdicts = judgeTemplates(podTemplatesOf(objects), nodes, placementRules(cfg));
     const failed = verdicts.filter((v) => v.status === "fail");
     const lines = [
-        `Manifests ${target === "-" ? "from standard input" : target} (${files.length} file${files.length === 1 ? "" : "s"}, ${objects.length} objects, ${verdicts.length} pod templates) against the ephemeral nodes of NodePool ${nodes.nodePool}, stack ${cfg.stack}`,
+        `Manifests ${target === "-" ? "from standard input" : target} (${plural(files.length, "file")}, ${plural(objects.length, "object")}, ${plural(verdicts.length, "pod template")}) against the ephemeral nodes of NodePool ${nodes.nodePool}, stack ${cfg.stack}`,
         ...verdicts.map((v) => `  ${v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`),
         failed.length
-            ? `${failed.length} pod template${failed.length === 1 ? "" : "s"} could run on ephemeral nodes but must not`
+            ? `${plural(failed.length, "pod template")} could run on ephemeral nodes but must not`
             : "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes",
     ];
     return { exitCode: failed.length ? EXIT.findings : EXIT.ok, output: lines.join("\n") };
@@ -173,7 +174,7 @@ async function verifyLive(cfg: StackConfig, context: string, kc: KubeConfig): Pr
     const cluster = clusterOf(kc);
     const [nodes, pods] = await Promise.all([cluster.listNodes(`${rules.ephemeralKey}=true`), cluster.listPods()]);
     const { onEphemeral, spilled } = judgePods(pods, new Set(nodes.map((n) => n.metadata.name)), rules);
-    const lines = [`Pods on the ephemeral nodes of ${cfg.cluster.name} (context ${context}): ${nodes.length} nodes, ${onEphemeral.length} pods`];
+    const lines = [`Pods on the ephemeral nodes of ${cfg.cluster.name} (context ${context}): ${plural(nodes.length, "node")}, ${plural(onEphemeral.length, "pod")}`];
     for (const node of nodes) {
         const l = node.metadata.labels ?? {};
         lines.push(`${node.metadata.name} (${l["node.kubernetes.io/instance-type"] ?? "?"}, ${l["karpenter.sh/capacity-type"] ?? "?"}):`);
@@ -187,8 +188,8 @@ async function verifyLive(cfg: StackConfig, context: string, kc: KubeConfig): Pr
     const misplaced = onEphemeral.filter((v) => v.status === "fail").length;
     lines.push(
         failed.length
-            ? `FAILED: ${misplaced} pod${misplaced === 1 ? "" : "s"} on ephemeral nodes that must not be there, ${failed.length - misplaced} burst pod${failed.length - misplaced === 1 ? "" : "s"} on stable nodes`
-            : `OK: only burst Celery pods and the node agents run on ephemeral nodes${spilled.length ? `; ${spilled.length} burst pods spilled to stable nodes` : ""}`,
+            ? `FAILED: ${plural(misplaced, "pod")} on ephemeral nodes that must not be there, ${plural(failed.length - misplaced, "burst pod")} on stable nodes`
+            : `OK: only burst Celery pods and the node agents run on ephemeral nodes${spilled.length ? `; ${plural(spilled.length, "burst pod")} spilled to stable nodes` : ""}`,
     );
     return { exitCode: failed.length ? EXIT.findings : EXIT.ok, output: lines.join("\n") };
 }
