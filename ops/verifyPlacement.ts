@@ -55,17 +55,20 @@ const isBurst = (labels: Record<string, string> | undefined, rules: PlacementRul
 /** Each pod template against the ephemeral nodes: who could land there, and whether it may. */
 export function judgeTemplates(templates: PodTemplate[], nodes: EphemeralNodes, rules: PlacementRules): Verdict[] {
     const findings = placementFindings(templates, nodes);
+    // Without node agents to wait for, the pool has no startup taints and "before the agents" means nothing.
+    const gated = nodes.launched.taints.length > nodes.ready.taints.length;
     return templates.map((t, i) => {
         const f = findings[i];
+        const early = gated && f.launched;
         const subject = t.owner;
         if (t.kind === "DaemonSet" && allowedDaemonSet(rules, t.namespace, t.name)) return { status: "ok", subject, reason: "allowed daemonset (node agent)" };
         if (!isBurst(t.labels, rules)) {
             return f.ephemeral
-                ? { status: "fail", subject, reason: `could run on ephemeral nodes: it ${whyAllowed(t.spec, nodes.ready)}${f.launched ? ", even before the node agents are ready (startup taints)" : ""}` }
+                ? { status: "fail", subject, reason: `could run on ephemeral nodes: it ${whyAllowed(t.spec, nodes.ready)}${early ? ", even before the node agents are ready (startup taints)" : ""}` }
                 : { status: "ok", subject, reason: `kept off: ${f.reasons.join("; ")}` };
         }
         if (!f.ephemeral) return { status: "warn", subject, reason: `burst Celery pod that cannot run on ephemeral nodes: ${f.reasons.join("; ")}` };
-        if (f.launched) return { status: "fail", subject, reason: `burst Celery pod that could start before the node agents: it ${whyAllowed(t.spec, nodes.launched)}` };
+        if (early) return { status: "fail", subject, reason: `burst Celery pod that could start before the node agents: it ${whyAllowed(t.spec, nodes.launched)}` };
         return { status: "ok", subject, reason: `burst Celery pod (${rules.burstLabel}=true)` };
     });
 }

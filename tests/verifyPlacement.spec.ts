@@ -47,6 +47,14 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         expect(r.output).to.include("  OK    DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: allowed daemonset (node agent)");
     });
 
+    it("passes the scratch stack's plan: with no node agents there are no startup taints to start before", async () => {
+        const out = tempDir("verify-plan-");
+        expect((await plan(["--stack", "scratch", "--out", out])).exitCode).to.equal(0);
+        const r = await verifyPlacement(["--stack", "scratch", "--manifests", path.join(out, "manifests.yaml")]);
+        expect(r.exitCode, r.output).to.equal(0);
+        expect(r.output).to.include("  OK    Deployment default/celery-headroom: burst Celery pod (notification-canada-ca/celery-burst=true)");
+    });
+
     it("exits 0 when only burst pods and node agents can land", async () => {
         const r = await verifyPlacement(["--stack", "staging", "--manifests", path.join(FIXTURES, "rendered", "nested")]);
         expect(r.exitCode, r.output).to.equal(0);
