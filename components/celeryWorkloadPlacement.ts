@@ -12,6 +12,8 @@ export const DEPLOYMENT_LABEL = "notify-karpenter/deployment";
 /** The pre-stop script (run_celery_exit.sh) needs about 9 s to stop the worker after SIGTERM. */
 export const SHUTDOWN_MARGIN_SECONDS = 10;
 const PAUSE_IMAGE = "registry.k8s.io/pause:3.10";
+/** The chart's selector labels for release "nidhogg" (its StatefulSet is named after the release). */
+const NIDHOGG_POD_LABELS = { "app.kubernetes.io/name": "nidhogg", "app.kubernetes.io/instance": "nidhogg" };
 
 export interface PriorityClassSpec {
     name: string;
@@ -155,6 +157,8 @@ export function headroomDeployment(a: CeleryWorkloadPlacementArgs) {
 export function nidhoggValues(a: CeleryWorkloadPlacementArgs) {
     return {
         nodeSelector: a.stableNodeSelector,
+        // Requests, so a busy stable node cannot squeeze out the one controller every new ephemeral node waits for.
+        resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } },
         configuration: {
             taintNamePrefix: NIDHOGG_TAINT_PREFIX,
             nodeSelector: [`${a.ephemeralKey}=true`],
@@ -213,9 +217,10 @@ export function placementProblems(a: CeleryWorkloadPlacementArgs): string[] {
     for (const d of a.burst.deployments) {
         if ((d.minAvailable === undefined) === (d.maxUnavailable === undefined)) problems.push(`Deployment ${d.name}: set exactly one of minAvailable and maxUnavailable`);
     }
-    const agentNamespaces = new Set(a.nodeDaemonSets.filter((d) => d.tolerateAll ?? true).map((d) => d.namespace));
+    // Every agent tolerates the ephemeral taint, so the policy must never cover an agent's namespace.
+    const agentNamespaces = new Set(a.nodeDaemonSets.map((d) => d.namespace));
     for (const ns of a.admission.namespaces ?? [a.namespace]) {
-        if (agentNamespaces.has(ns)) problems.push(`the admission policy would reject the node daemonsets in namespace ${ns}, which tolerate every taint`);
+        if (agentNamespaces.has(ns)) problems.push(`the admission policy would reject the node daemonsets in namespace ${ns}, which tolerate the ephemeral taint`);
     }
     const { high, burst: low, headroom } = a.priorityClasses;
     if (!(high.value > low.value && low.value > headroom.value)) {
@@ -247,7 +252,12 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
 
         const pcs = args.priorityClasses;
         const priorityClass = (role: string, pc: PriorityClassSpec, description: string, preemptionPolicy?: string) =>
-            new k8s.scheduling.v1.PriorityClass(`${name}-priority-${role}`, { metadata: { name: pc.name }, value: pc.value, globalDefault: false, description, preemptionPolicy }, child);
+            new k8s.scheduling.v1.PriorityClass(
+                `${name}-priority-${role}`,
+                // Forced: when a migration adopts GC Notify's existing classes (README), Helm owns their fields.
+                { metadata: { name: pc.name, annotations: { "pulumi.com/patchForce": "true" } }, value: pc.value, globalDefault: false, description, preemptionPolicy },
+                child,
+            );
         const classes = [
             priorityClass("high", pcs.high, "Workloads that must stay up: API, admin, static Celery, beat."),
             priorityClass("burst", pcs.burst, "Burst Celery workers on ephemeral spot nodes; evicted before anything else that runs real work."),
@@ -269,6 +279,20 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
                   ),
               ]
             : [];
+        // The chart (0.6.6) has no priority class or disruption budget; without nidhogg every new node stays tainted,
+        // so it must not be the first pod preempted on a stable node full of high-priority work.
+        for (const release of nidhogg) {
+            new k8s.apps.v1.StatefulSetPatch(
+                `${name}-nidhogg-priority`,
+                { metadata: patchMetadata("nidhogg", "kube-system"), spec: { template: { spec: { priorityClassName: "system-cluster-critical" } } } },
+                { parent: this, dependsOn: [release] },
+            );
+            new k8s.policy.v1.PodDisruptionBudget(
+                `${name}-nidhogg-pdb`,
+                { metadata: { name: "nidhogg", namespace: "kube-system" }, spec: { maxUnavailable: 1, selector: { matchLabels: NIDHOGG_POD_LABELS } } },
+                { parent: this, dependsOn: [release] },
+            );
+        }
         const nodesReady = { parent: this, dependsOn: [...(args.dependsOn ?? []), ...classes, ...agents, ...nidhogg] };
 
         for (const d of args.burst.deployments) {

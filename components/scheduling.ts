@@ -42,7 +42,11 @@ export interface PodScheduling {
 export interface NodeModel {
     /** What the node is, for messages ("an ephemeral node"). */
     description: string;
-    labels: Record<string, string>;
+    /**
+     * Node labels. A list stands for a label that can take any of these values (a pool that launches several
+     * instance types or zones), so each rule passes if some value passes: the model answers "could it land".
+     */
+    labels: Record<string, string | string[]>;
     taints: Taint[];
 }
 
@@ -54,24 +58,26 @@ export function tolerates(t: Toleration, taint: Taint): boolean {
     return t.operator === "Exists" || (t.value ?? "") === (taint.value ?? "");
 }
 
-function matches(req: NodeSelectorRequirement, labels: Record<string, string>): boolean {
-    const has = Object.prototype.hasOwnProperty.call(labels, req.key);
-    const value = labels[req.key];
-    switch (req.operator) {
-        case "In":
-            return has && (req.values ?? []).includes(value);
-        case "NotIn":
-            return !has || !(req.values ?? []).includes(value);
-        case "Exists":
-            return has;
-        case "DoesNotExist":
-            return !has;
-        case "Gt":
-        case "Lt": {
-            const [n, bound] = [Number(value), Number(req.values?.[0])];
-            return has && Number.isInteger(n) && (req.operator === "Gt" ? n > bound : n < bound);
+function matches(req: NodeSelectorRequirement, labels: NodeModel["labels"]): boolean {
+    if (!Object.prototype.hasOwnProperty.call(labels, req.key)) return req.operator === "NotIn" || req.operator === "DoesNotExist";
+    const values = ([] as string[]).concat(labels[req.key]);
+    return values.some((value) => {
+        switch (req.operator) {
+            case "In":
+                return (req.values ?? []).includes(value);
+            case "NotIn":
+                return !(req.values ?? []).includes(value);
+            case "Exists":
+                return true;
+            case "DoesNotExist":
+                return false;
+            case "Gt":
+            case "Lt": {
+                const [n, bound] = [Number(value), Number(req.values?.[0])];
+                return Number.isInteger(n) && (req.operator === "Gt" ? n > bound : n < bound);
+            }
         }
-    }
+    });
 }
 
 /**
@@ -87,7 +93,7 @@ export function schedulingProblems(pod: PodScheduling, node: NodeModel): string[
         }
     }
     for (const [key, value] of Object.entries(pod.nodeSelector ?? {})) {
-        if (node.labels[key] !== value) problems.push(`nodeSelector ${key}=${value} does not match`);
+        if (!([] as (string | undefined)[]).concat(node.labels[key]).includes(value)) problems.push(`nodeSelector ${key}=${value} does not match`);
     }
     const required = pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
     if (required) {

@@ -36,8 +36,7 @@ export function ephemeralNodesOf(objects: KubeObject[]): EphemeralNodes[] {
         .filter((o) => `${o.apiVersion}:${o.kind}` === NODEPOOL)
         .map((pool) => {
             const t = pool.spec.template;
-            const capacity = t.spec.requirements.find((r: any) => r.key === "karpenter.sh/capacity-type")?.values?.[0] ?? "spot";
-            const labels = { ...(t.metadata?.labels ?? {}), "karpenter.sh/nodepool": pool.metadata!.name!, "karpenter.sh/capacity-type": capacity, "kubernetes.io/os": "linux" };
+            const labels = { ...wellKnownLabels(t.spec.requirements), ...(t.metadata?.labels ?? {}), "karpenter.sh/nodepool": pool.metadata!.name! };
             const taints: Taint[] = t.spec.taints ?? [];
             const name = pool.metadata!.name!;
             return {
@@ -46,6 +45,23 @@ export function ephemeralNodesOf(objects: KubeObject[]): EphemeralNodes[] {
                 ready: { description: `a ready node of NodePool ${name}`, labels, taints },
             };
         });
+}
+
+/**
+ * The labels Karpenter gives the nodes of a pool, from its `In` requirements: each key with every value it allows
+ * (instance types, zones, capacity types...), plus the family, size and category that follow from the types.
+ */
+function wellKnownLabels(requirements: { key: string; operator: string; values?: string[] }[]): Record<string, string | string[]> {
+    const labels: Record<string, string | string[]> = { "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "karpenter.sh/capacity-type": "spot" };
+    for (const r of requirements) if (r.operator === "In" && r.values?.length) labels[r.key] = r.values;
+    const types = ([] as string[]).concat(labels["node.kubernetes.io/instance-type"] ?? []);
+    if (types.length) {
+        const unique = (f: (t: string) => string) => [...new Set(types.map(f))];
+        labels["karpenter.k8s.aws/instance-family"] = unique((t) => t.split(".")[0]);
+        labels["karpenter.k8s.aws/instance-size"] = unique((t) => t.split(".")[1]);
+        labels["karpenter.k8s.aws/instance-category"] = unique((t) => t[0]);
+    }
+    return labels;
 }
 
 const CRONJOB = "CronJob";

@@ -167,7 +167,14 @@ const nodePool = object(
         if (explicit === product || (product && (!p.instanceFamilies || !p.instanceSizes))) {
             return [{ path: `${path}.instanceTypes`, message: "or instanceFamilies with instanceSizes (but not both forms) must list the approved instance types" }];
         }
-        return [];
+        // Karpenter accepts such a budget and it silently does nothing: WhenEmpty never consolidates underused nodes.
+        return p.consolidationPolicy !== "WhenEmpty"
+            ? []
+            : p.budgets.flatMap((b, i) =>
+                  b.reasons?.includes("Underutilized")
+                      ? [{ path: `${path}.budgets[${i}].reasons`, message: "must not list Underutilized with consolidationPolicy WhenEmpty, which never disrupts a node for that reason: the budget would do nothing (use Empty or Drifted)" }]
+                      : [],
+              );
     },
 );
 

@@ -56,7 +56,7 @@ for (const stack of STACKS) {
             expect(spec.disruption).to.deep.equal({
                 consolidationPolicy: "WhenEmpty",
                 consolidateAfter: "30m",
-                budgets: [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized"], schedule: "0 13 * * mon-fri", duration: "10h" }],
+                budgets: [{ nodes: "10%" }, { nodes: "0", reasons: ["Drifted"], schedule: "0 13 * * mon-fri", duration: "10h" }],
             });
             expect(spec.limits).to.deep.equal(stack === "staging" ? { cpu: "400", memory: "1000Gi" } : { cpu: "1000", memory: "1000Gi" });
             expect(spec.weight).to.equal(10);

@@ -3,7 +3,8 @@ import { expect } from "chai";
 import { CeleryWorkloadPlacement, DEPLOYMENT_LABEL, admissionPolicySpec } from "../components/celeryWorkloadPlacement";
 import { NodeModel, schedulingProblems } from "../components/scheduling";
 import { parseStackConfig } from "../stacks/config";
-import { placementArgs } from "../stacks/componentArgs";
+import { nodePoolArgs, placementArgs } from "../stacks/componentArgs";
+import { renderNodePool } from "../components/ephemeralNodePool";
 import { runOffline } from "../plan/offlineRuntime";
 import { ephemeralNodesOf, podTemplatesOf } from "../plan/placementCheck";
 import { STACKS, buildStack, configErrorOf, errorOf, patchSections, rawConfig, section, stackConfig } from "./helpers";
@@ -87,7 +88,9 @@ for (const stack of STACKS) {
         });
 
         it("gives each burst Deployment the PodDisruptionBudget from config, selecting only its own pods", () => {
-            const budgets = Object.fromEntries(r.byType("kubernetes:policy/v1:PodDisruptionBudget").map((p) => [p.inputs.metadata.name, p.inputs]));
+            const budgets = Object.fromEntries(
+                r.byType("kubernetes:policy/v1:PodDisruptionBudget").filter((p) => p.inputs.metadata.namespace === NS).map((p) => [p.inputs.metadata.name, p.inputs]),
+            );
             expect(Object.keys(budgets)).to.deep.equal(BURST);
             const expected = [{ minAvailable: 2 }, { minAvailable: 2 }, { maxUnavailable: "50%" }, { maxUnavailable: 1 }, { minAvailable: 1 }];
             BURST.forEach((name, i) => {
@@ -128,12 +131,21 @@ for (const stack of STACKS) {
             expect(nidhogg).to.deep.include({ name: "nidhogg", chart: "oci://ghcr.io/pelotech/charts/nidhogg", version: "0.6.6", namespace: "kube-system" });
             expect(nidhogg.values).to.deep.equal({
                 nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" },
+                resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } },
                 configuration: {
                     taintNamePrefix: "nidhogg.uswitch.com",
                     nodeSelector: [`${EPHEMERAL}=true`],
                     daemonsets: AGENTS.map(([namespace, name]) => ({ name, namespace })),
                 },
             });
+        });
+
+        it("keeps nidhogg from being the first pod evicted: system-cluster-critical and a disruption budget", () => {
+            const patch = r.get("kubernetes:apps/v1:StatefulSetPatch", "celery-placement-nidhogg-priority").inputs;
+            expect(patch.metadata).to.deep.equal({ name: "nidhogg", namespace: "kube-system", annotations: patchForce });
+            expect(patch.spec).to.deep.equal({ template: { spec: { priorityClassName: "system-cluster-critical" } } });
+            const pdb = r.get("kubernetes:policy/v1:PodDisruptionBudget", "celery-placement-nidhogg-pdb").inputs;
+            expect(pdb.spec).to.deep.equal({ maxUnavailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": "nidhogg", "app.kubernetes.io/instance": "nidhogg" } } });
         });
 
         it("binds the admission policy in deny mode to the application namespace", () => {
@@ -253,6 +265,26 @@ describe("CeleryWorkloadPlacement options", () => {
     });
 });
 
+describe("the ephemeral node model", () => {
+    const [nodes] = ephemeralNodesOf([renderNodePool(nodePoolArgs(stackConfig("production"), "node-role"), "node-role").nodePool]);
+    const everything = [{ operator: "Exists" as const }];
+
+    it("carries every label Karpenter may give a node of the pool, so no selector hides a pod that could land", () => {
+        // Each of these pods tolerates every taint; a selector on a well-known label must not make it look safe.
+        expect(schedulingProblems({ tolerations: everything, nodeSelector: { "kubernetes.io/arch": "amd64" } }, nodes.ready)).to.deep.equal([]);
+        expect(schedulingProblems({ tolerations: everything, nodeSelector: { "topology.kubernetes.io/zone": "ca-central-1d" } }, nodes.ready)).to.deep.equal([]);
+        expect(schedulingProblems({ tolerations: everything, nodeSelector: { "node.kubernetes.io/instance-type": "r7a.2xlarge" } }, nodes.ready)).to.deep.equal([]);
+        const zone = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: "karpenter.k8s.aws/instance-family", operator: "In" as const, values: ["c7i"] }] }] } } };
+        expect(schedulingProblems({ tolerations: everything, affinity: zone }, nodes.ready)).to.deep.equal([]);
+    });
+
+    it("still keeps off pods whose selectors no node of the pool can meet", () => {
+        expect(schedulingProblems({ tolerations: everything, nodeSelector: { "kubernetes.io/arch": "arm64" } }, nodes.ready)).to.deep.equal(["nodeSelector kubernetes.io/arch=arm64 does not match"]);
+        expect(schedulingProblems({ tolerations: everything, nodeSelector: { "node.kubernetes.io/instance-type": "m7i.4xlarge" } }, nodes.ready)).to.have.length(1);
+        expect(schedulingProblems({ tolerations: everything, nodeSelector: { "karpenter.sh/capacity-type": "on-demand" } }, nodes.ready)).to.have.length(1);
+    });
+});
+
 describe("the admission policy's CEL", () => {
     const spec = admissionPolicySpec(placementArgs(stackConfig("production")));
 
@@ -340,6 +372,14 @@ describe("placement config errors", () => {
         );
     });
 
+    it("rejects a disruption budget that can never apply: Underutilized under WhenEmpty", () => {
+        const budgets = [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized"], schedule: "0 13 * * mon-fri", duration: "10h" }];
+        expect(errorOf(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets })))).to.equal(
+            "staging: notify-karpenter:nodePool.budgets[1].reasons must not list Underutilized with consolidationPolicy WhenEmpty, which never disrupts a node for that reason: the budget would do nothing (use Empty or Drifted)",
+        );
+        expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets, consolidationPolicy: "WhenEmptyOrUnderutilized" }))).to.not.throw();
+    });
+
     it("rejects headroom without a Celery pod size", () => {
         const raw = rawConfig("staging", "nodePool", { capacityCheck: undefined });
         expect(errorOf(() => parseStackConfig("staging", raw))).to.equal(
@@ -353,7 +393,7 @@ describe("placement config errors", () => {
 
     it("rejects an admission policy over a node agent's namespace", () => {
         expect(errorOf(() => parseStackConfig("staging", withPlacement({ admission: { mode: "deny", namespaces: [NS, "kube-system"] } })))).to.equal(
-            "staging: notify-karpenter:placement the admission policy would reject the node daemonsets in namespace kube-system, which tolerate every taint",
+            "staging: notify-karpenter:placement the admission policy would reject the node daemonsets in namespace kube-system, which tolerate the ephemeral taint",
         );
     });
 

@@ -42,7 +42,7 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         expect((await plan(["--stack", "production", "--out", out])).exitCode).to.equal(0);
         const r = await verifyPlacement(["--stack", "production", "--manifests", path.join(out, "manifests.yaml")]);
         expect(r.exitCode, r.output).to.equal(0);
-        expect(r.output).to.match(/ \d+ objects, 22 pod templates\) /);
+        expect(r.output).to.match(/ \d+ objects, 23 pod templates\) /);
         expect(r.output).to.include("  OK    Deployment notification-canada-ca/notify-celery-core-tasks-burst: burst Celery pod (notification-canada-ca/celery-burst=true)");
         expect(r.output).to.include("  OK    DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: allowed daemonset (node agent)");
     });
