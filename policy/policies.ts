@@ -317,6 +317,37 @@ const IAM_DOCUMENTS: Record<string, (p: Props) => unknown[]> = {
     "aws:iam/role:Role": (p) => list<Props>(p.inlinePolicies).map((i) => i.policy),
 };
 
+/** Resources that attach managed policies, and the ARNs they attach. */
+const IAM_ATTACHMENTS: Record<string, (p: Props) => unknown[]> = {
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": (p) => [p.policyArn],
+    "aws:iam/userPolicyAttachment:UserPolicyAttachment": (p) => [p.policyArn],
+    "aws:iam/groupPolicyAttachment:GroupPolicyAttachment": (p) => [p.policyArn],
+    "aws:iam/policyAttachment:PolicyAttachment": (p) => [p.policyArn],
+    "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive": (p) => list(p.policyArns),
+    "aws:iam/userPolicyAttachmentsExclusive:UserPolicyAttachmentsExclusive": (p) => list(p.policyArns),
+    "aws:iam/groupPolicyAttachmentsExclusive:GroupPolicyAttachmentsExclusive": (p) => list(p.policyArns),
+    "aws:iam/role:Role": (p) => list(p.managedPolicyArns),
+};
+
+/**
+ * AWS managed policies that grant mutating EC2 actions on "*" without a condition, by path and name (the same in
+ * every partition), with what they grant. Short on purpose: the broad ones someone might attach to a role through
+ * `controller.nodeRolePolicyArns`. AmazonEKS_CNI_Policy, which every node role has, also allows network-interface
+ * actions on "*"; it is not listed, since nodes cannot run the VPC CNI without it.
+ */
+const UNSCOPED_EC2_MANAGED_POLICIES: Record<string, string> = {
+    AdministratorAccess: "every action",
+    PowerUserAccess: "every action but IAM, Organizations and Account ones",
+    AmazonEC2FullAccess: "ec2:*",
+    "service-role/AmazonEC2SpotFleetTaggingRole": "ec2:RunInstances, ec2:RequestSpotInstances, ec2:TerminateInstances and ec2:CreateTags",
+};
+
+/** What an AWS managed policy ARN (any partition) grants, when it is one of the unscoped ones. */
+function unscopedManagedPolicy(arn: unknown): string | undefined {
+    const path = /^arn:[a-z-]+:iam::aws:policy\/(.+)$/.exec(String(arn))?.[1];
+    return path !== undefined && Object.hasOwn(UNSCOPED_EC2_MANAGED_POLICIES, path) ? UNSCOPED_EC2_MANAGED_POLICIES[path] : undefined;
+}
+
 /** A policy document given as JSON text or as an object; {} when the text is not JSON (AWS would reject it anyway). */
 function documentOf(policy: unknown): Props {
     if (typeof policy !== "string") return (policy as Props) ?? {};
@@ -397,11 +428,11 @@ function unscopedEc2Mutations(s: Props): { actions: string[]; on: string } | und
 export const iamNoUnscopedEc2Mutation: ResourceValidationPolicy = {
     name: "iam-no-unscoped-ec2-mutation",
     description:
-        "IAM policies grant mutating EC2 actions (anything but Describe*, Get*, List*) only on named resources or under a condition: " +
+        "IAM policies and managed policy attachments grant mutating EC2 actions (anything but Describe*, Get*, List*) only on named resources or under a condition: " +
         'never unconditionally on "*", on every resource of a type (instance/*) or through NotResource or NotAction.',
     enforcementLevel: "mandatory",
-    validateResource: ofTypes(Object.keys(IAM_DOCUMENTS), (p, args, report) => {
-        for (const doc of IAM_DOCUMENTS[args.type](p).map(documentOf)) {
+    validateResource: ofTypes([...new Set([...Object.keys(IAM_DOCUMENTS), ...Object.keys(IAM_ATTACHMENTS)])], (p, args, report) => {
+        for (const doc of (IAM_DOCUMENTS[args.type]?.(p) ?? []).map(documentOf)) {
             list<Props>(doc.Statement).forEach((s, i) => {
                 const unscoped = unscopedEc2Mutations(s);
                 if (!unscoped) return;
@@ -411,6 +442,15 @@ export const iamNoUnscopedEc2Mutation: ResourceValidationPolicy = {
                         "and ec2:RunInstances and ec2:CreateFleet every image, snapshot, security group, subnet, capacity reservation and placement group)",
                 );
             });
+        }
+        // After the documents: an attached ARN unknown at preview stops the policy here, with the documents checked.
+        for (const arn of IAM_ATTACHMENTS[args.type]?.(p) ?? []) {
+            const grants = unscopedManagedPolicy(arn);
+            if (grants === undefined) continue;
+            report(
+                `${args.type.split(":")[2]} ${p.name ?? args.name} attaches the AWS managed policy ${arn}, which allows ${grants} on every resource without a condition; ` +
+                    "attach a policy that scopes mutating EC2 actions with tag conditions instead",
+            );
         }
     }),
 };

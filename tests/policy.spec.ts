@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { controllerPolicies, interruptionQueuePolicy } from "../components/controllerPolicy";
 import { renderNodePool } from "../components/ephemeralNodePool";
-import { controllerValues } from "../components/karpenterController";
+import { NODE_ROLE_POLICIES, controllerValues } from "../components/karpenterController";
 import { PolicyInput, policyInputs, runPolicies } from "../plan/policyRun";
 import * as pack from "../policy/policies";
 import { nodePoolArgs } from "../stacks/componentArgs";
@@ -319,6 +319,7 @@ describe("iam-no-unscoped-ec2-mutation", () => {
     const advice =
         "scope mutating EC2 actions with tag conditions as Karpenter's reference policy does (unconditionally, only Describe*, Get* and List* may cover every resource, " +
         "and ec2:RunInstances and ec2:CreateFleet every image, snapshot, security group, subnet, capacity reservation and placement group)";
+    const attachment = (policyArn: unknown, type = "aws:iam/rolePolicyAttachment:RolePolicyAttachment") => resource(type, { role: "karpenter-node", policyArn }, "karpenter-node-extra-0");
 
     it("passes every controller policy of the Karpenter reference in every partition (its unconditional launch statement included), and unscoped reads", async () => {
         for (const partition of ["aws", "aws-cn", "aws-us-gov"]) {
@@ -329,7 +330,7 @@ describe("iam-no-unscoped-ec2-mutation", () => {
         expect((await statementCheck({ Action: ["ec2:Describe*", "ec2:GetConsoleOutput"], Resource: "*" })).violations).to.deep.equal([]);
     });
 
-    it("passes the IAM resources of every stack's program: the controller's policies and its role", async () => {
+    it("passes the IAM resources of every stack's program: the controller's policies, its role and their attachments", async () => {
         for (const stack of ["staging", "production", "scratch"]) {
             const inputs = policyInputs((await buildStack(stack)).resources);
             const report = await runPolicies([policy], inputs);
@@ -337,6 +338,7 @@ describe("iam-no-unscoped-ec2-mutation", () => {
             expect(report.unknown, stack).to.deep.equal([]);
             const checked = inputs.filter((r) => !report.notApplicable.includes(`${policy.name} ${r.urn}`)).map((r) => r.type);
             expect(checked.filter((t) => t === "aws:iam/policy:Policy"), stack).to.have.length(6);
+            expect(checked, stack).to.include("aws:iam/rolePolicyAttachment:RolePolicyAttachment");
         }
     });
 
@@ -420,9 +422,58 @@ describe("iam-no-unscoped-ec2-mutation", () => {
         expect((await check(policy, resource("aws:iam/rolePolicy:RolePolicy", { name: "rp", policy: bad }))).violations).to.have.length(1);
     });
 
-    it("skips rather than fails a document that is unknown at preview (it runs on up)", async () => {
-        const { violations, unknown } = await check(policy, iamPolicy(UNKNOWN));
-        expect([violations, unknown]).to.deep.equal([[], 1]);
+    it("fails an attachment of an AWS managed policy that grants unscoped EC2 mutation, in any partition", async () => {
+        const { violations } = await check(policy, attachment("arn:aws:iam::aws:policy/AmazonEC2FullAccess"));
+        expect(violations).to.deep.equal([
+            "RolePolicyAttachment karpenter-node-extra-0 attaches the AWS managed policy arn:aws:iam::aws:policy/AmazonEC2FullAccess, which allows ec2:* on every resource without a condition; " +
+                "attach a policy that scopes mutating EC2 actions with tag conditions instead",
+        ]);
+        for (const partition of ["aws", "aws-cn", "aws-us-gov"]) {
+            for (const name of ["AdministratorAccess", "PowerUserAccess", "AmazonEC2FullAccess", "service-role/AmazonEC2SpotFleetTaggingRole"]) {
+                const arn = `arn:${partition}:iam::aws:policy/${name}`;
+                expect((await check(policy, attachment(arn))).violations, arn).to.have.length(1);
+            }
+        }
+    });
+
+    it("checks every way to attach a managed policy: attachments of roles, users and groups, exclusive attachments and a role's managedPolicyArns", async () => {
+        const admin = "arn:aws:iam::aws:policy/AdministratorAccess";
+        const attaching = [
+            ...["role", "user", "group"].map((k) => attachment(admin, `aws:iam/${k}PolicyAttachment:${k[0].toUpperCase()}${k.slice(1)}PolicyAttachment`)),
+            resource("aws:iam/policyAttachment:PolicyAttachment", { name: "admins", roles: ["r"], policyArn: admin }),
+            ...["Role", "User", "Group"].map((k) => resource(`aws:iam/${k.toLowerCase()}PolicyAttachmentsExclusive:${k}PolicyAttachmentsExclusive`, { policyArns: [admin] })),
+            resource("aws:iam/role:Role", { name: "r", managedPolicyArns: ["arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore", admin] }),
+        ];
+        for (const r of attaching) expect((await check(policy, r)).violations, r.type).to.have.length(1);
+    });
+
+    it("fails a node role policy from config that grants unscoped EC2 mutation, in the stack's plan", async () => {
+        const built = await buildStack("staging", { controller: { existingNodeRoleName: undefined, nodeRolePolicyArns: ["arn:aws:iam::aws:policy/PowerUserAccess"] } });
+        const report = await runPolicies([policy], policyInputs(built.resources));
+        expect(report.violations.map((v) => [v.urn?.split("::").pop(), v.message.split(",")[0]])).to.deep.equal([
+            ["karpenter-node-extra-0", "RolePolicyAttachment karpenter-node-extra-0 attaches the AWS managed policy arn:aws:iam::aws:policy/PowerUserAccess"],
+        ]);
+    });
+
+    it("passes the node role's and stable nodes' managed policies, other AWS managed policies and customer policies", async () => {
+        const passing = [
+            ...NODE_ROLE_POLICIES.map((p) => `arn:aws:iam::aws:policy/${p}`),
+            "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy",
+            "arn:aws:iam::aws:policy/AmazonEC2ReadOnlyAccess",
+            "arn:aws:iam::123456789012:policy/karpenter-node-lifecycle",
+        ];
+        for (const arn of passing) expect((await check(policy, attachment(arn))).violations, arn).to.deep.equal([]);
+        expect((await check(policy, resource("aws:iam/role:Role", { name: "r", managedPolicyArns: passing }))).violations).to.deep.equal([]);
+    });
+
+    it("skips rather than fails a document or an attached ARN that is unknown at preview (it runs on up)", async () => {
+        for (const r of [iamPolicy(UNKNOWN), attachment(UNKNOWN), resource("aws:iam/role:Role", { name: "r", managedPolicyArns: [UNKNOWN] })]) {
+            const { violations, unknown } = await check(policy, r);
+            expect([violations, unknown], r.type).to.deep.equal([[], 1]);
+        }
+        const known = doc({ Effect: "Allow", Action: "ec2:*", Resource: "*" });
+        const partly = await check(policy, resource("aws:iam/role:Role", { name: "r", inlinePolicies: [{ name: "i", policy: known }], managedPolicyArns: [UNKNOWN] }));
+        expect([partly.violations.length, partly.unknown], "the known document is still checked").to.deep.equal([1, 1]);
     });
 
     it("does not apply to other resources", async () => {
