@@ -292,6 +292,22 @@ export const karpenterControllerOnStableNodes: ResourceValidationPolicy = {
 };
 
 // ---- IAM --------------------------------------------------------------------------------------------------------
+//
+// What counts as unscoped EC2 mutation, in an Allow statement without a Condition (a condition, such as the
+// reference policy's `aws:ResourceTag/kubernetes.io/cluster/<name>` or `aws:RequestTag/karpenter.sh/nodepool`, is
+// what scopes a statement; any condition counts):
+// - under NotResource, any mutating EC2 action (it applies to every resource but a few);
+// - otherwise, a mutating EC2 action on a resource pattern that covers every EC2 resource of some type in a region
+//   or account: "*", `arn:*:ec2:*:*:instance/*`, `arn:aws:ec2:ca-central-1:123456789012:volume/*`, `…:instance/i-*`
+//   and the like, whatever the partition, region and account. A pattern naming particular resources is scoped.
+// The one exception is how the reference template lets Karpenter launch (AllowScopedEC2InstanceAccessActions):
+// ec2:RunInstances and ec2:CreateFleet, written out, on every image, snapshot, security group, subnet, capacity
+// reservation and placement group. Those are what a launch reads, not what it changes; what it creates or acts on
+// (instances, volumes, network interfaces, fleets, spot requests) and the launch templates it runs (user data,
+// instance profile) stay scoped by tag conditions, as the template does.
+// A NotAction statement grants every mutating EC2 action unless it excludes all of EC2, so it is checked as ec2:*.
+// Which resource types each action can act on is not modelled: ec2:DeleteSnapshot on `snapshot/*` counts, and so
+// does ec2:TerminateInstances on `image/*`, which grants nothing but has no reason to be written.
 
 const IAM_DOCUMENTS: Record<string, (p: Props) => unknown[]> = {
     "aws:iam/policy:Policy": (p) => [p.policy],
@@ -300,6 +316,37 @@ const IAM_DOCUMENTS: Record<string, (p: Props) => unknown[]> = {
     "aws:iam/groupPolicy:GroupPolicy": (p) => [p.policy],
     "aws:iam/role:Role": (p) => list<Props>(p.inlinePolicies).map((i) => i.policy),
 };
+
+/** Resources that attach managed policies, and the ARNs they attach. */
+const IAM_ATTACHMENTS: Record<string, (p: Props) => unknown[]> = {
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": (p) => [p.policyArn],
+    "aws:iam/userPolicyAttachment:UserPolicyAttachment": (p) => [p.policyArn],
+    "aws:iam/groupPolicyAttachment:GroupPolicyAttachment": (p) => [p.policyArn],
+    "aws:iam/policyAttachment:PolicyAttachment": (p) => [p.policyArn],
+    "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive": (p) => list(p.policyArns),
+    "aws:iam/userPolicyAttachmentsExclusive:UserPolicyAttachmentsExclusive": (p) => list(p.policyArns),
+    "aws:iam/groupPolicyAttachmentsExclusive:GroupPolicyAttachmentsExclusive": (p) => list(p.policyArns),
+    "aws:iam/role:Role": (p) => list(p.managedPolicyArns),
+};
+
+/**
+ * AWS managed policies that grant mutating EC2 actions on "*" without a condition, by path and name (the same in
+ * every partition), with what they grant. Short on purpose: the broad ones someone might attach to a role through
+ * `controller.nodeRolePolicyArns`. AmazonEKS_CNI_Policy, which every node role has, also allows network-interface
+ * actions on "*"; it is not listed, since nodes cannot run the VPC CNI without it.
+ */
+const UNSCOPED_EC2_MANAGED_POLICIES: Record<string, string> = {
+    AdministratorAccess: "every action",
+    PowerUserAccess: "every action but IAM, Organizations and Account ones",
+    AmazonEC2FullAccess: "ec2:*",
+    "service-role/AmazonEC2SpotFleetTaggingRole": "ec2:RunInstances, ec2:RequestSpotInstances, ec2:TerminateInstances and ec2:CreateTags",
+};
+
+/** What an AWS managed policy ARN (any partition) grants, when it is one of the unscoped ones. */
+function unscopedManagedPolicy(arn: unknown): string | undefined {
+    const path = /^arn:[a-z-]+:iam::aws:policy\/(.+)$/.exec(String(arn))?.[1];
+    return path !== undefined && Object.hasOwn(UNSCOPED_EC2_MANAGED_POLICIES, path) ? UNSCOPED_EC2_MANAGED_POLICIES[path] : undefined;
+}
 
 /** A policy document given as JSON text or as an object; {} when the text is not JSON (AWS would reject it anyway). */
 function documentOf(policy: unknown): Props {
@@ -319,32 +366,91 @@ function mutatesEc2(pattern: string): boolean {
     return glob(service).test("ec2") && !/^(describe|get|list)/i.test(verb);
 }
 
-/** The mutating EC2 actions a statement allows on every resource without a condition, as written. */
-function unscopedEc2Mutations(s: Props): string[] {
-    const everywhere = list(s.Resource).includes("*") || s.NotResource !== undefined;
+/** The launch actions, and the resource types they only read (see above). */
+const LAUNCH_ACTIONS = ["ec2:runinstances", "ec2:createfleet"];
+const LAUNCH_INPUTS = ["image", "snapshot", "security-group", "subnet", "capacity-reservation", "placement-group"];
+
+/** EC2 resource types a wildcard resource pattern is tried against, with their id prefixes. */
+const EC2_TYPES: Record<string, string> = {
+    instance: "i-",
+    volume: "vol-",
+    "network-interface": "eni-",
+    fleet: "fleet-",
+    "spot-instances-request": "sir-",
+    "launch-template": "lt-",
+    image: "ami-",
+    snapshot: "snap-",
+    "security-group": "sg-",
+    subnet: "subnet-",
+    "capacity-reservation": "cr-",
+    "placement-group": "",
+    vpc: "vpc-",
+};
+
+/**
+ * Whether a resource pattern covers every EC2 resource of `type`: whether it matches an id no resource has (after the
+ * type's id prefix) in the partition, region and account the pattern names, or any when it names none.
+ */
+function coversEvery(pattern: string, type: string): boolean {
+    const f = pattern.split(":");
+    const field = (i: number, otherwise: string) => (f[i] === undefined || /[*?]/.test(f[i]) ? otherwise : f[i]);
+    return glob(pattern).test(`arn:${field(1, "aws")}:ec2:${field(3, "ca-central-1")}:${field(4, "123456789012")}:${type}/${EC2_TYPES[type] ?? ""}~`);
+}
+
+/** Whether an action pattern may mutate, unconditionally, every resource of some type that `resource` covers. */
+function unscopedOn(action: string, resource: string): boolean {
+    const named = resource.split(":").slice(5).join(":").split("/")[0];
+    const types = [...new Set([...Object.keys(EC2_TYPES), ...(named && !/[*?]/.test(named) ? [named.toLowerCase()] : [])])];
+    const launch = LAUNCH_ACTIONS.includes(action.toLowerCase());
+    return types.some((t) => !(launch && LAUNCH_INPUTS.includes(t)) && coversEvery(resource, t));
+}
+
+/** The mutating EC2 actions a statement allows unscoped (see above), and on what; undefined when it allows none. */
+function unscopedEc2Mutations(s: Props): { actions: string[]; on: string } | undefined {
     const unconditional = !s.Condition || Object.keys(s.Condition).length === 0;
-    if (s.Effect !== "Allow" || !everywhere || !unconditional) return [];
-    if (s.NotAction === undefined) return list<string>(s.Action).filter(mutatesEc2);
-    // NotAction grants everything it does not name, so only excluding all of EC2 keeps EC2 out.
-    const notActions = list<string>(s.NotAction);
-    const excludesEc2 = notActions.some((a) => glob(a.split(":")[0]).test("ec2") && (a.split(":")[1] ?? "*") === "*");
-    return excludesEc2 ? [] : [`everything but ${notActions.join(", ")}`];
+    if (s.Effect !== "Allow" || !unconditional) return undefined;
+    let actions = list<string>(s.Action).filter(mutatesEc2);
+    if (s.NotAction !== undefined) {
+        // NotAction grants everything it does not name, so only excluding all of EC2 keeps EC2 out.
+        const notActions = list<string>(s.NotAction);
+        const excludesEc2 = notActions.some((a) => glob(a.split(":")[0]).test("ec2") && (a.split(":")[1] ?? "*") === "*");
+        actions = excludesEc2 ? [] : [`everything but ${notActions.join(", ")}`];
+    }
+    if (actions.length === 0) return undefined;
+    if (s.NotResource !== undefined) return { actions, on: `every resource but ${list<string>(s.NotResource).join(", ")}` };
+    const resources = list<string>(s.Resource);
+    const flagged = actions.map((a) => [a, resources.filter((r) => unscopedOn(a, r))] as const).filter(([, on]) => on.length > 0);
+    if (flagged.length === 0) return undefined;
+    const on = [...new Set(flagged.flatMap(([, rs]) => rs))].map((r) => (r === "*" ? '"*"' : r));
+    return { actions: flagged.map(([a]) => a), on: on.join(", ") };
 }
 
 export const iamNoUnscopedEc2Mutation: ResourceValidationPolicy = {
     name: "iam-no-unscoped-ec2-mutation",
-    description: 'IAM policies grant mutating EC2 actions (anything but Describe*, Get*, List*) only on scoped resources or under a condition, never on "*" unconditionally.',
+    description:
+        "IAM policies and managed policy attachments grant mutating EC2 actions (anything but Describe*, Get*, List*) only on named resources or under a condition: " +
+        'never unconditionally on "*", on every resource of a type (instance/*) or through NotResource or NotAction.',
     enforcementLevel: "mandatory",
-    validateResource: ofTypes(Object.keys(IAM_DOCUMENTS), (p, args, report) => {
-        for (const doc of IAM_DOCUMENTS[args.type](p).map(documentOf)) {
+    validateResource: ofTypes([...new Set([...Object.keys(IAM_DOCUMENTS), ...Object.keys(IAM_ATTACHMENTS)])], (p, args, report) => {
+        for (const doc of (IAM_DOCUMENTS[args.type]?.(p) ?? []).map(documentOf)) {
             list<Props>(doc.Statement).forEach((s, i) => {
-                const actions = unscopedEc2Mutations(s);
-                if (actions.length === 0) return;
+                const unscoped = unscopedEc2Mutations(s);
+                if (!unscoped) return;
                 report(
-                    `IAM policy ${p.name ?? args.name} statement ${s.Sid ?? i} allows ${actions.join(", ")} on every resource without a condition; ` +
-                        `scope mutating EC2 actions to resource ARNs or tag conditions as Karpenter's reference policy does (only Describe*, Get* and List* may be unscoped)`,
+                    `IAM policy ${p.name ?? args.name} statement ${s.Sid ?? i} allows ${unscoped.actions.join(", ")} on ${unscoped.on} without a condition; ` +
+                        "scope mutating EC2 actions with tag conditions as Karpenter's reference policy does (unconditionally, only Describe*, Get* and List* may cover every resource, " +
+                        "and ec2:RunInstances and ec2:CreateFleet every image, snapshot, security group, subnet, capacity reservation and placement group)",
                 );
             });
+        }
+        // After the documents: an attached ARN unknown at preview stops the policy here, with the documents checked.
+        for (const arn of IAM_ATTACHMENTS[args.type]?.(p) ?? []) {
+            const grants = unscopedManagedPolicy(arn);
+            if (grants === undefined) continue;
+            report(
+                `${args.type.split(":")[2]} ${p.name ?? args.name} attaches the AWS managed policy ${arn}, which allows ${grants} on every resource without a condition; ` +
+                    "attach a policy that scopes mutating EC2 actions with tag conditions instead",
+            );
         }
     }),
 };

@@ -2,12 +2,12 @@ import { expect } from "chai";
 import { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { controllerPolicies, interruptionQueuePolicy } from "../components/controllerPolicy";
 import { renderNodePool } from "../components/ephemeralNodePool";
-import { controllerValues } from "../components/karpenterController";
-import { PolicyInput, runPolicies } from "../plan/policyRun";
+import { NODE_ROLE_POLICIES, controllerValues } from "../components/karpenterController";
+import { PolicyInput, policyInputs, runPolicies } from "../plan/policyRun";
 import * as pack from "../policy/policies";
 import { nodePoolArgs } from "../stacks/componentArgs";
 import { stackFacts } from "../stacks/policyConfig";
-import { stackConfig } from "./helpers";
+import { buildStack, stackConfig } from "./helpers";
 
 // The engine's sentinel for a value that is unknown at preview (@pulumi/policy's proxy recognises it).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -314,24 +314,106 @@ describe("iam-no-unscoped-ec2-mutation", () => {
     const policy = pack.iamNoUnscopedEc2Mutation;
     const doc = (...Statement: object[]) => JSON.stringify({ Version: "2012-10-17", Statement });
     const iamPolicy = (document: unknown) => resource("aws:iam/policy:Policy", { name: "karpenter-node-lifecycle", policy: document });
+    const statementCheck = (statement: object) => check(policy, iamPolicy(doc({ Effect: "Allow", ...statement })));
     const context = { partition: "aws", region: "ca-central-1", accountId: "123456789012", clusterName: "c", nodeRoleArn: "arn:aws:iam::123456789012:role/n", queueArn: "arn:aws:sqs:ca-central-1:123456789012:q" };
+    const advice =
+        "scope mutating EC2 actions with tag conditions as Karpenter's reference policy does (unconditionally, only Describe*, Get* and List* may cover every resource, " +
+        "and ec2:RunInstances and ec2:CreateFleet every image, snapshot, security group, subnet, capacity reservation and placement group)";
+    const attachment = (policyArn: unknown, type = "aws:iam/rolePolicyAttachment:RolePolicyAttachment") => resource(type, { role: "karpenter-node", policyArn }, "karpenter-node-extra-0");
 
-    it("passes every controller policy of the Karpenter reference (scoped or conditional), and unscoped reads", async () => {
-        for (const [key, document] of Object.entries(controllerPolicies(context))) {
-            expect((await check(policy, iamPolicy(JSON.stringify(document)))).violations, key).to.deep.equal([]);
+    it("passes every controller policy of the Karpenter reference in every partition (its unconditional launch statement included), and unscoped reads", async () => {
+        for (const partition of ["aws", "aws-cn", "aws-us-gov"]) {
+            for (const [key, document] of Object.entries(controllerPolicies({ ...context, partition }))) {
+                expect((await check(policy, iamPolicy(JSON.stringify(document)))).violations, `${partition} ${key}`).to.deep.equal([]);
+            }
         }
-        expect((await check(policy, iamPolicy(doc({ Effect: "Allow", Action: ["ec2:Describe*", "ec2:GetConsoleOutput"], Resource: "*" })))).violations).to.deep.equal([]);
+        expect((await statementCheck({ Action: ["ec2:Describe*", "ec2:GetConsoleOutput"], Resource: "*" })).violations).to.deep.equal([]);
     });
 
-    it("fails unconditional mutating EC2 actions on every resource, written out, by wildcard or through NotAction", async () => {
-        const unscoped = await check(policy, iamPolicy(doc({ Sid: "Launch", Effect: "Allow", Action: ["ec2:RunInstances", "ec2:DescribeImages", "ec2:Terminate*"], Resource: "*" })));
-        expect(unscoped.violations).to.deep.equal([
-            "IAM policy karpenter-node-lifecycle statement Launch allows ec2:RunInstances, ec2:Terminate* on every resource without a condition; " +
-                "scope mutating EC2 actions to resource ARNs or tag conditions as Karpenter's reference policy does (only Describe*, Get* and List* may be unscoped)",
-        ]);
-        for (const statement of [{ Action: "*" }, { Action: "ec2:*" }, { Action: "EC2:De*" }, { NotAction: "iam:*" }]) {
-            expect((await check(policy, iamPolicy(doc({ Effect: "Allow", Resource: "*", ...statement })))).violations, JSON.stringify(statement)).to.have.length(1);
+    it("passes the IAM resources of every stack's program: the controller's policies, its role and their attachments", async () => {
+        for (const stack of ["staging", "production", "scratch"]) {
+            const inputs = policyInputs((await buildStack(stack)).resources);
+            const report = await runPolicies([policy], inputs);
+            expect(report.violations, stack).to.deep.equal([]);
+            expect(report.unknown, stack).to.deep.equal([]);
+            const checked = inputs.filter((r) => !report.notApplicable.includes(`${policy.name} ${r.urn}`)).map((r) => r.type);
+            expect(checked.filter((t) => t === "aws:iam/policy:Policy"), stack).to.have.length(6);
+            expect(checked, stack).to.include("aws:iam/rolePolicyAttachment:RolePolicyAttachment");
         }
+    });
+
+    it("passes mutating actions under a condition or on named resources, and launch actions on what they launch from", async () => {
+        const passing = [
+            { Action: "ec2:TerminateInstances", Resource: "arn:aws:ec2:*:*:instance/*", Condition: { StringEquals: { "aws:ResourceTag/kubernetes.io/cluster/c": "owned" } } },
+            { Action: ["ec2:TerminateInstances", "ec2:CreateTags"], Resource: ["arn:aws:ec2:ca-central-1:123456789012:instance/i-0123456789abcdef0", "arn:aws:ec2:ca-central-1:123456789012:volume/vol-0123*"] },
+            { Action: "ec2:RunInstances", Resource: ["arn:aws:ec2:ca-central-1::image/*", "arn:aws:ec2:*:*:subnet/*", "arn:aws:ec2:*:*:placement-group/*"] },
+            { Action: "ec2:CreateFleet", Resource: "arn:aws-us-gov:ec2:us-gov-west-1:*:security-group/*" },
+            { Action: "ec2:RunInstances", Resource: "*", Effect: "Deny" },
+            { NotAction: ["ec2:*", "iam:*"], Resource: "*" },
+        ];
+        for (const statement of passing) expect((await statementCheck(statement)).violations, JSON.stringify(statement)).to.deep.equal([]);
+    });
+
+    it('fails unconditional mutating EC2 actions on "*", written out, by wildcard or through NotAction', async () => {
+        const unscoped = await check(policy, iamPolicy(doc({ Sid: "Launch", Effect: "Allow", Action: ["ec2:RunInstances", "ec2:DescribeImages", "ec2:Terminate*"], Resource: "*" })));
+        expect(unscoped.violations).to.deep.equal([`IAM policy karpenter-node-lifecycle statement Launch allows ec2:RunInstances, ec2:Terminate* on "*" without a condition; ${advice}`]);
+        for (const statement of [{ Action: "*" }, { Action: "ec2:*" }, { Action: "EC2:De*" }, { NotAction: "iam:*" }]) {
+            expect((await statementCheck({ Resource: "*", ...statement })).violations, JSON.stringify(statement)).to.have.length(1);
+        }
+    });
+
+    it("fails unconditional mutating EC2 actions on every resource of a type, in any partition, region and account", async () => {
+        const unscoped = await check(
+            policy,
+            iamPolicy(doc({ Sid: "Nodes", Effect: "Allow", Action: ["ec2:RunInstances", "ec2:CreateFleet"], Resource: ["arn:aws:ec2:ca-central-1::image/*", "arn:aws:ec2:*:*:instance/*"] })),
+        );
+        expect(unscoped.violations).to.deep.equal([
+            `IAM policy karpenter-node-lifecycle statement Nodes allows ec2:RunInstances, ec2:CreateFleet on arn:aws:ec2:*:*:instance/* without a condition; ${advice}`,
+        ]);
+        const failing: [string, string][] = [
+            ["ec2:TerminateInstances", "arn:aws:ec2:ca-central-1:123456789012:instance/*"],
+            ["ec2:RunInstances", "arn:aws-cn:ec2:cn-north-1:*:instance/*"],
+            ["ec2:DeleteVolume", "arn:aws-us-gov:ec2:us-gov-west-1:123456789012:volume/*"],
+            ["ec2:TerminateInstances", "arn:aws:ec2:*:*:instance/i-*"],
+            ["ec2:TerminateInstances", "arn:aws:ec2:*:*:*"],
+            ["ec2:TerminateInstances", "arn:*:ec2:*"],
+            ["ec2:CreateRoute", "arn:aws:ec2:ca-central-1:123456789012:route-table/*"],
+        ];
+        for (const [Action, Resource] of failing) expect((await statementCheck({ Action, Resource })).violations, `${Action} on ${Resource}`).to.have.length(1);
+    });
+
+    it("exempts only ec2:RunInstances and ec2:CreateFleet, written out, on the resource types a launch reads", async () => {
+        const failing: [string, string][] = [
+            ["ec2:RunInstances", "arn:aws:ec2:*:*:launch-template/*"],
+            ["ec2:CreateFleet", "arn:aws:ec2:*:*:fleet/*"],
+            ["ec2:RunInstances", "arn:aws:ec2:*:*:*/*"],
+            ["ec2:Run*", "arn:aws:ec2:ca-central-1::image/*"],
+            ["ec2:*", "arn:aws:ec2:*:*:security-group/*"],
+            ["ec2:DeleteSnapshot", "arn:aws:ec2:ca-central-1::snapshot/*"],
+            ["ec2:AuthorizeSecurityGroupIngress", "arn:aws:ec2:*:*:security-group/*"],
+        ];
+        for (const [Action, Resource] of failing) expect((await statementCheck({ Action, Resource })).violations, `${Action} on ${Resource}`).to.have.length(1);
+    });
+
+    it("fails every conditioned statement of the reference's node-lifecycle policy once its condition is dropped", async () => {
+        const conditioned = controllerPolicies(context)["node-lifecycle"].Statement.filter((s) => s.Condition);
+        expect(conditioned).to.have.length(5);
+        for (const { Condition: _, ...statement } of conditioned) {
+            expect((await check(policy, iamPolicy(doc(statement)))).violations, statement.Sid).to.have.length(1);
+        }
+    });
+
+    it("fails mutating EC2 actions under NotResource, and NotAction on every resource of a type", async () => {
+        const notResource = await statementCheck({ Sid: "AllBut", Action: "ec2:TerminateInstances", NotResource: "arn:aws:ec2:*:*:instance/i-0123456789abcdef0" });
+        expect(notResource.violations).to.deep.equal([
+            `IAM policy karpenter-node-lifecycle statement AllBut allows ec2:TerminateInstances on every resource but arn:aws:ec2:*:*:instance/i-0123456789abcdef0 without a condition; ${advice}`,
+        ]);
+        const notAction = await statementCheck({ Sid: "AllBut", NotAction: ["iam:*", "s3:*"], Resource: "arn:aws:ec2:*:*:instance/*" });
+        expect(notAction.violations).to.deep.equal([
+            `IAM policy karpenter-node-lifecycle statement AllBut allows everything but iam:*, s3:* on arn:aws:ec2:*:*:instance/* without a condition; ${advice}`,
+        ]);
+        expect((await statementCheck({ NotAction: "iam:*", NotResource: "arn:aws:iam::*:role/*" })).violations).to.have.length(1);
+        expect((await statementCheck({ Action: "ec2:RunInstances", NotResource: "arn:aws:ec2:*:*:instance/*" })).violations).to.have.length(1);
     });
 
     it("checks inline role policies and role policies too", async () => {
@@ -340,12 +422,62 @@ describe("iam-no-unscoped-ec2-mutation", () => {
         expect((await check(policy, resource("aws:iam/rolePolicy:RolePolicy", { name: "rp", policy: bad }))).violations).to.have.length(1);
     });
 
-    it("skips rather than fails a document that is unknown at preview (it runs on up)", async () => {
-        const { violations, unknown } = await check(policy, iamPolicy(UNKNOWN));
-        expect([violations, unknown]).to.deep.equal([[], 1]);
+    it("fails an attachment of an AWS managed policy that grants unscoped EC2 mutation, in any partition", async () => {
+        const { violations } = await check(policy, attachment("arn:aws:iam::aws:policy/AmazonEC2FullAccess"));
+        expect(violations).to.deep.equal([
+            "RolePolicyAttachment karpenter-node-extra-0 attaches the AWS managed policy arn:aws:iam::aws:policy/AmazonEC2FullAccess, which allows ec2:* on every resource without a condition; " +
+                "attach a policy that scopes mutating EC2 actions with tag conditions instead",
+        ]);
+        for (const partition of ["aws", "aws-cn", "aws-us-gov"]) {
+            for (const name of ["AdministratorAccess", "PowerUserAccess", "AmazonEC2FullAccess", "service-role/AmazonEC2SpotFleetTaggingRole"]) {
+                const arn = `arn:${partition}:iam::aws:policy/${name}`;
+                expect((await check(policy, attachment(arn))).violations, arn).to.have.length(1);
+            }
+        }
+    });
+
+    it("checks every way to attach a managed policy: attachments of roles, users and groups, exclusive attachments and a role's managedPolicyArns", async () => {
+        const admin = "arn:aws:iam::aws:policy/AdministratorAccess";
+        const attaching = [
+            ...["role", "user", "group"].map((k) => attachment(admin, `aws:iam/${k}PolicyAttachment:${k[0].toUpperCase()}${k.slice(1)}PolicyAttachment`)),
+            resource("aws:iam/policyAttachment:PolicyAttachment", { name: "admins", roles: ["r"], policyArn: admin }),
+            ...["Role", "User", "Group"].map((k) => resource(`aws:iam/${k.toLowerCase()}PolicyAttachmentsExclusive:${k}PolicyAttachmentsExclusive`, { policyArns: [admin] })),
+            resource("aws:iam/role:Role", { name: "r", managedPolicyArns: ["arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore", admin] }),
+        ];
+        for (const r of attaching) expect((await check(policy, r)).violations, r.type).to.have.length(1);
+    });
+
+    it("fails a node role policy from config that grants unscoped EC2 mutation, in the stack's plan", async () => {
+        const built = await buildStack("staging", { controller: { existingNodeRoleName: undefined, nodeRolePolicyArns: ["arn:aws:iam::aws:policy/PowerUserAccess"] } });
+        const report = await runPolicies([policy], policyInputs(built.resources));
+        expect(report.violations.map((v) => [v.urn?.split("::").pop(), v.message.split(",")[0]])).to.deep.equal([
+            ["karpenter-node-extra-0", "RolePolicyAttachment karpenter-node-extra-0 attaches the AWS managed policy arn:aws:iam::aws:policy/PowerUserAccess"],
+        ]);
+    });
+
+    it("passes the node role's and stable nodes' managed policies, other AWS managed policies and customer policies", async () => {
+        const passing = [
+            ...NODE_ROLE_POLICIES.map((p) => `arn:aws:iam::aws:policy/${p}`),
+            "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy",
+            "arn:aws:iam::aws:policy/AmazonEC2ReadOnlyAccess",
+            "arn:aws:iam::123456789012:policy/karpenter-node-lifecycle",
+        ];
+        for (const arn of passing) expect((await check(policy, attachment(arn))).violations, arn).to.deep.equal([]);
+        expect((await check(policy, resource("aws:iam/role:Role", { name: "r", managedPolicyArns: passing }))).violations).to.deep.equal([]);
+    });
+
+    it("skips rather than fails a document or an attached ARN that is unknown at preview (it runs on up)", async () => {
+        for (const r of [iamPolicy(UNKNOWN), attachment(UNKNOWN), resource("aws:iam/role:Role", { name: "r", managedPolicyArns: [UNKNOWN] })]) {
+            const { violations, unknown } = await check(policy, r);
+            expect([violations, unknown], r.type).to.deep.equal([[], 1]);
+        }
+        const known = doc({ Effect: "Allow", Action: "ec2:*", Resource: "*" });
+        const partly = await check(policy, resource("aws:iam/role:Role", { name: "r", inlinePolicies: [{ name: "i", policy: known }], managedPolicyArns: [UNKNOWN] }));
+        expect([partly.violations.length, partly.unknown], "the known document is still checked").to.deep.equal([1, 1]);
     });
 
     it("does not apply to other resources", async () => {
-        expect((await check(policy, resource("aws:iam/rolePolicyAttachment:RolePolicyAttachment", { policyArn: "arn" }))).notApplicable).to.equal(1);
+        expect((await check(policy, resource("aws:iam/instanceProfile:InstanceProfile", { role: "r" }))).notApplicable).to.equal(1);
+        expect((await check(policy, resource("aws:iam/serviceLinkedRole:ServiceLinkedRole", { awsServiceName: "spot.amazonaws.com" }))).notApplicable).to.equal(1);
     });
 });
