@@ -140,7 +140,9 @@ export class Recorder {
         const r = this.others.get(name) ?? { name, headroom: this.headroomPriorityClass !== undefined && o.spec?.priorityClassName === this.headroomPriorityClass };
         r.node ??= o.spec?.nodeName;
         r.created ??= epochMs(o.metadata.creationTimestamp);
-        r.stopped ??= epochMs(o.metadata.deletionTimestamp) ?? (type === "DELETED" ? this.now() : undefined);
+        // A finished pod (an evicted one stays, Failed) no longer keeps its node from being empty.
+        const finished = o.status?.phase === "Succeeded" || o.status?.phase === "Failed";
+        r.stopped ??= epochMs(o.metadata.deletionTimestamp) ?? (type === "DELETED" || finished ? this.now() : undefined);
         this.others.set(name, r);
     }
 

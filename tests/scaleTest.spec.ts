@@ -4,7 +4,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { burstPodTemplate } from "../components/celeryWorkloadPlacement";
 import { placementArgs } from "../stacks/componentArgs";
-import { percentile, scaleTest, testDeployment } from "../ops/scaleTest";
+import { Recorder, percentile, scaleDownState, scaleTest, testDeployment } from "../ops/scaleTest";
 import { FakeClock, FakeKubeApi, FakeKubeApiOptions, Step, iso } from "./fakeKubeApi";
 import { stackConfig } from "./helpers";
 import { readSeries, tempDir } from "./opsHelpers";
@@ -389,6 +389,20 @@ describe("scale test pieces", () => {
         const [c] = d.spec.template.spec.containers;
         expect(c.image).to.match(/^registry\.k8s\.io\/pause:/);
         expect(c.resources.requests).to.deep.equal({ cpu: "550m", memory: "1250Mi" });
+    });
+
+    it("scale-down state: a node kept by a running burst pod is kept; one whose only pod was evicted (Failed) is empty", () => {
+        const up = Date.UTC(2026, 10, 30, 5);
+        const rec = new Recorder(() => up + 200_000, "celery-headroom");
+        rec.node("ADDED", node("n1", "c6a.xlarge", up + 60_000));
+        rec.node("ADDED", node("n2", "c6a.xlarge", up + 60_000));
+        rec.pod("ADDED", { metadata: { name: "t1", deletionTimestamp: iso(up + 100_000) }, spec: { nodeName: "n1" } });
+        rec.otherPod("ADDED", burstPod("celery-headroom-5b-h3", up + 2000, { node: "n1" }));
+        rec.otherPod("ADDED", { ...burstPod("notify-celery-sms-send-burst-9d-x", up, { node: "n2", worker: "notify-celery-sms-send-burst" }), status: { phase: "Failed", reason: "Evicted" } });
+        const s = scaleDownState({ stack: "staging", cluster: "c", namespace: "ns", pods: 1, up, down: up + 99_000, end: up + 200_000, consolidateAfterSeconds: 1800, record: rec });
+        expect(s.kept.map((k) => [k.node.name, k.pods.map((p) => [p.name, p.headroom])])).to.deep.equal([["n1", [["notification-canada-ca/celery-headroom-5b-h3", true]]]]);
+        expect(s.empty.map((e) => [e.node.name, e.since - up])).to.deep.equal([["n2", 200_000]]);
+        expect([s.testPodsLeft, s.complete]).to.deep.equal([0, false]);
     });
 
     it("takes nearest-rank percentiles", () => {
