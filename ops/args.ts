@@ -2,8 +2,11 @@
 import { ConfigError, StackConfig, parseStackConfig } from "../stacks/config";
 import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig } from "../plan/offlineRuntime";
 
-/** 0: all good; 1: findings or a failed run; 2: the command was called wrongly. */
-export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
+/**
+ * 0: all good; 1: findings or a failed run; 2: the command was called wrongly; 3: the check could not be made (the
+ * cluster unreachable, credentials refused, manifests unreadable), so CI can tell "something is wrong" from "could not look".
+ */
+export const EXIT = { ok: 0, findings: 1, usage: 2, cannotCheck: 3 } as const;
 
 export interface CommandResult {
     exitCode: number;
@@ -33,8 +36,8 @@ export function integerFlag(flag: string, value: string, min: number, max: numbe
     return /^[0-9]+$/.test(value) && n >= min && n <= max ? n : `--${flag} must be an integer from ${min} to ${max} (got "${value}")`;
 }
 
-/** The stack's validated config from `Pulumi.<stack>.yaml`, or the result to return: usage for an unknown stack, 1 for bad config. */
-export function loadStack(stack: string | undefined, help: string, dir = PROJECT_DIR): StackConfig | CommandResult {
+/** The stack's validated config from `Pulumi.<stack>.yaml`, or the result to return: usage for an unknown stack, `invalidExit` (1 by default) for bad config. */
+export function loadStack(stack: string | undefined, help: string, dir = PROJECT_DIR, invalidExit: number = EXIT.findings): StackConfig | CommandResult {
     const stacks = knownStacks(dir);
     if (!stack) return usage("--stack is required", help);
     if (!stacks.includes(stack)) return usage(`unknown stack "${stack}": known stacks are ${stacks.join(", ")}`, help);
@@ -45,7 +48,7 @@ export function loadStack(stack: string | undefined, help: string, dir = PROJECT
     try {
         return parseStackConfig(stack, raw);
     } catch (e) {
-        if (e instanceof ConfigError) return { exitCode: EXIT.findings, output: `invalid config:\n${e.message}` };
+        if (e instanceof ConfigError) return { exitCode: invalidExit, output: `invalid config:\n${e.message}` };
         throw e;
     }
 }
@@ -63,11 +66,11 @@ export function isResult(v: unknown): v is CommandResult {
     return typeof v === "object" && v !== null && "exitCode" in v && "output" in v;
 }
 
-/** Runs a command as the process: its report, then its exit code (stdout and stderr writes are synchronous on Linux). */
+/** Runs a command as the process: its report (stderr for usage errors and checks not made), then its exit code (stdout and stderr writes are synchronous on Linux). */
 export function runMain(command: () => Promise<CommandResult>): void {
     command().then(
         (r) => {
-            (r.exitCode === EXIT.usage ? process.stderr : process.stdout).write(r.output.endsWith("\n") ? r.output : `${r.output}\n`);
+            (r.exitCode === EXIT.usage || r.exitCode === EXIT.cannotCheck ? process.stderr : process.stdout).write(r.output.endsWith("\n") ? r.output : `${r.output}\n`);
             process.exit(r.exitCode);
         },
         (e) => {

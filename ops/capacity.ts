@@ -21,6 +21,10 @@ export interface CapacityInputs {
     nodeLaunchSeconds: number;
     /** How long an empty node stays (consolidateAfter); undefined when consolidation is Never. */
     emptyNodeSeconds?: number;
+    /** WhenEmpty removes only empty nodes; the other policies also replace or remove underutilized ones. */
+    consolidationPolicy: StackConfig["nodePool"]["consolidationPolicy"];
+    /** How long a node lives before Karpenter replaces it (expireAfter); undefined for Never. */
+    expireAfterSeconds?: number;
     burstHoursPerDay: number;
     prices: CapacityConfig["prices"];
     spotDiscount: number;
@@ -48,6 +52,8 @@ export function capacityInputs(cfg: StackConfig): CapacityInputs | undefined {
         batchMaxSeconds: durationSeconds(cfg.controller.batchMaxDuration),
         nodeLaunchSeconds: c.nodeLaunchSeconds,
         emptyNodeSeconds: p.consolidateAfter === "Never" ? undefined : durationSeconds(p.consolidateAfter),
+        consolidationPolicy: p.consolidationPolicy,
+        expireAfterSeconds: p.expireAfter === "Never" ? undefined : durationSeconds(p.expireAfter),
         burstHoursPerDay: c.burstHoursPerDay,
         prices: c.prices,
         spotDiscount: c.spotDiscount,
@@ -209,34 +215,72 @@ export function rampUp(m: CapacityInputs, podsPerNode: number, maxNodes: number)
     return { points, hpaPeakAt, peakAt };
 }
 
+export interface Tier {
+    pods: number;
+    nodes: number;
+    hourly: number;
+}
+
+export interface Daily {
+    karpenter: number;
+    static: number;
+    saving: number;
+    savingPercent: number;
+}
+
 export interface Costs {
-    baseline: { pods: number; nodes: number; hourly: number };
-    peak: { pods: number; nodes: number; hourly: number };
+    baseline: Tier;
+    peak: Tier;
+    /**
+     * The nodes left once a burst is over, until they expire. WhenEmpty removes only empty nodes, and when the HPAs
+     * scale down, the ReplicaSet controller deletes pods from the nodes with the most of them first, so the baseline
+     * and headroom pods that remain end up spread out: at worst one per node, min(peak nodes, baseline + headroom
+     * pods). The other policies also consolidate underutilized nodes, back to the baseline.
+     */
+    afterBurst: Tier;
     /** An always-on on-demand group sized for the peak, of the cheapest on-demand type per pod. */
     static: { type: string; nodes: number; hourly: number };
     /** Hours a day the peak nodes run: the burst, plus the time an emptied node waits before consolidation. */
     peakHoursPerDay: number;
-    daily: { karpenter: number; static: number; saving: number; savingPercent: number };
+    /** Hours a day at the after-burst count: with WhenEmpty, until expireAfter since the burst began (when its nodes were launched); else 0. */
+    afterBurstHoursPerDay: number;
+    /** The rest of the day, at the baseline. */
+    baselineHoursPerDay: number;
+    daily: Daily;
+    /** With WhenEmpty, the day if the nodes went back to the baseline after consolidateAfter, as WhenEmptyOrUnderutilized would do; else undefined. */
+    optimistic?: Daily;
 }
 
 /** Hourly and daily cost of the burst capacity; the stable node group costs the same either way and is left out. */
 export function costs(m: CapacityInputs, fits: TypeFit[], chosen: TypeFit): Costs {
     const nodes = (pods: number) => Math.min(chosen.limitNodes, nodesFor(pods, chosen.podsPerNode));
-    const spot = (pods: number) => ({ pods, nodes: nodes(pods), hourly: nodes(pods) * chosen.spotHourly });
-    const baseline = spot(m.baselinePods + m.headroomPods);
-    const peak = spot(m.peakPods + m.headroomPods);
+    const tier = (pods: number, count = nodes(pods)) => ({ pods, nodes: count, hourly: count * chosen.spotHourly });
+    const baseline = tier(m.baselinePods + m.headroomPods);
+    const peak = tier(m.peakPods + m.headroomPods);
+    const whenEmpty = m.consolidationPolicy === "WhenEmpty";
+    // One remaining pod per node at worst, on at most the nodes the peak had.
+    const afterBurst = whenEmpty ? tier(m.baselinePods + m.headroomPods, Math.min(peak.nodes, m.baselinePods + m.headroomPods)) : baseline;
     const onDemand = [...fits].filter((f) => f.podsPerNode > 0).sort((a, b) => a.onDemandHourly / a.podsPerNode - b.onDemandHourly / b.podsPerNode || a.type.localeCompare(b.type))[0];
     const staticNodes = nodesFor(m.peakPods, onDemand.podsPerNode);
     const staticGroup = { type: onDemand.type, nodes: staticNodes, hourly: staticNodes * onDemand.onDemandHourly };
-    const peakHoursPerDay = m.emptyNodeSeconds === undefined ? 24 : Math.min(24, m.burstHoursPerDay + m.emptyNodeSeconds / 3600);
-    const karpenter = baseline.hourly * (24 - peakHoursPerDay) + peak.hourly * peakHoursPerDay;
     const staticDaily = staticGroup.hourly * 24;
+    const daily = (karpenter: number): Daily => ({ karpenter, static: staticDaily, saving: staticDaily - karpenter, savingPercent: staticDaily > 0 ? (100 * (staticDaily - karpenter)) / staticDaily : 0 });
+
+    const peakHoursPerDay = m.emptyNodeSeconds === undefined ? 24 : Math.min(24, m.burstHoursPerDay + m.emptyNodeSeconds / 3600);
+    const rest = 24 - peakHoursPerDay;
+    const expireHours = m.expireAfterSeconds === undefined ? Infinity : m.expireAfterSeconds / 3600;
+    const afterBurstHoursPerDay = whenEmpty ? Math.min(rest, Math.max(0, expireHours - peakHoursPerDay)) : 0;
+    const baselineHoursPerDay = rest - afterBurstHoursPerDay;
     return {
         baseline,
         peak,
+        afterBurst,
         static: staticGroup,
         peakHoursPerDay,
-        daily: { karpenter, static: staticDaily, saving: staticDaily - karpenter, savingPercent: staticDaily > 0 ? (100 * (staticDaily - karpenter)) / staticDaily : 0 },
+        afterBurstHoursPerDay,
+        baselineHoursPerDay,
+        daily: daily(peak.hourly * peakHoursPerDay + afterBurst.hourly * afterBurstHoursPerDay + baseline.hourly * baselineHoursPerDay),
+        optimistic: whenEmpty ? daily(peak.hourly * peakHoursPerDay + baseline.hourly * rest) : undefined,
     };
 }
 

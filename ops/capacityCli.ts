@@ -4,11 +4,11 @@ import * as path from "path";
 import { VM_MEMORY_OVERHEAD, instanceShape } from "../components/ephemeralNodePool";
 import { StackConfig } from "../stacks/config";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { CapacityReport, capacityInputs, capacityReport } from "./capacity";
+import { CapacityReport, Daily, capacityInputs, capacityReport } from "./capacity";
 import { CommandResult, EXIT, isResult, loadStack, parseFlags, runMain, usage } from "./args";
 import { toCsv } from "./csv";
 import { lineChart, steps } from "./svg";
-import { table } from "./table";
+import { plural, table } from "./table";
 
 const HELP = "usage: npm run capacity -- --stack <name> [--out <dir>]";
 
@@ -91,13 +91,39 @@ export function render(cfg: StackConfig, report: CapacityReport): string[] {
             [
                 ["baseline, Karpenter spot", `${m.baselinePods} + ${m.headroomPods} headroom`, `${c.baseline.nodes} x ${chosen.type}`, money(c.baseline.hourly)],
                 ["peak, Karpenter spot", `${m.peakPods} + ${m.headroomPods} headroom`, `${c.peak.nodes} x ${chosen.type}`, money(c.peak.hourly)],
+                ...(c.optimistic ? [[`after a burst, ${p.consolidationPolicy}`, `${m.baselinePods} + ${m.headroomPods} headroom`, `${c.afterBurst.nodes} x ${chosen.type}`, money(c.afterBurst.hourly)]] : []),
                 ["static on-demand group for the peak", `${m.peakPods}`, `${c.static.nodes} x ${c.static.type}`, money(c.static.hourly)],
             ],
         ),
-        `Per day, with the peak nodes up ${fixed(c.peakHoursPerDay, 1)} h (${m.burstHoursPerDay} h of bursts${m.emptyNodeSeconds === undefined ? "; consolidation is Never, so all day" : ` plus ${p.consolidateAfter} before empty nodes go`}):`,
-        `  Karpenter ${money(c.daily.karpenter)}, static group ${money(c.daily.static)}: Karpenter saves ${money(c.daily.saving)} a day (${Math.round(c.daily.savingPercent)} %).`,
+        ...afterBurstLines(cfg, report),
+        `  Karpenter ${money(c.daily.karpenter)}, static group ${money(c.daily.static)}: Karpenter ${saving(c.daily, money)}.`,
+        ...(c.optimistic
+            ? [`  Optimistic (back to the baseline ${p.consolidateAfter} after a burst, as WhenEmptyOrUnderutilized would do): Karpenter ${money(c.optimistic.karpenter)}, ${saving(c.optimistic, money, "saving")}.`]
+            : []),
     ];
     return lines;
+}
+
+/** Why the nodes stay after a burst (WhenEmpty), and the hours of the day at each count. */
+function afterBurstLines(cfg: StackConfig, r: CapacityReport): string[] {
+    const { inputs: m, costs: c } = r;
+    const p = cfg.nodePool;
+    const h = (hours: number) => `${Number(hours.toFixed(1))} h`;
+    const peak = `${h(c.peakHoursPerDay)} at peak (${m.burstHoursPerDay} h of bursts${m.emptyNodeSeconds === undefined ? "; consolidateAfter is Never, so all day" : ` plus ${p.consolidateAfter} before emptied nodes go`})`;
+    if (!c.optimistic) return [`Per day: ${peak}, ${h(c.baselineHoursPerDay)} at baseline (${p.consolidationPolicy} consolidates underutilized nodes too):`];
+    const remaining = m.baselinePods + m.headroomPods;
+    return [
+        `After a burst, WhenEmpty removes only empty nodes, and the HPAs' scale-down deletes pods from the most crowded nodes first:`,
+        `the ${remaining} pods that remain can hold up to ${plural(c.afterBurst.nodes, "node")} (one pod each${c.afterBurst.nodes === c.peak.nodes ? ": every node of the peak" : ""}) ` +
+            (m.expireAfterSeconds === undefined ? "for good (expireAfter is Never)." : `until the nodes expire (expireAfter ${p.expireAfter}).`),
+        `Per day: ${peak}, ${h(c.afterBurstHoursPerDay)} after a burst, ${h(c.baselineHoursPerDay)} at baseline:`,
+    ];
+}
+
+/** "saves USD 1.00 a day (50 %)", or "costs USD 1.00 a day more (10 %)" when the static group is cheaper; or "saving ...", "costing ...". */
+function saving(d: Daily, money: (n: number) => string, form: "saves" | "saving" = "saves"): string {
+    const [save, cost] = form === "saves" ? ["saves", "costs"] : ["saving", "costing"];
+    return d.saving >= 0 ? `${save} ${money(d.saving)} a day (${Math.round(d.savingPercent)} %)` : `${cost} ${money(-d.saving)} a day more (${Math.round(-d.savingPercent)} %)`;
 }
 
 function limitsLine(r: CapacityReport): string {

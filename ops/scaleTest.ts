@@ -2,6 +2,12 @@
 // scaling curve on a real cluster. A Deployment of pause pods placed exactly like one burst Celery Deployment goes
 // from 0 to N replicas and back to 0, while pods, ephemeral nodes and NodeClaims are watched; the run writes per-pod
 // times, the counts over time, a chart and a summary, and deletes its namespace however it ends.
+//
+// The scale-down is complete when every test pod is gone and every ephemeral node the test used or caused (it ran a
+// test pod, or appeared after the scale-up) is either gone or holds a burst-labelled pod from outside the test. The
+// test pods preempt headroom pods, which start again elsewhere, often on a node launched for them; with WhenEmpty
+// such a node stays, rightly, for as long as it holds them. What is measured is that Karpenter removes the nodes
+// the test left empty; the nodes that stay are listed with the pods that keep them.
 import * as fs from "fs";
 import * as path from "path";
 import { burstPodTemplate, headroomDeployment } from "../components/celeryWorkloadPlacement";
@@ -84,6 +90,16 @@ export interface NodeRecord {
     gone?: number;
 }
 
+/** A burst-labelled pod outside the test: a headroom pod or a real burst worker; while it runs, its node is not empty. */
+export interface OtherPodRecord {
+    /** namespace/name */
+    name: string;
+    node?: string;
+    created?: number;
+    stopped?: number;
+    headroom: boolean;
+}
+
 export interface ClaimRecord {
     name: string;
     created: number;
@@ -95,8 +111,14 @@ export class Recorder {
     readonly pods = new Map<string, PodRecord>();
     readonly nodes = new Map<string, NodeRecord>();
     readonly claims = new Map<string, ClaimRecord>();
+    /** Burst-labelled pods in other namespaces, by namespace/name. */
+    readonly others = new Map<string, OtherPodRecord>();
 
-    constructor(private readonly now: () => number) {}
+    /** `headroomPriorityClass` tells headroom pods from real burst workers. */
+    constructor(
+        private readonly now: () => number,
+        private readonly headroomPriorityClass?: string,
+    ) {}
 
     pod(type: WatchEventType, o: KubeObject): void {
         const r = this.pods.get(o.metadata.name) ?? { name: o.metadata.name };
@@ -111,6 +133,17 @@ export class Recorder {
         }
         r.stopped ??= epochMs(o.metadata.deletionTimestamp) ?? (type === "DELETED" ? this.now() : undefined);
         this.pods.set(r.name, r);
+    }
+
+    otherPod(type: WatchEventType, o: KubeObject): void {
+        const name = `${o.metadata.namespace}/${o.metadata.name}`;
+        const r = this.others.get(name) ?? { name, headroom: this.headroomPriorityClass !== undefined && o.spec?.priorityClassName === this.headroomPriorityClass };
+        r.node ??= o.spec?.nodeName;
+        r.created ??= epochMs(o.metadata.creationTimestamp);
+        // A finished pod (an evicted one stays, Failed) no longer keeps its node from being empty.
+        const finished = o.status?.phase === "Succeeded" || o.status?.phase === "Failed";
+        r.stopped ??= epochMs(o.metadata.deletionTimestamp) ?? (type === "DELETED" || finished ? this.now() : undefined);
+        this.others.set(name, r);
     }
 
     node(type: WatchEventType, o: KubeObject): void {
@@ -158,6 +191,7 @@ export interface Run {
     end: number;
     /** Empty nodes are consolidated after this long (seconds); undefined for Never. */
     consolidateAfterSeconds?: number;
+    consolidationPolicy?: string;
     nodeLaunchSeconds?: number;
     record: Recorder;
 }
@@ -191,6 +225,42 @@ export function timeline(run: Run): TimelinePoint[] {
         }));
 }
 
+export interface ScaleDownState {
+    /** Ephemeral nodes the test used or caused: they ran a test pod, or appeared after the scale-up. */
+    scope: NodeRecord[];
+    gone: NodeRecord[];
+    /** Still up, holding burst pods from outside the test (headroom, real workers): not empty, so WhenEmpty keeps them. */
+    kept: { node: NodeRecord; pods: OtherPodRecord[] }[];
+    /** Still up with no burst pod at all, since `since`: Karpenter should remove them after consolidateAfter. */
+    empty: { node: NodeRecord; since: number }[];
+    testPodsLeft: number;
+    /** Every test pod gone and no empty node left (with consolidateAfter Never: every test pod gone). */
+    complete: boolean;
+}
+
+/** Where the scale-down stands, by the rule at the top of this file. */
+export function scaleDownState(run: Run): ScaleDownState {
+    const rec = run.record;
+    const testPods = [...rec.pods.values()];
+    const others = [...rec.others.values()];
+    const used = new Set(testPods.map((p) => p.node));
+    const scope = [...rec.nodes.values()].filter((n) => n.added >= run.up || used.has(n.name));
+    const up = scope.filter((n) => n.gone === undefined);
+    const holders = (n: NodeRecord) => others.filter((p) => p.node === n.name && p.stopped === undefined);
+    const busy = (n: NodeRecord) => testPods.some((p) => p.node === n.name && p.stopped === undefined);
+    const lastStop = (n: NodeRecord) => Math.max(n.added, ...[...testPods, ...others].filter((p) => p.node === n.name && p.stopped !== undefined).map((p) => p.stopped!));
+    const testPodsLeft = testPods.filter((p) => p.stopped === undefined).length;
+    const empty = up.filter((n) => holders(n).length === 0 && !busy(n)).map((node) => ({ node, since: lastStop(node) }));
+    return {
+        scope,
+        gone: scope.filter((n) => n.gone !== undefined),
+        kept: up.map((node) => ({ node, pods: holders(node) })).filter((k) => k.pods.length > 0),
+        empty,
+        testPodsLeft,
+        complete: testPodsLeft === 0 && (run.consolidateAfterSeconds === undefined || empty.length === 0),
+    };
+}
+
 /** The nearest-rank percentile of `values` (p from 0 to 100). */
 export function percentile(values: number[], p: number): number {
     const sorted = [...values].sort((a, b) => a - b);
@@ -221,23 +291,51 @@ export function summary(run: Run, outcome: string): string[] {
             ? `  NodeClaims, created to Ready: p50 ${percentile(claimTimes, 50)} s, max ${Math.max(...claimTimes)} s${run.nodeLaunchSeconds ? ` (the capacity model assumes ${run.nodeLaunchSeconds} s: capacity.nodeLaunchSeconds)` : ""}`
             : "  NodeClaims: none launched",
     ];
-    if (run.down !== undefined) {
-        const down = run.down;
-        const gone = launched.map((n) => n.gone);
-        const removing = launched.map((n) => n.removing).filter((t): t is number => t !== undefined);
-        const after = (t: number) => `${seconds(t - down)} s`;
-        lines.push(
-            `Scale-down (${run.pods} -> 0 at t=${seconds(down - run.up)} s): ` +
-                (launched.length === 0
-                    ? "no nodes had been launched"
-                    : gone.every((t) => t !== undefined)
-                      ? `${plural(launched.length, "launched node")} gone after ${after(Math.max(...(gone as number[])))}${removing.length ? ` (Karpenter began removing them after ${after(Math.min(...removing))})` : ""}`
-                      : `${gone.filter((t) => t !== undefined).length} of ${plural(launched.length, "launched node")} gone`) +
-                (run.consolidateAfterSeconds === undefined ? "; consolidateAfter is Never" : `; consolidateAfter is ${run.consolidateAfterSeconds} s`),
-        );
-    }
+    if (run.down !== undefined) lines.push(...scaleDownLines(run, run.down, before));
     lines.push(outcome);
     return lines;
+}
+
+/** The scale-down: done or not, the nodes gone, the ones kept and what keeps them, the empty ones Karpenter left. */
+function scaleDownLines(run: Run, down: number, before: number): string[] {
+    const s = scaleDownState(run);
+    const after = (t: number) => `${seconds(t - down)} s`;
+    const at = (t: number) => `t=${seconds(t - run.up)} s`;
+    const nodeText = (n: NodeRecord) => `${n.name} (${n.type ?? "?"}, ${n.added < run.up ? "there before the test" : `launched at ${at(n.added)}`})`;
+    const finished = Math.max(down, ...[...run.record.pods.values()].map((p) => p.stopped ?? down), ...s.gone.map((n) => n.gone!));
+    const policy = run.consolidateAfterSeconds === undefined ? "consolidateAfter is Never, so Karpenter removes no node" : `consolidateAfter is ${run.consolidateAfterSeconds} s`;
+    const removing = s.gone.map((n) => n.removing).filter((t): t is number => t !== undefined);
+    const gone = s.gone.length
+        ? `gone: ${s.gone.length}, ${s.gone.length > 1 ? "the last " : ""}after ${after(Math.max(...s.gone.map((n) => n.gone!)))}${removing.length ? ` (Karpenter began removing ${s.gone.length > 1 ? "them" : "it"} after ${after(Math.min(...removing))})` : ""}`
+        : "gone: 0";
+    const lines = [
+        `Scale-down (${run.pods} -> 0 at ${at(down)}): ${s.complete ? `complete after ${after(finished)}` : `NOT complete after ${after(run.end)}`}; ${policy}`,
+        `  nodes the test used or caused: ${s.scope.length}; ${[gone, `kept: ${s.kept.length}`, ...(s.empty.length ? [`empty but still up: ${s.empty.length}`] : [])].join("; ")}`,
+    ];
+    if (s.kept.length) {
+        const why = run.consolidationPolicy === "WhenEmpty" ? "WhenEmpty removes only empty nodes" : `not empty; ${run.consolidationPolicy ?? "the policy"} may still consolidate them`;
+        lines.push(`  kept, holding burst pods from outside the test (${why}):`);
+        for (const k of s.kept) lines.push(`    ${nodeText(k.node)}: ${holdersText(k.pods, run.up)}`);
+    }
+    if (s.empty.length) {
+        lines.push(`  empty but still up: no burst pod holds them${run.consolidateAfterSeconds === undefined ? "" : ", yet Karpenter has not removed them"}; kubectl describe node shows other pods and Karpenter's events:`);
+        for (const e of s.empty) lines.push(`    ${nodeText(e.node)}: no burst pod since ${at(e.since)}${e.node.removing !== undefined ? `; Karpenter began removing it at ${at(e.node.removing)}` : ""}`);
+    }
+    lines.push(`  ephemeral nodes: ${before} before, ${run.record.liveNodes().length} after`);
+    return lines;
+}
+
+/** "2 headroom pods (all recreated during the test, ...)", "1 other burst pod (ns/name)". */
+function holdersText(pods: OtherPodRecord[], up: number): string {
+    const headroom = pods.filter((p) => p.headroom);
+    const recreated = headroom.filter((p) => p.created !== undefined && p.created >= up).length;
+    const workers = pods.filter((p) => !p.headroom).map((p) => p.name);
+    return [
+        ...(headroom.length
+            ? [`${plural(headroom.length, "headroom pod")}${recreated ? ` (${recreated === headroom.length ? "all" : recreated} recreated during the test, after test pods preempted the ones before)` : ""}`]
+            : []),
+        ...(workers.length ? [`${plural(workers.length, "other burst pod")} (${workers.slice(0, 3).join(", ")}${workers.length > 3 ? ", ..." : ""})`] : []),
+    ].join(", ");
 }
 
 export function podsCsv(run: Run): string {
@@ -298,8 +396,9 @@ export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promi
         up: clock.now(),
         end: clock.now(),
         consolidateAfterSeconds: cfg.nodePool.consolidateAfter === "Never" ? undefined : durationSeconds(cfg.nodePool.consolidateAfter),
+        consolidationPolicy: cfg.nodePool.consolidationPolicy,
         nodeLaunchSeconds: cfg.capacity?.nodeLaunchSeconds,
-        record: new Recorder(() => clock.now()),
+        record: new Recorder(() => clock.now(), cfg.placement.priorityClasses.headroom.name),
     };
     const outcome = await execute(cfg, run, clusterOf(kc), clock, progress, deps);
     fs.mkdirSync(out, { recursive: true });
@@ -382,6 +481,8 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
         created = true;
         await cluster.createDeployment(run.namespace, testDeployment(cfg, run.namespace));
         await watch("pods", `/api/v1/namespaces/${run.namespace}/pods`, {}, (t, o) => rec.pod(t, o));
+        // The other burst-labelled pods (headroom, real workers): what keeps an ephemeral node from being empty.
+        await watch("burst pods", "/api/v1/pods", { labelSelector: `${cfg.placement.burstPodLabel}=true` }, (t, o) => o.metadata.namespace !== run.namespace && rec.otherPod(t, o));
         await watch("nodes", "/api/v1/nodes", { labelSelector: `${cfg.nodePool.ephemeralKey}=true` }, (t, o) => rec.node(t, o));
         await watch("NodeClaims", "/apis/karpenter.sh/v1/nodeclaims", { labelSelector: `karpenter.sh/nodepool=${cfg.nodePool.name}` }, (t, o) => rec.claim(t, o));
 
@@ -394,15 +495,12 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
 
         run.down = clock.now();
         await cluster.scaleDeployment(run.namespace, DEPLOYMENT, 0);
-        const launched = () => rec.launchedSince(run.up);
-        const podsGone = () => [...rec.pods.values()].every((p) => p.stopped !== undefined);
-        if (run.consolidateAfterSeconds === undefined) {
-            await until("scale-down", podsGone, 5 * 60, () => `${rec.running()} running`);
-        } else {
-            await until("scale-down", () => podsGone() && launched().every((n) => n.gone !== undefined), run.consolidateAfterSeconds + DOWN_MARGIN_SECONDS, () => {
-                return `${rec.running()} pods running; ${launched().filter((n) => n.gone === undefined).length} of ${launched().length} launched nodes left; ${nodesStatus()}`;
-            });
-        }
+        // With consolidateAfter Never no node goes: wait for the pods only.
+        const downTimeout = run.consolidateAfterSeconds === undefined ? 5 * 60 : run.consolidateAfterSeconds + DOWN_MARGIN_SECONDS;
+        await until("scale-down", () => scaleDownState(run).complete, downTimeout, () => {
+            const s = scaleDownState(run);
+            return `${rec.running()} pods running; nodes the test used: ${s.gone.length} gone, ${s.kept.length} kept by other burst pods, ${s.empty.length} empty; ${nodesStatus()}`;
+        });
     } catch (e) {
         outcome = { ok: false, message: `Result: FAILED: ${e instanceof Stop ? e.message : (e as Error).message}` };
     } finally {

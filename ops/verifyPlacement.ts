@@ -1,6 +1,8 @@
 // `npm run verify-placement`: only burst Celery pods and the node agents may run on ephemeral nodes.
 // With --context it checks what runs on a live cluster; with --manifests it checks rendered manifests (helm template,
 // kustomize build) with the scheduler's filters against nodes modelled from the stack's own NodePool.
+// Exit codes: 0 nothing misplaced, 1 findings, 2 usage, 3 could not check (cluster unreachable, credentials refused,
+// manifests unreadable or empty), so CI can tell a placement problem from a broken check.
 import * as fs from "fs";
 import * as path from "path";
 import { parseAllDocuments } from "yaml";
@@ -38,10 +40,17 @@ export function placementRules(cfg: StackConfig): PlacementRules {
     };
 }
 
-/** The configured node daemonsets, and EKS's own add-ons in kube-system (aws-node, kube-proxy...), which every node needs. */
-export function allowedDaemonSet(rules: PlacementRules, namespace: string, name: string): boolean {
-    return namespace === "kube-system" || rules.daemonSets.includes(`${namespace}/${name}`);
+/** A daemonset of the stack's placement.nodeDaemonSets: the node agents. */
+export function nodeAgent(rules: PlacementRules, namespace: string, name: string): boolean {
+    return rules.daemonSets.includes(`${namespace}/${name}`);
 }
+
+/**
+ * EKS installs its add-ons (aws-node, kube-proxy, eks-pod-identity-agent...) as DaemonSets in kube-system, on every
+ * node. They are not in rendered charts, so only the live check allows kube-system DaemonSets beyond the node agents;
+ * in manifests a kube-system DaemonSet is something a chart installs, and needs to be in placement.nodeDaemonSets.
+ */
+export const EKS_ADD_ON_NAMESPACE = "kube-system";
 
 export interface Verdict {
     status: "ok" | "warn" | "fail";
@@ -61,10 +70,12 @@ export function judgeTemplates(templates: PodTemplate[], nodes: EphemeralNodes, 
         const f = findings[i];
         const early = gated && f.launched;
         const subject = t.owner;
-        if (t.kind === "DaemonSet" && allowedDaemonSet(rules, t.namespace, t.name)) return { status: "ok", subject, reason: "allowed daemonset (node agent)" };
+        if (t.kind === "DaemonSet" && nodeAgent(rules, t.namespace, t.name)) return { status: "ok", subject, reason: "allowed daemonset (node agent)" };
         if (!isBurst(t.labels, rules)) {
+            // EKS add-ons are never rendered by a chart, so a kube-system DaemonSet here is not one.
+            const addOnHint = t.kind === "DaemonSet" && t.namespace === EKS_ADD_ON_NAMESPACE ? "; a kube-system DaemonSet in manifests is not an EKS add-on: if it is a node agent, add it to placement.nodeDaemonSets" : "";
             return f.ephemeral
-                ? { status: "fail", subject, reason: `could run on ephemeral nodes: it ${whyAllowed(t.spec, nodes.ready)}${early ? ", even before the node agents are ready (startup taints)" : ""}` }
+                ? { status: "fail", subject, reason: `could run on ephemeral nodes: it ${whyAllowed(t.spec, nodes.ready)}${early ? ", even before the node agents are ready (startup taints)" : ""}${addOnHint}` }
                 : { status: "ok", subject, reason: `kept off: ${f.reasons.join("; ")}` };
         }
         if (!f.ephemeral) return { status: "warn", subject, reason: `burst Celery pod that cannot run on ephemeral nodes: ${f.reasons.join("; ")}` };
@@ -96,11 +107,12 @@ export function judgePods(pods: KubeObject[], ephemeralNodes: Set<string>, rules
             const owner = p.metadata.ownerReferences?.[0];
             const subject = subjectOf(p);
             if (isBurst(p.metadata.labels, rules)) return { node, status: "ok" as const, subject, reason: "burst Celery pod" };
-            if (owner?.kind === "DaemonSet" && allowedDaemonSet(rules, p.metadata.namespace ?? "", owner.name)) {
+            if (owner?.kind === "DaemonSet" && nodeAgent(rules, p.metadata.namespace ?? "", owner.name)) {
                 return { node, status: "ok" as const, subject, reason: `daemonset ${p.metadata.namespace}/${owner.name}` };
             }
+            if (owner?.kind === "DaemonSet" && p.metadata.namespace === EKS_ADD_ON_NAMESPACE) return { node, status: "ok" as const, subject, reason: "EKS add-on (kube-system DaemonSet)" };
             const by = owner ? `${owner.kind} ${owner.name}` : "no owner";
-            return { node, status: "fail" as const, subject, reason: `${by}: neither a burst Celery pod (${rules.burstLabel}=true) nor a pod of an allowed daemonset` };
+            return { node, status: "fail" as const, subject, reason: `${by}: neither a burst Celery pod (${rules.burstLabel}=true), a node agent nor an EKS add-on` };
         });
     const spilled = pods
         .filter((p) => isBurst(p.metadata.labels, rules) && p.spec?.nodeName && !ephemeralNodes.has(p.spec.nodeName))
@@ -127,18 +139,39 @@ export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Pr
     if (typeof flags === "string") return usage(flags, HELP);
     if ((flags.context === undefined) === (flags.manifests === undefined)) return usage("give exactly one of --context (a live cluster) and --manifests (rendered files)", HELP);
     if (flags.namespace !== undefined && flags.manifests === undefined) return usage("--namespace only applies to --manifests", HELP);
-    const cfg = loadStack(flags.stack, HELP, deps.dir ?? PROJECT_DIR);
+    // An invalid stack config is no placement finding either: nothing was checked.
+    const cfg = loadStack(flags.stack, HELP, deps.dir ?? PROJECT_DIR, EXIT.cannotCheck);
     if (isResult(cfg)) return cfg;
-    return flags.manifests !== undefined ? verifyManifests(cfg, flags.manifests, flags.namespace, deps.stdin) : verifyLive(cfg, flags.context, (deps.kubeConfig ?? loadKubeConfig)());
+    try {
+        return flags.manifests !== undefined ? await verifyManifests(cfg, flags.manifests, flags.namespace, deps.stdin) : await verifyLive(cfg, flags.context, deps.kubeConfig ?? loadKubeConfig);
+    } catch (e) {
+        // Whatever else went wrong, nothing was judged: never let it pass for a finding.
+        return cannotCheck(`${(e as Error).message ?? e}`);
+    }
 }
+
+const cannotCheck = (why: string): CommandResult => ({ exitCode: EXIT.cannotCheck, output: `Could not check: ${why}` });
+const messageOf = (e: unknown) => (e as Error)?.message ?? String(e);
 
 async function verifyManifests(cfg: StackConfig, target: string, namespace = "default", stdin = () => fs.readFileSync(0, "utf8")): Promise<CommandResult> {
     if (target !== "-" && !fs.existsSync(target)) return usage(`--manifests: no such file or directory "${target}"`, HELP);
-    const files = target === "-" ? ["-"] : manifestFiles(target);
+    const source = target === "-" ? "standard input" : target;
+    let files: string[];
+    try {
+        files = target === "-" ? ["-"] : manifestFiles(target);
+    } catch (e) {
+        return cannotCheck(`could not read ${source}: ${messageOf(e)}`);
+    }
     const objects: Manifest[] = [];
     for (const file of files) {
-        for (const doc of parseAllDocuments(file === "-" ? stdin() : fs.readFileSync(file, "utf8"))) {
-            if (doc.errors.length) return { exitCode: EXIT.findings, output: `${file}: not valid YAML: ${doc.errors[0].message}` };
+        let text: string;
+        try {
+            text = file === "-" ? stdin() : fs.readFileSync(file, "utf8");
+        } catch (e) {
+            return cannotCheck(`could not read ${file === "-" ? source : file}: ${messageOf(e)}`);
+        }
+        for (const doc of parseAllDocuments(text)) {
+            if (doc.errors.length) return cannotCheck(`${file === "-" ? source : file} is not valid YAML: ${doc.errors[0].message}`);
             const o = doc.toJS();
             // kubectl get -o yaml wraps objects in a List.
             for (const item of o?.kind === "List" ? o.items ?? [] : [o]) {
@@ -146,6 +179,8 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace = "de
             }
         }
     }
+    // Empty input is what a failed `helm template ... |` leaves: it must not read as "nothing misplaced".
+    if (objects.length === 0) return cannotCheck(`no Kubernetes objects in ${source}${target === "-" ? "" : ` (${plural(files.length, "YAML file")})`}; give the output of helm template or kustomize build`);
     const { nodePool } = renderNodePool(nodePoolArgs(cfg, "node-role"), "node-role");
     const [nodes] = ephemeralNodesOf([nodePool]);
     const verdicts = judgeTemplates(podTemplatesOf(objects), nodes, placementRules(cfg));
@@ -170,12 +205,23 @@ function manifestFiles(target: string): string[] {
         .map((f) => path.join(target, f));
 }
 
-async function verifyLive(cfg: StackConfig, context: string, kc: KubeConfig): Promise<CommandResult> {
+async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => KubeConfig): Promise<CommandResult> {
+    let kc: KubeConfig;
+    try {
+        kc = kubeConfig();
+    } catch (e) {
+        return cannotCheck(`could not load the kubeconfig: ${messageOf(e)}`);
+    }
     const refused = useContext(kc, context, cfg.cluster.name);
     if (refused) return usage(refused, HELP);
     const rules = placementRules(cfg);
-    const cluster = clusterOf(kc);
-    const [nodes, pods] = await Promise.all([cluster.listNodes(`${rules.ephemeralKey}=true`), cluster.listPods()]);
+    let nodes: KubeObject[], pods: KubeObject[];
+    try {
+        const cluster = clusterOf(kc);
+        [nodes, pods] = await Promise.all([cluster.listNodes(`${rules.ephemeralKey}=true`), cluster.listPods()]);
+    } catch (e) {
+        return cannotCheck(`could not list the nodes and pods of ${cfg.cluster.name} (context ${context}): ${apiError(e)}`);
+    }
     const { onEphemeral, spilled } = judgePods(pods, new Set(nodes.map((n) => n.metadata.name)), rules);
     const lines = [`Pods on the ephemeral nodes of ${cfg.cluster.name} (context ${context}): ${plural(nodes.length, "node")}, ${plural(onEphemeral.length, "pod")}`];
     for (const node of nodes) {
@@ -195,6 +241,16 @@ async function verifyLive(cfg: StackConfig, context: string, kc: KubeConfig): Pr
             : `OK: only burst Celery pods and the node agents run on ephemeral nodes${spilled.length ? `; ${plural(spilled.length, "burst pod")} spilled to stable nodes` : ""}`,
     );
     return { exitCode: failed.length ? EXIT.findings : EXIT.ok, output: lines.join("\n") };
+}
+
+/** An API client error in one line: HTTP refusals by status, connection failures by their reason. */
+export function apiError(e: unknown): string {
+    const err = e as { code?: number | string; message?: string };
+    if (err?.code === 401) return "HTTP 401 Unauthorized: the API server refused the credentials (expired token or SSO session? aws eks update-kubeconfig, aws sso login)";
+    if (err?.code === 403) return "HTTP 403 Forbidden: the user may not list nodes and pods in all namespaces";
+    // The client's message for other statuses says no more than the status.
+    if (typeof err?.code === "number") return `HTTP ${err.code} from the API server`;
+    return messageOf(e);
 }
 
 if (require.main === module) runMain(() => verifyPlacement(process.argv.slice(2)));

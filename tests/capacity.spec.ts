@@ -24,6 +24,8 @@ const base = (): CapacityInputs => ({
     batchMaxSeconds: 10,
     nodeLaunchSeconds: 100,
     emptyNodeSeconds: 1800,
+    consolidationPolicy: "WhenEmpty",
+    expireAfterSeconds: 24 * 3600,
     burstHoursPerDay: 2,
     prices: { asOf: "2026-11-01", currency: "USD", region: "ca-central-1", onDemandHourly: { "c7i.xlarge": 0.2, "m7i.xlarge": 0.25, "r7i.xlarge": 0.3 } },
     spotDiscount: 0.5,
@@ -143,11 +145,52 @@ describe("capacity model", () => {
         expect(c.baseline).to.deep.equal({ pods: 4, nodes: 1, hourly: 0.125 });
         expect(c.peak).to.deep.equal({ pods: 16, nodes: 4, hourly: 0.5 });
         expect(c.static).to.deep.equal({ type: "m7i.xlarge", nodes: 4, hourly: 1 });
-        // Peak nodes run 2 h of burst plus 30 min until empty: 0.125 x 21.5 + 0.5 x 2.5 against 1 x 24.
-        expect(c.peakHoursPerDay).to.equal(2.5);
-        expect(c.daily.karpenter).to.be.closeTo(3.9375, 1e-9);
-        expect(c.daily.saving).to.be.closeTo(20.0625, 1e-9);
-        expect(c.daily.savingPercent).to.be.closeTo(83.59, 0.01);
+        // WhenEmpty: the 4 baseline pods that survive the scale-down can sit one per node on all 4 peak nodes, and
+        // none of those empties, so they stay until expireAfter (24 h after the burst began: the rest of the day).
+        expect(c.afterBurst).to.deep.equal({ pods: 4, nodes: 4, hourly: 0.5 });
+        // 2 h of burst plus 30 min until emptied nodes go, then 21.5 h after the burst: 0.5 x 24 against 1 x 24.
+        expect([c.peakHoursPerDay, c.afterBurstHoursPerDay, c.baselineHoursPerDay]).to.deep.equal([2.5, 21.5, 0]);
+        expect(c.daily.karpenter).to.be.closeTo(12, 1e-9);
+        expect(c.daily.saving).to.be.closeTo(12, 1e-9);
+        expect(c.daily.savingPercent).to.be.closeTo(50, 1e-9);
+        // Were the nodes back to the baseline 30 min after the burst: 0.125 x 21.5 + 0.5 x 2.5.
+        expect(c.optimistic!.karpenter).to.be.closeTo(3.9375, 1e-9);
+        expect(c.optimistic!.saving).to.be.closeTo(20.0625, 1e-9);
+        expect(c.optimistic!.savingPercent).to.be.closeTo(83.59, 0.01);
+    });
+
+    it("WhenEmpty: after a burst, at most one node per remaining pod, until the nodes expire; then the baseline", () => {
+        // 2 baseline + 1 headroom pods, expireAfter 12 h; m7i holds 4 pods of 1 cpu, 3 GiB.
+        const m = { ...base(), instanceTypes: ["c7i.xlarge", "m7i.xlarge", "r7i.xlarge"], pod: { cpu: 1, memoryGiB: 3 }, baselinePods: 2, headroomPods: 1, expireAfterSeconds: 12 * 3600 };
+        const fits = typeFits(m);
+        const c = costs(m, fits, chosenType(fits)!);
+        // Baseline: 3 pods on 1 node; peak: 17 pods on 5 nodes; after: the 3 remaining pods on 3 of those 5.
+        expect([c.baseline.nodes, c.peak.nodes, c.afterBurst.nodes]).to.deep.equal([1, 5, 3]);
+        // Peak 2.5 h; the nodes expire 12 h after the burst began, so 9.5 h after it; 12 h at the baseline.
+        expect([c.peakHoursPerDay, c.afterBurstHoursPerDay, c.baselineHoursPerDay]).to.deep.equal([2.5, 9.5, 12]);
+        // 0.625 x 2.5 + 0.375 x 9.5 + 0.125 x 12 = 1.5625 + 3.5625 + 1.5; the static group is 4 m7i on demand, 24 a day.
+        expect(c.daily.karpenter).to.be.closeTo(6.625, 1e-9);
+        expect(c.daily.savingPercent).to.be.closeTo(72.40, 0.01);
+        // expireAfter Never: the spread nodes stay the whole rest of the day.
+        const never = costs({ ...m, expireAfterSeconds: undefined }, fits, chosenType(fits)!);
+        expect([never.afterBurstHoursPerDay, never.baselineHoursPerDay]).to.deep.equal([21.5, 0]);
+        expect(never.daily.karpenter).to.be.closeTo(0.625 * 2.5 + 0.375 * 21.5, 1e-9);
+    });
+
+    it("WhenEmptyOrUnderutilized and Balanced: back to the baseline after consolidateAfter; Never keeps the peak all day", () => {
+        const m = { ...base(), instanceTypes: ["c7i.xlarge", "m7i.xlarge", "r7i.xlarge"], pod: { cpu: 1, memoryGiB: 3 } };
+        const fits = typeFits(m);
+        for (const consolidationPolicy of ["WhenEmptyOrUnderutilized", "Balanced"] as const) {
+            const c = costs({ ...m, consolidationPolicy }, fits, chosenType(fits)!);
+            expect(c.afterBurst).to.deep.equal(c.baseline);
+            expect([c.peakHoursPerDay, c.afterBurstHoursPerDay, c.baselineHoursPerDay]).to.deep.equal([2.5, 0, 21.5]);
+            // 0.125 x 21.5 + 0.5 x 2.5, as the optimistic figure above; no second figure.
+            expect(c.daily.karpenter).to.be.closeTo(3.9375, 1e-9);
+            expect(c.optimistic).to.equal(undefined);
+        }
+        const never = costs({ ...m, emptyNodeSeconds: undefined }, fits, chosenType(fits)!);
+        expect([never.peakHoursPerDay, never.afterBurstHoursPerDay, never.baselineHoursPerDay]).to.deep.equal([24, 0, 0]);
+        expect(never.daily.karpenter).to.be.closeTo(12, 1e-9);
     });
 
     it("limits too low: says so, says what would do, and the ramp stops short", () => {
@@ -189,7 +232,9 @@ describe("npm run capacity", () => {
             expect(r.output).to.match(/^NodePool limits allow \d+ nodes of .*: enough for the peak, with every approved type\.$/m);
             expect(r.output).to.match(/^The HPAs ask for \d+ pods at t=\d+ s; all run at t=\d+ s/m);
             expect(r.output).to.match(/^ {2}static on-demand group for the peak +\d+ +\d+ x \S+ +USD \d+\.\d\d$/m);
+            expect(r.output).to.match(/^ {2}after a burst, WhenEmpty +\d+ \+ \d+ headroom +\d+ x \S+ +USD \d+\.\d\d$/m);
             expect(r.output).to.match(/^ {2}Karpenter USD \d+\.\d\d, static group USD \d+\.\d\d: Karpenter saves USD \d+\.\d\d a day \(\d+ %\)\.$/m);
+            expect(r.output).to.match(/^ {2}Optimistic \(back to the baseline 30m after a burst, as WhenEmptyOrUnderutilized would do\): Karpenter USD \d+\.\d\d, saving USD \d+\.\d\d a day \(\d+ %\)\.$/m);
 
             const report = capacityReport(capacityInputs(stackConfig(stack))!);
             if (typeof report === "string") throw new Error(report);
@@ -208,6 +253,45 @@ describe("npm run capacity", () => {
             expect(csv.length - 1).to.equal(report.ramp.points.length);
         });
     }
+
+    it("staging's cost, as the README quotes it: WhenEmpty keeps the peak's nodes after a burst", async () => {
+        const r = await capacity(["--stack", "staging", "--out", tempDir()]);
+        const lines = r.output.split("\n");
+        const from = lines.indexOf("Cost per hour of the burst capacity (the stable node group costs the same either way):");
+        // m6a.xlarge spot is 0.1926 x 0.4 = 0.07704 an hour. 14 remaining pods can hold all 13 peak nodes, so the
+        // day is 13 nodes for 24 h: 24.04 against 12 on-demand m6a.xlarge at 0.1926 for 24 h, 55.47.
+        expect(lines.slice(from + 1, from + 11)).to.deep.equal([
+            "                                       pods             nodes            per hour",
+            "  baseline, Karpenter spot             12 + 2 headroom  3 x m6a.xlarge   USD 0.23",
+            "  peak, Karpenter spot                 60 + 2 headroom  13 x m6a.xlarge  USD 1.00",
+            "  after a burst, WhenEmpty             12 + 2 headroom  13 x m6a.xlarge  USD 1.00",
+            "  static on-demand group for the peak  60               12 x m6a.xlarge  USD 2.31",
+            "After a burst, WhenEmpty removes only empty nodes, and the HPAs' scale-down deletes pods from the most crowded nodes first:",
+            "the 14 pods that remain can hold up to 13 nodes (one pod each: every node of the peak) until the nodes expire (expireAfter 24h).",
+            "Per day: 3.5 h at peak (3 h of bursts plus 30m before emptied nodes go), 20.5 h after a burst, 0 h at baseline:",
+            "  Karpenter USD 24.04, static group USD 55.47: Karpenter saves USD 31.43 a day (57 %).",
+            // 3 nodes for 20.5 h and 13 for 3.5 h.
+            "  Optimistic (back to the baseline 30m after a burst, as WhenEmptyOrUnderutilized would do): Karpenter USD 8.24, saving USD 47.23 a day (85 %).",
+        ]);
+    });
+
+    it("with WhenEmptyOrUnderutilized: no after-burst row, one line on why, one daily figure", async () => {
+        const dir = tempDir();
+        const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.production.yaml"), "utf8"));
+        doc.config["notify-karpenter:nodePool"].consolidationPolicy = "WhenEmptyOrUnderutilized";
+        fs.writeFileSync(path.join(dir, "Pulumi.production.yaml"), stringify(doc));
+        const r = await capacity(["--stack", "production", "--out", path.join(dir, "out")], dir);
+        expect(r.exitCode, r.output).to.equal(0);
+        expect(r.output).not.to.match(/after a burst, |Optimistic/);
+        expect(r.output).to.include(
+            [
+                "  static on-demand group for the peak  100               8 x m6a.2xlarge  USD 3.08",
+                "Per day: 3.5 h at peak (3 h of bursts plus 30m before emptied nodes go), 20.5 h at baseline (WhenEmptyOrUnderutilized consolidates underutilized nodes too):",
+                "  Karpenter USD 11.17, static group USD 73.96: Karpenter saves USD 62.79 a day (85 %).",
+                "",
+            ].join("\n"),
+        );
+    });
 
     it("exits 1 when the limits do not allow the peak, and says what would", async () => {
         // A copy of the staging stack file with a 40-cpu limit, in a directory of its own.

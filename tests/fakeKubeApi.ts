@@ -46,6 +46,8 @@ export interface FakeKubeApiOptions {
     onScale?: (replicas: number, namespace: string, now: number) => Step[];
     /** Answer the Deployment create with this HTTP status instead of 201. */
     createDeploymentStatus?: number;
+    /** Answer every list and watch of pods, nodes and NodeClaims with this HTTP status (401, 403...) instead of 200. */
+    listStatus?: number;
 }
 
 interface Watcher {
@@ -177,6 +179,7 @@ export class FakeKubeApi {
         for (const [pattern, resource, namespaced] of PATHS) {
             const m = pattern.exec(p);
             if (!m || method !== "GET") continue;
+            if (this.opts.listStatus) return status(res, this.opts.listStatus, this.opts.listStatus === 401 ? "Unauthorized" : `cannot list ${resource}`);
             const selector = parseSelector(url.searchParams.get("labelSelector"));
             const w: Watcher = { resource, namespace: namespaced ? m[1] : undefined, selector, res };
             if (url.searchParams.get("watch") === "true") return this.startWatch(w, url.searchParams.get("resourceVersion"));

@@ -4,7 +4,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { burstPodTemplate } from "../components/celeryWorkloadPlacement";
 import { placementArgs } from "../stacks/componentArgs";
-import { percentile, scaleTest, testDeployment } from "../ops/scaleTest";
+import { Recorder, percentile, scaleDownState, scaleTest, testDeployment } from "../ops/scaleTest";
 import { FakeClock, FakeKubeApi, FakeKubeApiOptions, Step, iso } from "./fakeKubeApi";
 import { stackConfig } from "./helpers";
 import { readSeries, tempDir } from "./opsHelpers";
@@ -20,6 +20,21 @@ const node = (name: string, type: string, created: number, deleting?: number) =>
     },
 });
 
+const BURST_LABEL = { "notification-canada-ca/celery-burst": "true" };
+
+/** A pod of the stack's headroom Deployment (or, with `worker`, of a real burst Deployment), as the API returns it. */
+const burstPod = (name: string, created: number, at: { node?: string; deleting?: number; worker?: string } = {}) => ({
+    metadata: {
+        name,
+        namespace: "notification-canada-ca",
+        creationTimestamp: iso(created),
+        ...(at.deleting ? { deletionTimestamp: iso(at.deleting) } : {}),
+        labels: { ...BURST_LABEL, app: at.worker ?? "celery-headroom" },
+    },
+    spec: { priorityClassName: at.worker ? "celery" : "celery-headroom", ...(at.node ? { nodeName: at.node } : {}) },
+    status: { phase: at.node ? "Running" : "Pending" },
+});
+
 const claim = (name: string, created: number, ready?: number) => ({
     metadata: { name, creationTimestamp: iso(created), labels: POOL },
     status: { conditions: ready ? [{ type: "Ready", status: "True", lastTransitionTime: iso(ready) }] : [{ type: "Ready", status: "Unknown", lastTransitionTime: iso(created) }] },
@@ -28,7 +43,7 @@ const claim = (name: string, created: number, ready?: number) => ({
 /** A pod's watch events as the API server sends them: pending, scheduled, running. Times are seconds after `t0`. */
 function podSteps(namespace: string, name: string, t0: number, at: { created: number; scheduled: number; running: number; node: string }): Step[] {
     const s = (x: number) => iso(t0 + x * 1000);
-    const metadata = { name, namespace, creationTimestamp: s(at.created), labels: { app: "celery-scale-test" } };
+    const metadata = { name, namespace, creationTimestamp: s(at.created), labels: { ...BURST_LABEL, app: "celery-scale-test" } };
     const pending = { metadata, spec: {}, status: { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", lastTransitionTime: s(at.created) }] } };
     const scheduled = { metadata, spec: { nodeName: at.node }, status: { phase: "Pending", conditions: [{ type: "PodScheduled", status: "True", lastTransitionTime: s(at.scheduled) }] } };
     const running = {
@@ -42,16 +57,30 @@ function podSteps(namespace: string, name: string, t0: number, at: { created: nu
     ];
 }
 
+/** Where a test pod's deletion and disappearance land, `at` seconds after the scale to 0. */
+const gone = (s: Step & { object: any }, t0: number, at: number): Step[] => [
+    { ...s, at, type: "MODIFIED", object: { ...s.object, metadata: { ...s.object.metadata, deletionTimestamp: iso(t0 + at * 1000) } } },
+    { ...s, at: at + 1, type: "DELETED" },
+];
+
+const WARM = Date.UTC(2026, 10, 30, 1);
+
 /**
- * A recorded-style burst of 6 pods: two start at once on the warm node, Karpenter launches one node for the other
- * four; after the scale to 0 the pods go at once and the empty node goes after consolidateAfter (30 min) + 5 s,
- * 45 s of draining later. The node watch is closed by the server halfway, as API servers do, and must resume.
+ * A recorded-style burst of 6 pods: two start at once on the warm node, which also holds the 2 headroom pods and a
+ * real burst worker; Karpenter launches one node for the other four. After the scale to 0 the pods go at once and
+ * the emptied node goes after consolidateAfter (30 min) + 5 s, 45 s of draining later; the warm node stays, held by
+ * the headroom and the worker. The node watch is closed by the server halfway, as API servers do, and must resume.
  */
 function burst(opts: { failAt?: number } = {}): FakeKubeApiOptions {
     const pods = ["a", "b", "c", "d", "e", "f"].map((x) => `celery-scale-test-7d9f-${x}`);
     return {
-        nodes: [node("ip-10-0-1-1", "m6a.xlarge", Date.UTC(2026, 10, 30, 1))],
-        nodeclaims: [claim("notify-karpenter-warm1", Date.UTC(2026, 10, 30, 1), Date.UTC(2026, 10, 30, 1, 2))],
+        nodes: [node("ip-10-0-1-1", "m6a.xlarge", WARM)],
+        nodeclaims: [claim("notify-karpenter-warm1", WARM, Date.UTC(2026, 10, 30, 1, 2))],
+        pods: [
+            burstPod("celery-headroom-5b-h1", WARM, { node: "ip-10-0-1-1" }),
+            burstPod("celery-headroom-5b-h2", WARM, { node: "ip-10-0-1-1" }),
+            burstPod("notify-celery-email-send-burst-7c-x1", WARM, { node: "ip-10-0-1-1", worker: "notify-celery-email-send-burst" }),
+        ],
         onScale: (replicas, namespace, t0) => {
             if (replicas > 0) {
                 const steps: Step[] = [
@@ -63,17 +92,70 @@ function burst(opts: { failAt?: number } = {}): FakeKubeApiOptions {
                 ];
                 return opts.failAt === undefined ? steps : [...steps.filter((s) => s.at < opts.failAt!), { at: opts.failAt, resource: "pods", end: "error" }];
             }
-            const gone = (s: Step & { object: any }, at: number): Step[] => [
-                { ...s, at, type: "MODIFIED", object: { ...s.object, metadata: { ...s.object.metadata, deletionTimestamp: iso(t0 + at * 1000) } } },
-                { ...s, at: at + 1, type: "DELETED" },
-            ];
             const newNode = node("ip-10-0-2-2", "c6a.xlarge", t0 - 37_000);
             return [
-                ...pods.flatMap((name) => gone({ at: 0, resource: "pods", type: "MODIFIED", object: { metadata: { name, namespace } } }, 1)),
+                ...pods.flatMap((name) => gone({ at: 0, resource: "pods", type: "MODIFIED", object: { metadata: { name, namespace } } }, t0, 1)),
                 { at: 900, resource: "nodes", end: "close" },
                 { at: 1805, resource: "nodes", type: "MODIFIED", object: node("ip-10-0-2-2", "c6a.xlarge", t0 - 37_000, t0 + 1_805_000) },
                 { at: 1850, resource: "nodes", type: "DELETED", object: newNode },
                 { at: 1850, resource: "nodeclaims", type: "DELETED", object: claim("notify-karpenter-b7x2k", t0 - 95_000) },
+            ];
+        },
+    };
+}
+
+/**
+ * Headroom preempted. The warm c6a.xlarge (4 pods) holds the 2 headroom pods and has room for 2 more. Of 8 test
+ * pods, 2 take the free room and 2 preempt the headroom pods, whose ReplicaSet recreates them at once; the new
+ * headroom pods wait with the other 4 test pods, and Karpenter launches two nodes: the test pods land on one, the
+ * headroom pods on the other. After the scale to 0 the warm node and the test pods' node are empty and go after
+ * consolidateAfter; the headroom's new node is not empty and, with WhenEmpty, stays. With `stuck`, Karpenter never
+ * removes the test pods' emptied node.
+ */
+function preempting(opts: { stuck?: boolean } = {}): FakeKubeApiOptions {
+    const pods = [..."abcdefgh"].map((x) => `celery-scale-test-7d9f-${x}`);
+    const [warm, testNode, headroomNode] = ["ip-10-0-1-1", "ip-10-0-2-2", "ip-10-0-3-3"];
+    let up = 0;
+    return {
+        nodes: [node(warm, "c6a.xlarge", WARM)],
+        nodeclaims: [claim("notify-karpenter-warm1", WARM, WARM + 90_000)],
+        pods: [burstPod("celery-headroom-5b-h1", WARM, { node: warm }), burstPod("celery-headroom-5b-h2", WARM, { node: warm })],
+        onScale: (replicas, namespace, t0) => {
+            if (replicas > 0) {
+                up = t0;
+                return [
+                    ...pods.slice(0, 2).flatMap((p) => podSteps(namespace, p, t0, { created: 0, scheduled: 1, running: 3, node: warm })),
+                    // Preempted for c and d (grace period 0), and recreated, pending.
+                    ...["h1", "h2"].flatMap((h): Step[] => {
+                        const preempted = burstPod(`celery-headroom-5b-${h}`, WARM, { node: warm, deleting: t0 + 1000 });
+                        return [
+                            { at: 1, resource: "pods", type: "MODIFIED", object: preempted },
+                            { at: 2, resource: "pods", type: "DELETED", object: preempted },
+                        ];
+                    }),
+                    ...["h3", "h4"].flatMap((h): Step[] => [
+                        { at: 2, resource: "pods", type: "ADDED", object: burstPod(`celery-headroom-5b-${h}`, t0 + 2000) },
+                        { at: 90, resource: "pods", type: "MODIFIED", object: burstPod(`celery-headroom-5b-${h}`, t0 + 2000, { node: headroomNode }) },
+                    ]),
+                    ...pods.slice(2, 4).flatMap((p) => podSteps(namespace, p, t0, { created: 0, scheduled: 3, running: 5, node: warm })),
+                    ...pods.slice(4).flatMap((p) => podSteps(namespace, p, t0, { created: 0, scheduled: 90, running: 94, node: testNode })),
+                    ...["c1", "c2"].flatMap((c): Step[] => [
+                        { at: 4, resource: "nodeclaims", type: "ADDED", object: claim(`notify-karpenter-${c}`, t0 + 4000) },
+                        { at: 90, resource: "nodeclaims", type: "MODIFIED", object: claim(`notify-karpenter-${c}`, t0 + 4000, t0 + 90_000) },
+                    ]),
+                    { at: 60, resource: "nodes", type: "ADDED", object: node(testNode, "c6a.xlarge", t0 + 60_000) },
+                    { at: 60, resource: "nodes", type: "ADDED", object: node(headroomNode, "c6a.xlarge", t0 + 60_000) },
+                ];
+            }
+            const removed = (name: string, created: number, claimName: string, at: number): Step[] => [
+                { at, resource: "nodes", type: "MODIFIED", object: node(name, "c6a.xlarge", created, t0 + at * 1000) },
+                { at: at + 45, resource: "nodes", type: "DELETED", object: node(name, "c6a.xlarge", created, t0 + at * 1000) },
+                { at: at + 45, resource: "nodeclaims", type: "DELETED", object: claim(claimName, created) },
+            ];
+            return [
+                ...pods.flatMap((name) => gone({ at: 0, resource: "pods", type: "MODIFIED", object: { metadata: { name, namespace } } }, t0, 1)),
+                ...removed(warm, WARM, "notify-karpenter-warm1", 1805),
+                ...(opts.stuck ? [] : removed(testNode, up + 60_000, "notify-karpenter-c1", 1806)),
             ];
         },
     };
@@ -105,24 +187,29 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
         const r = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "6", "--out", h.out]);
         expect(r.exitCode, r.output).to.equal(0);
         const ns = "notify-karpenter-scale-test-20261130-051000";
-        expect(r.output.split("\n").slice(0, 10)).to.deep.equal([
+        expect(r.output.split("\n")).to.deep.equal([
             `Scale test of stack staging on notification-canada-ca-staging-eks-cluster: 6 burst-shaped pods in namespace ${ns}`,
             "Scale-up (0 -> 6 at t=0): all 6 pods running after 97 s",
             "  time to scheduled: p50 90 s, p95 90 s, max 90 s (6 pods)",
             "  time to running: p50 94 s, p95 97 s, max 97 s (6 pods)",
             "  ephemeral nodes: 1 before, 2 at most, 1 launched (c6a.xlarge x1)",
             "  NodeClaims, created to Ready: p50 88 s, max 88 s (the capacity model assumes 120 s: capacity.nodeLaunchSeconds)",
-            "Scale-down (6 -> 0 at t=97 s): 1 launched node gone after 1850 s (Karpenter began removing them after 1805 s); consolidateAfter is 1800 s",
+            "Scale-down (6 -> 0 at t=97 s): complete after 1850 s; consolidateAfter is 1800 s",
+            "  nodes the test used or caused: 2; gone: 1, after 1850 s (Karpenter began removing it after 1805 s); kept: 1",
+            "  kept, holding burst pods from outside the test (WhenEmpty removes only empty nodes):",
+            "    ip-10-0-1-1 (m6a.xlarge, there before the test): 2 headroom pods, 1 other burst pod (notification-canada-ca/notify-celery-email-send-burst-7c-x1)",
+            "  ephemeral nodes: 1 before, 1 after",
             "Result: OK",
             `Cleanup: deleted namespace ${ns}`,
             `Wrote ${["pods.csv", "timeline.csv", "chart.svg", "summary.txt"].map((f) => path.join(h.out, f)).join(", ")}`,
         ]);
-        // The API calls, in order: namespace, Deployment, three watches, scale up, scale down, the node watch resumed, cleanup.
+        // The API calls, in order: namespace, Deployment, four watches, scale up, scale down, the node watch resumed, cleanup.
         const calls = h.api.requests.filter((q) => q !== `GET /api/v1/namespaces/${ns}`);
         expect(calls).to.deep.equal([
             "POST /api/v1/namespaces",
             `POST /apis/apps/v1/namespaces/${ns}/deployments`,
             `GET /api/v1/namespaces/${ns}/pods`,
+            "GET /api/v1/pods",
             "GET /api/v1/nodes",
             "GET /apis/karpenter.sh/v1/nodeclaims",
             `PUT /apis/apps/v1/namespaces/${ns}/deployments/celery-scale-test/scale`,
@@ -180,6 +267,49 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
         expect(h.progress).to.include("[    95 s] scale-up: 4/6 running, 6 scheduled; ephemeral nodes 2, NodeClaims launching 0");
         expect(h.progress.filter((l) => l.includes("scale-down")).length).to.be.greaterThan(300);
         expect(h.signals.listenerCount("SIGINT") + h.signals.listenerCount("SIGTERM")).to.equal(0);
+    });
+
+    it("headroom pods preempted onto a node of their own: the scale-down completes when the nodes the test emptied are gone", async () => {
+        h = await harness(preempting());
+        const r = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "8", "--out", h.out]);
+        expect(r.exitCode, r.output).to.equal(0);
+        const lines = r.output.split("\n");
+        expect(lines[1]).to.equal("Scale-up (0 -> 8 at t=0): all 8 pods running after 94 s");
+        expect(lines[4]).to.equal("  ephemeral nodes: 1 before, 3 at most, 2 launched (c6a.xlarge x2)");
+        // The old rule (every node launched since the scale-up gone) would wait for ip-10-0-3-3 until the timeout.
+        expect(lines.slice(6, 12)).to.deep.equal([
+            "Scale-down (8 -> 0 at t=94 s): complete after 1851 s; consolidateAfter is 1800 s",
+            "  nodes the test used or caused: 3; gone: 2, the last after 1851 s (Karpenter began removing them after 1805 s); kept: 1",
+            "  kept, holding burst pods from outside the test (WhenEmpty removes only empty nodes):",
+            "    ip-10-0-3-3 (c6a.xlarge, launched at t=60 s): 2 headroom pods (all recreated during the test, after test pods preempted the ones before)",
+            "  ephemeral nodes: 1 before, 1 after",
+            "Result: OK",
+        ]);
+        expect(fs.readFileSync(path.join(h.out, "timeline.csv"), "utf8").trim().split("\r\n").slice(-3)).to.deep.equal([
+            "95,down,0,0,3,3",
+            "1944,down,0,0,2,2",
+            "1945,down,0,0,1,1",
+        ]);
+        expect(h.api.namespaces.size).to.equal(0);
+    });
+
+    it("a node the test emptied that Karpenter never removes fails the scale-down, named with why", async () => {
+        h = await harness(preempting({ stuck: true }));
+        const r = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "8", "--out", h.out]);
+        expect(r.exitCode).to.equal(1);
+        const lines = r.output.split("\n");
+        expect(lines.slice(6, 15)).to.deep.equal([
+            "Scale-down (8 -> 0 at t=94 s): NOT complete after 2700 s; consolidateAfter is 1800 s",
+            "  nodes the test used or caused: 3; gone: 1, after 1850 s (Karpenter began removing it after 1805 s); kept: 1; empty but still up: 1",
+            "  kept, holding burst pods from outside the test (WhenEmpty removes only empty nodes):",
+            "    ip-10-0-3-3 (c6a.xlarge, launched at t=60 s): 2 headroom pods (all recreated during the test, after test pods preempted the ones before)",
+            "  empty but still up: no burst pod holds them, yet Karpenter has not removed them; kubectl describe node shows other pods and Karpenter's events:",
+            "    ip-10-0-2-2 (c6a.xlarge, launched at t=60 s): no burst pod since t=95 s",
+            "  ephemeral nodes: 1 before, 2 after",
+            "Result: FAILED: scale-down did not finish within 2700 s",
+            "Cleanup: deleted namespace notify-karpenter-scale-test-20261130-051000",
+        ]);
+        expect(h.progress[h.progress.length - 1]).to.match(/scale-down: 0 pods running; nodes the test used: 1 gone, 1 kept by other burst pods, 1 empty; ephemeral nodes 2, NodeClaims launching 0$/);
     });
 
     it("a watch that fails mid-run fails the test, and the namespace is still deleted", async () => {
@@ -259,6 +389,20 @@ describe("scale test pieces", () => {
         const [c] = d.spec.template.spec.containers;
         expect(c.image).to.match(/^registry\.k8s\.io\/pause:/);
         expect(c.resources.requests).to.deep.equal({ cpu: "550m", memory: "1250Mi" });
+    });
+
+    it("scale-down state: a node kept by a running burst pod is kept; one whose only pod was evicted (Failed) is empty", () => {
+        const up = Date.UTC(2026, 10, 30, 5);
+        const rec = new Recorder(() => up + 200_000, "celery-headroom");
+        rec.node("ADDED", node("n1", "c6a.xlarge", up + 60_000));
+        rec.node("ADDED", node("n2", "c6a.xlarge", up + 60_000));
+        rec.pod("ADDED", { metadata: { name: "t1", deletionTimestamp: iso(up + 100_000) }, spec: { nodeName: "n1" } });
+        rec.otherPod("ADDED", burstPod("celery-headroom-5b-h3", up + 2000, { node: "n1" }));
+        rec.otherPod("ADDED", { ...burstPod("notify-celery-sms-send-burst-9d-x", up, { node: "n2", worker: "notify-celery-sms-send-burst" }), status: { phase: "Failed", reason: "Evicted" } });
+        const s = scaleDownState({ stack: "staging", cluster: "c", namespace: "ns", pods: 1, up, down: up + 99_000, end: up + 200_000, consolidateAfterSeconds: 1800, record: rec });
+        expect(s.kept.map((k) => [k.node.name, k.pods.map((p) => [p.name, p.headroom])])).to.deep.equal([["n1", [["notification-canada-ca/celery-headroom-5b-h3", true]]]]);
+        expect(s.empty.map((e) => [e.node.name, e.since - up])).to.deep.equal([["n2", 200_000]]);
+        expect([s.testPodsLeft, s.complete]).to.deep.equal([0, false]);
     });
 
     it("takes nearest-rank percentiles", () => {

@@ -3,6 +3,8 @@ import * as fs from "fs";
 import * as path from "path";
 import { judgePods, placementRules, verifyPlacement } from "../ops/verifyPlacement";
 import { plan } from "../plan/cli";
+import { parse, stringify } from "yaml";
+import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { FakeClock, FakeKubeApi } from "./fakeKubeApi";
 import { stackConfig } from "./helpers";
 import { tempDir } from "./opsHelpers";
@@ -24,7 +26,7 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         ]);
     });
 
-    it("reads a directory of .yaml and .yml files (and Lists); node agents of the stack and of kube-system are allowed, other daemonsets are not", async () => {
+    it("reads a directory of .yaml and .yml files (and Lists); the stack's node agents are allowed, other daemonsets are not", async () => {
         const dir = path.join(FIXTURES, "rendered");
         const r = await verifyPlacement(["--stack", "production", "--manifests", dir]);
         expect(r.exitCode).to.equal(1);
@@ -32,7 +34,18 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
             `Manifests ${dir} (2 files, 3 objects, 3 pod templates) against the ephemeral nodes of NodePool notify-karpenter, stack production`,
             "  OK    DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: allowed daemonset (node agent)",
             "  FAIL  DaemonSet signoz/signoz-otel-agent: could run on ephemeral nodes: it tolerates every taint (a toleration with operator Exists and no key), even before the node agents are ready (startup taints)",
-            "  OK    DaemonSet kube-system/kube-proxy: allowed daemonset (node agent)",
+            "  OK    DaemonSet kube-system/ebs-csi-node: allowed daemonset (node agent)",
+            "1 pod template could run on ephemeral nodes but must not",
+        ]);
+    });
+
+    it("allows only placement.nodeDaemonSets in kube-system: EKS add-ons are not in rendered charts, so a kube-system DaemonSet there is a chart's", async () => {
+        const file = path.join(FIXTURES, "kube-system-daemonsets.yaml");
+        const r = await verifyPlacement(["--stack", "staging", "--manifests", file]);
+        expect(r.exitCode).to.equal(1);
+        expect(r.output.split("\n").slice(1)).to.deep.equal([
+            "  OK    DaemonSet kube-system/ebs-csi-node: allowed daemonset (node agent)",
+            "  FAIL  DaemonSet kube-system/kube-proxy: could run on ephemeral nodes: it tolerates every taint (a toleration with operator Exists and no key), even before the node agents are ready (startup taints); a kube-system DaemonSet in manifests is not an EKS add-on: if it is a node agent, add it to placement.nodeDaemonSets",
             "1 pod template could run on ephemeral nodes but must not",
         ]);
     });
@@ -89,6 +102,46 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         );
     });
 
+    it("exits 3, not 1, when the manifests cannot be checked: invalid YAML, an unreadable file, nothing to read", async () => {
+        const dir = tempDir("verify-unreadable-");
+        const broken = path.join(dir, "broken.yaml");
+        fs.writeFileSync(broken, "kind: Deployment\nmetadata: { name: x\n");
+        const invalid = await verifyPlacement(["--stack", "staging", "--manifests", broken]);
+        expect(invalid.exitCode).to.equal(3);
+        expect(invalid.output).to.match(new RegExp(`^Could not check: ${broken.replace(/[.\/]/g, "\\$&")} is not valid YAML: `));
+
+        // A directory whose name ends in .yaml cannot be read as a file.
+        const tree = path.join(dir, "tree");
+        fs.mkdirSync(path.join(tree, "chart.yaml"), { recursive: true });
+        fs.copyFileSync(path.join(FIXTURES, "helm-template-notify.yaml"), path.join(tree, "a.yaml"));
+        const unreadable = await verifyPlacement(["--stack", "staging", "--manifests", tree]);
+        expect(unreadable).to.deep.equal({ exitCode: 3, output: `Could not check: could not read ${path.join(tree, "chart.yaml")}: EISDIR: illegal operation on a directory, read` });
+
+        // What a failed `helm template ... |` leaves: empty input is not "nothing misplaced".
+        expect(await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: () => "" })).to.deep.equal({
+            exitCode: 3,
+            output: "Could not check: no Kubernetes objects in standard input; give the output of helm template or kustomize build",
+        });
+        const empty = path.join(dir, "empty");
+        fs.mkdirSync(empty);
+        expect((await verifyPlacement(["--stack", "staging", "--manifests", empty])).output).to.equal(
+            `Could not check: no Kubernetes objects in ${empty} (0 YAML files); give the output of helm template or kustomize build`,
+        );
+        expect((await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: () => { throw new Error("EAGAIN: resource temporarily unavailable, read"); } })).output).to.equal(
+            "Could not check: could not read standard input: EAGAIN: resource temporarily unavailable, read",
+        );
+    });
+
+    it("exits 3 on an invalid stack config: nothing was checked", async () => {
+        const dir = tempDir("verify-config-");
+        const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.staging.yaml"), "utf8"));
+        doc.config["notify-karpenter:placement"].headroom.pods = -1;
+        fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), stringify(doc));
+        const r = await verifyPlacement(["--stack", "staging", "--manifests", path.join(FIXTURES, "helm-template-notify.yaml")], { dir });
+        expect(r.exitCode).to.equal(3);
+        expect(r.output).to.match(/^invalid config:\nstaging: notify-karpenter:placement\.headroom\.pods /);
+    });
+
     it("usage errors exit 2 and name the flag", async () => {
         expect(await verifyPlacement(["--stack", "staging"])).to.deep.equal({
             exitCode: 2,
@@ -129,24 +182,29 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
             pod("notification-canada-ca", "notify-celery-email-send-burst-7c-a", "ip-10-0-1-1", { labels: BURST, owner: ["ReplicaSet", "notify-celery-email-send-burst-7c"] }),
             pod("amazon-cloudwatch", "aws-cloudwatch-agent-x1", "ip-10-0-1-1", { owner: ["DaemonSet", "aws-cloudwatch-agent"] }),
             pod("kube-system", "kube-proxy-x2", "ip-10-0-1-1", { owner: ["DaemonSet", "kube-proxy"] }),
+            pod("kube-system", "ebs-csi-node-x4", "ip-10-0-1-1", { owner: ["DaemonSet", "ebs-csi-node"] }),
             pod("notification-canada-ca", "notify-documentation-5c-b", "ip-10-0-1-2", { owner: ["ReplicaSet", "notify-documentation-5c"] }),
             pod("signoz", "signoz-otel-agent-x3", "ip-10-0-1-2", { owner: ["DaemonSet", "signoz-otel-agent"] }),
+            pod("kube-system", "coredns-5d-x5", "ip-10-0-1-2", { owner: ["ReplicaSet", "coredns-5d"] }),
             pod("notification-canada-ca", "notify-celery-sms-send-burst-9d-c", "ip-10-0-9-9", { labels: BURST, owner: ["ReplicaSet", "notify-celery-sms-send-burst-9d"] }),
             pod("notification-canada-ca", "notify-api-1", "ip-10-0-9-9", { owner: ["ReplicaSet", "notify-api-6b"] }),
         ]);
         expect(r.exitCode).to.equal(1);
         expect(r.output.split("\n")).to.deep.equal([
-            "Pods on the ephemeral nodes of notification-canada-ca-staging-eks-cluster (context staging): 2 nodes, 5 pods",
+            "Pods on the ephemeral nodes of notification-canada-ca-staging-eks-cluster (context staging): 2 nodes, 7 pods",
             "ip-10-0-1-1 (m6a.xlarge, spot):",
             "  OK    notification-canada-ca/notify-celery-email-send-burst-7c-a: burst Celery pod",
             "  OK    amazon-cloudwatch/aws-cloudwatch-agent-x1: daemonset amazon-cloudwatch/aws-cloudwatch-agent",
-            "  OK    kube-system/kube-proxy-x2: daemonset kube-system/kube-proxy",
+            "  OK    kube-system/kube-proxy-x2: EKS add-on (kube-system DaemonSet)",
+            "  OK    kube-system/ebs-csi-node-x4: daemonset kube-system/ebs-csi-node",
             "ip-10-0-1-2 (m6a.xlarge, spot):",
-            "  FAIL  notification-canada-ca/notify-documentation-5c-b: ReplicaSet notify-documentation-5c: neither a burst Celery pod (notification-canada-ca/celery-burst=true) nor a pod of an allowed daemonset",
-            "  FAIL  signoz/signoz-otel-agent-x3: DaemonSet signoz-otel-agent: neither a burst Celery pod (notification-canada-ca/celery-burst=true) nor a pod of an allowed daemonset",
+            "  FAIL  notification-canada-ca/notify-documentation-5c-b: ReplicaSet notify-documentation-5c: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent nor an EKS add-on",
+            "  FAIL  signoz/signoz-otel-agent-x3: DaemonSet signoz-otel-agent: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent nor an EKS add-on",
+            // Only DaemonSets in kube-system are add-ons; other kube-system pods are judged like any pod.
+            "  FAIL  kube-system/coredns-5d-x5: ReplicaSet coredns-5d: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent nor an EKS add-on",
             "Burst pods on stable nodes (1):",
             "  FAIL  notification-canada-ca/notify-celery-sms-send-burst-9d-c on ip-10-0-9-9: burst pod on a stable node, although placement.burst.spillToStable is false",
-            "FAILED: 2 pods on ephemeral nodes that must not be there, 1 burst pod on stable nodes",
+            "FAILED: 3 pods on ephemeral nodes that must not be there, 1 burst pod on stable nodes",
         ]);
         expect(api.requests).to.deep.equal(["GET /api/v1/nodes", "GET /api/v1/pods"]);
     });
@@ -159,6 +217,33 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
         ]);
         expect(r.exitCode, r.output).to.equal(0);
         expect(r.output).to.match(/\nOK: only burst Celery pods and the node agents run on ephemeral nodes$/);
+    });
+
+    for (const [code, reason] of [
+        [401, "HTTP 401 Unauthorized: the API server refused the credentials (expired token or SSO session? aws eks update-kubeconfig, aws sso login)"],
+        [403, "HTTP 403 Forbidden: the user may not list nodes and pods in all namespaces"],
+        [503, "HTTP 503 from the API server"],
+    ] as const) {
+        it(`exits 3, not 1, when the API answers ${code}: nothing was checked`, async () => {
+            api = await new FakeKubeApi(new FakeClock(), { listStatus: code }).start();
+            const r = await verifyPlacement(["--stack", "staging", "--context", "staging"], { kubeConfig: () => api.kubeConfig() });
+            expect(r).to.deep.equal({ exitCode: 3, output: `Could not check: could not list the nodes and pods of notification-canada-ca-staging-eks-cluster (context staging): ${reason}` });
+        });
+    }
+
+    it("exits 3 when the cluster is unreachable or the kubeconfig unreadable", async () => {
+        api = await new FakeKubeApi(new FakeClock()).start();
+        const kc = api.kubeConfig();
+        await api.stop();
+        const down = await verifyPlacement(["--stack", "staging", "--context", "staging"], { kubeConfig: () => kc });
+        expect(down.exitCode).to.equal(3);
+        expect(down.output).to.match(/^Could not check: could not list the nodes and pods of notification-canada-ca-staging-eks-cluster \(context staging\): request to http:\/\/127\.0\.0\.1:\d+\/api\/v1\/\S+ failed, reason: connect ECONNREFUSED/);
+        const unreadable = await verifyPlacement(["--stack", "staging", "--context", "staging"], {
+            kubeConfig: () => {
+                throw new Error("/root/.kube/config: bad indentation of a mapping entry (3:5)");
+            },
+        });
+        expect(unreadable).to.deep.equal({ exitCode: 3, output: "Could not check: could not load the kubeconfig: /root/.kube/config: bad indentation of a mapping entry (3:5)" });
     });
 
     it("refuses a context whose cluster is not the stack's", async () => {
