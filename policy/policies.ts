@@ -345,7 +345,7 @@ const UNSCOPED_EC2_MANAGED_POLICIES: Record<string, string> = {
 /** What an AWS managed policy ARN (any partition) grants, when it is one of the unscoped ones. */
 function unscopedManagedPolicy(arn: unknown): string | undefined {
     const path = /^arn:[a-z-]+:iam::aws:policy\/(.+)$/.exec(String(arn))?.[1];
-    return path !== undefined && Object.hasOwn(UNSCOPED_EC2_MANAGED_POLICIES, path) ? UNSCOPED_EC2_MANAGED_POLICIES[path] : undefined;
+    return path !== undefined && Object.prototype.hasOwnProperty.call(UNSCOPED_EC2_MANAGED_POLICIES, path) ? UNSCOPED_EC2_MANAGED_POLICIES[path] : undefined;
 }
 
 /** A policy document given as JSON text or as an object; {} when the text is not JSON (AWS would reject it anyway). */

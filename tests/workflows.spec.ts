@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -63,6 +64,26 @@ describe("GitHub workflows", () => {
         expect(plan).to.be.within(0, pulumi);
         expect(steps[pulumi].with).to.include({ policyPacks: "policy", policyPackConfigs: "plan-out/${{ inputs.stack }}/policy-config.json", diff: true, refresh: true });
         expect(fs.existsSync(path.join(PROJECT_DIR, "policy", "PulumiPolicy.yaml"))).to.equal(true);
+    });
+
+    it("the policy pack starts the way the Pulumi CLI starts it: from policy/, type-checked, serving on a port", async function () {
+        this.timeout(60000);
+        // The CLI runs this launcher in the pack's folder; it type-checks with its own defaults (target ES2020), which
+        // the root tsconfig and the transpile-only tests do not, so only this catches a pack that cannot compile.
+        const launcher = path.join(PROJECT_DIR, "node_modules", "@pulumi", "pulumi", "cmd", "run-policy-pack");
+        const child = spawn(process.execPath, [launcher, "127.0.0.1:1", "."], { cwd: path.join(PROJECT_DIR, "policy") });
+        let stdout = "";
+        let stderr = "";
+        const port = await new Promise<string>((resolve) => {
+            child.stdout.on("data", (d) => {
+                stdout += d;
+                if (/^\d+\s*$/m.test(stdout)) resolve(stdout.trim());
+            });
+            child.stderr.on("data", (d) => (stderr += d));
+            child.on("exit", () => resolve(""));
+        });
+        child.kill();
+        expect(port, stderr).to.match(/^\d+$/);
     });
 
     it("pin the Pulumi CLI to the release of the SDK and use OIDC credentials only", () => {
