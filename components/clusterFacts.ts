@@ -29,6 +29,11 @@ export interface ClusterFacts {
      */
     kubeconfig: pulumi.Output<string>;
     /**
+     * The version of the cluster's EKS Pod Identity agent add-on, for a controller that uses Pod Identity: read
+     * only when called, so a cluster on IRSA needs no agent. A lookup that finds none fails the preview.
+     */
+    podIdentityAgentVersion: () => pulumi.Input<string>;
+    /**
      * What must exist before anything is installed on the cluster: a created cluster's stable nodes and add-ons,
      * nothing for an existing one. The kubernetes provider depends on them.
      */
@@ -39,7 +44,7 @@ export interface ClusterFacts {
 export type ClusterAttributes = Pick<ClusterFacts, "name" | "arn" | "endpoint" | "certificateAuthority" | "oidcIssuerUrl" | "nodeSecurityGroupId" | "region">;
 
 /** The facts of a cluster, from its attributes and what must exist before anything is installed on it. */
-export function clusterFacts(c: ClusterAttributes, ready: pulumi.Resource[] = []): ClusterFacts {
+export function clusterFacts(c: ClusterAttributes, podIdentityAgentVersion: () => pulumi.Input<string>, ready: pulumi.Resource[] = []): ClusterFacts {
     // arn:<partition>:eks:<region>:<account>:cluster/<name>: the partition and account come with it, no extra lookup.
     const arnPart = (i: number) => pulumi.output(c.arn).apply((arn) => arn.split(":")[i]);
     const kubeconfig = pulumi.all([c.name, c.endpoint, c.certificateAuthority]).apply(([name, endpoint, ca]) =>
@@ -63,5 +68,5 @@ export function clusterFacts(c: ClusterAttributes, ready: pulumi.Resource[] = []
             ],
         }),
     );
-    return { ...c, partition: arnPart(1), accountId: arnPart(4), kubeconfig, ready };
+    return { ...c, partition: arnPart(1), accountId: arnPart(4), kubeconfig, podIdentityAgentVersion, ready };
 }

@@ -145,7 +145,7 @@ export class CreatedCluster extends pulumi.ComponentResource {
         // Nothing is installed before the controller can run: stable nodes, the Pod Identity agent, and the discovery
         // tag its nodes need. (A dependency, not part of the kubeconfig: a kubeconfig unknown at preview, as when the
         // node group is replaced, makes the kubernetes provider replace everything on the cluster.)
-        this.facts = clusterFacts(attributes, [nodeGroup, podIdentityAgent, discoveryTag]);
+        this.facts = clusterFacts(attributes, () => podIdentityAgent.addonVersion, [nodeGroup, podIdentityAgent, discoveryTag]);
         this.registerOutputs({ clusterName: attributes.name, vpcId: vpc.vpcId, nodeGroupName: nodeGroup.nodeGroupName });
     }
 }

@@ -211,7 +211,14 @@ export class KarpenterController extends pulumi.ComponentResource {
             credentials.push(
                 new aws.eks.PodIdentityAssociation(
                     `${name}-pod-identity`,
-                    { clusterName: cluster.name, namespace, serviceAccount, roleArn: controllerRole.arn },
+                    {
+                        clusterName: cluster.name,
+                        namespace,
+                        serviceAccount,
+                        // Waits on the agent's version: on a cluster without the agent the preview fails here, before
+                        // the controller is installed with no way to get credentials.
+                        roleArn: pulumi.all([cluster.podIdentityAgentVersion(), controllerRole.arn]).apply(([, arn]) => arn),
+                    },
                     child,
                 ),
             );

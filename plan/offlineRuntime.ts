@@ -26,6 +26,7 @@ export const PLACEHOLDERS = {
     oidcIssuer: (region: string) => `https://oidc.eks.${region}.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE`,
     certificateAuthority: "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCnBsYWNlaG9sZGVyCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K",
     clusterSecurityGroupId: "sg-0123456789abcdef0",
+    podIdentityAgentVersion: "v1.3.8-eksbuild.2",
     vpcId: "vpc-0123456789abcdef0",
     /** One subnet per zone: subnet-0a… private, subnet-0b… public. */
     subnetIds: (type: "private" | "public", zones: number) => Array.from({ length: zones }, (_, i) => `subnet-0${type === "private" ? "a" : "b"}${String(i + 1).padStart(15, "0")}`),
@@ -54,6 +55,8 @@ export interface Recording {
     resources: RecordedResource[];
     /** Invokes (data-source calls) the mocks had no answer for. */
     unmockedCalls: string[];
+    /** Every data-source call, with its arguments. */
+    calls: { token: string; inputs: Record<string, any> }[];
     byType(type: string): RecordedResource[];
     /** The one resource of `type` whose logical name is `name`; throws when there is none. */
     get(type: string, name: string): RecordedResource;
@@ -124,9 +127,11 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
     const region = regionOf(config);
     const resources: RecordedResource[] = [];
     const unmockedCalls: string[] = [];
+    const calls: Recording["calls"] = [];
     const mocks: pulumi.runtime.Mocks = {
         newResource: (a) => ({ id: `${a.name}-id`, state: { ...a.inputs, ...computedOutputs(a, region) } }),
         call: (a) => {
+            calls.push({ token: a.token, inputs: a.inputs });
             const answer = invokeResults[a.token];
             if (!answer) {
                 unmockedCalls.push(a.token);
@@ -154,6 +159,7 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
         outputs,
         resources,
         unmockedCalls,
+        calls,
         byType: (type) => resources.filter((r) => r.type === type),
         get: (type, name) => {
             const found = resources.find((r) => r.type === type && r.name === name);
@@ -179,6 +185,8 @@ function computedOutputs(a: pulumi.runtime.MockResourceArgs, region: string): Re
     const { accountId: acct, partition: p } = PLACEHOLDERS;
     const name = a.inputs.name ?? a.name;
     switch (a.type) {
+        case "aws:eks/addon:Addon":
+            return { addonVersion: a.inputs.addonVersion ?? PLACEHOLDERS.podIdentityAgentVersion };
         case "awsx:ec2:Vpc": {
             const zones = a.inputs.availabilityZoneNames?.length ?? 3;
             return { vpcId: PLACEHOLDERS.vpcId, privateSubnetIds: PLACEHOLDERS.subnetIds("private", zones), publicSubnetIds: PLACEHOLDERS.subnetIds("public", zones) };
@@ -230,6 +238,7 @@ const invokeResults: Record<string, (inputs: any, region: string) => Record<stri
         identities: [{ oidcs: [{ issuer: PLACEHOLDERS.oidcIssuer(region) }] }],
         vpcConfig: { clusterSecurityGroupId: PLACEHOLDERS.clusterSecurityGroupId },
     }),
+    "aws:eks/getAddon:getAddon": (i) => ({ id: `${i.clusterName}:${i.addonName}`, clusterName: i.clusterName, addonName: i.addonName, addonVersion: PLACEHOLDERS.podIdentityAgentVersion }),
     "aws:iam/getRole:getRole": (i) => ({
         name: i.name,
         id: i.name,

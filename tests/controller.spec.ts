@@ -1,7 +1,9 @@
 import { expect } from "chai";
-import { PLACEHOLDERS } from "../plan/offlineRuntime";
+import { PLACEHOLDERS, runOffline } from "../plan/offlineRuntime";
+import { loadConfig } from "../stacks/config";
+import { createStack } from "../stacks/createStack";
 import { CHART_VALUE_KEYS } from "./chartValueKeys";
-import { STACKS, buildStack, customResources, parseJson } from "./helpers";
+import { STACKS, buildStack, customResources, parseJson, patchSections } from "./helpers";
 
 const ACCOUNT = PLACEHOLDERS.accountId;
 const REGION = "ca-central-1";
@@ -271,5 +273,25 @@ describe("KarpenterController options", () => {
         const names = fixedNameTypes.flatMap((t) => r.byType(t).map((x) => x.inputs.name as string));
         expect(names).to.have.length(13);
         for (const n of names) expect(n).to.match(/^notify-staging-/);
+    });
+});
+
+describe("the EKS Pod Identity agent on an existing cluster", () => {
+    // A data source that finds nothing fails `pulumi preview` with AWS's error; under mocks a failing call hangs
+    // instead (pulumi-conventions P5), so the tests assert the lookup itself and what waits for it.
+    const build = (identity: string) =>
+        runOffline("staging", () => createStack(loadConfig()), { overrides: patchSections("staging", { controller: { identity } }) });
+    const agentLookups = (r: Awaited<ReturnType<typeof build>>) => r.calls.filter((c) => c.token === "aws:eks/getAddon:getAddon").map((c) => c.inputs);
+
+    it("is looked up for a controller on Pod Identity, and the association's role waits for it", async () => {
+        const r = await build("pod-identity");
+        expect(agentLookups(r)).to.deep.equal([{ clusterName: "notification-canada-ca-staging-eks-cluster", addonName: "eks-pod-identity-agent" }]);
+        expect(r.get("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-pod-identity").inputs.roleArn).to.match(/:role\/notification-canada-ca-staging-eks-cluster-karpenter$/);
+    });
+
+    it("is not needed by a controller on IRSA", async () => {
+        const r = await build("irsa");
+        expect(agentLookups(r)).to.deep.equal([]);
+        expect(r.byType("aws:eks/podIdentityAssociation:PodIdentityAssociation")).to.have.length(0);
     });
 });

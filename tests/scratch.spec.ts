@@ -167,10 +167,11 @@ describe("cluster facts in both modes", () => {
     /** The facts `clusterFor` gives for a stack, every output resolved, and the names of the resources in `ready`. */
     async function factsOf(stack: string): Promise<Record<string, any>> {
         const run = await runOffline(stack, () => clusterFor(loadConfig().cluster, new aws.Provider("aws", { region: REGION })));
-        const { ready, ...rest } = run.outputs;
+        const { ready, podIdentityAgentVersion, ...rest } = run.outputs;
+        const agent = await new Promise((resolve) => pulumi.output(podIdentityAgentVersion()).apply(resolve));
         const entries = await Promise.all(Object.entries(rest).map(async ([k, v]) => [k, await new Promise((resolve) => pulumi.output(v).apply(resolve))]));
         const readyNames = await Promise.all(ready.map((r) => new Promise((resolve) => r.urn.apply((urn) => resolve(urn.split("::").pop())))));
-        return { ...Object.fromEntries(entries), ready: readyNames };
+        return { ...Object.fromEntries(entries), podIdentityAgentVersion: agent, ready: readyNames };
     }
 
     it("gives components the same facts whether the cluster is looked up or created", async () => {
@@ -189,6 +190,7 @@ describe("cluster facts in both modes", () => {
                 partition: "aws",
                 accountId: PLACEHOLDERS.accountId,
                 region: REGION,
+                podIdentityAgentVersion: PLACEHOLDERS.podIdentityAgentVersion,
                 ready,
             });
             expect(parseJson(kubeconfig)["current-context"], stack).to.equal(name);
