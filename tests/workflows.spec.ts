@@ -97,12 +97,15 @@ describe("GitHub workflows", () => {
         for (const job of [...Object.values(workflow("main.yml").jobs), workflow("pull-request.yml").jobs.preview] as any[]) expect(job.permissions["id-token"]).to.equal("write");
     });
 
-    it("preview both stacks on pull requests, and update staging before production, one deployment at a time", () => {
+    it("preview both stacks on pull requests, and update staging before production, one update per stack at a time", () => {
         const preview = workflow("pull-request.yml").jobs.preview;
         expect(preview.strategy.matrix.stack).to.deep.equal(["staging", "production"]);
         expect(preview.with).to.deep.equal({ command: "preview", stack: "${{ matrix.stack }}", environment: "${{ matrix.stack }}-preview" });
         const main = workflow("main.yml");
-        expect(main.concurrency).to.deep.equal({ group: "deploy", "cancel-in-progress": false });
+        // Per stack: a production update waiting for its reviewer must not hold up the next staging update.
+        expect(main.concurrency).to.equal(undefined);
+        expect(main.jobs.staging.concurrency).to.deep.equal({ group: "up-staging", "cancel-in-progress": false });
+        expect(main.jobs.production.concurrency).to.deep.equal({ group: "up-production", "cancel-in-progress": false });
         expect(main.jobs.staging.with).to.deep.equal({ command: "up", stack: "staging", environment: "staging" });
         expect(main.jobs.production.needs).to.equal("staging");
         expect(main.jobs.production.with).to.deep.equal({ command: "up", stack: "production", environment: "production" });
