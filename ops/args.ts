@@ -1,5 +1,5 @@
 // What the ops commands share: flags, the stack's validated config, and exit codes that fit CI.
-import { ConfigError, StackConfig, parseStackConfig } from "../stacks/config";
+import { ConfigError, StackConfig, configSections, parseStackConfig } from "../stacks/config";
 import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig } from "../plan/offlineRuntime";
 
 /**
@@ -41,24 +41,11 @@ export function loadStack(stack: string | undefined, help: string, dir = PROJECT
     const stacks = knownStacks(dir);
     if (!stack) return usage("--stack is required", help);
     if (!stacks.includes(stack)) return usage(`unknown stack "${stack}": known stacks are ${stacks.join(", ")}`, help);
-    const raw: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(readStackConfig(stack, dir))) {
-        if (key.startsWith(`${PROJECT}:`)) raw[key.slice(PROJECT.length + 1)] = parseValue(value);
-    }
     try {
-        return parseStackConfig(stack, raw);
+        return parseStackConfig(stack, configSections(readStackConfig(stack, dir), PROJECT));
     } catch (e) {
         if (e instanceof ConfigError) return { exitCode: invalidExit, output: `invalid config:\n${e.message}` };
         throw e;
-    }
-}
-
-/** readStackConfig hands objects over as JSON and plain values as strings, as the Pulumi CLI does. */
-function parseValue(value: string): unknown {
-    try {
-        return JSON.parse(value);
-    } catch {
-        return value;
     }
 }
 

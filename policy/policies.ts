@@ -8,6 +8,8 @@
 // "missing".
 import { PolicyPackConfig, ReportViolation, ResourceValidation, ResourceValidationArgs, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { PolicyConfigJSONSchema } from "@pulumi/policy/schema";
+// The scheduler's own toleration rule, shared with the plan's placement check and verify-placement.
+import { tolerates } from "../components/scheduling";
 
 /** What a stack's policies check against; `npm run plan` writes each stack's into plan-out/<stack>/policy-config.json. */
 export interface StackFacts {
@@ -152,24 +154,20 @@ function podTemplateOf(type: string, p: Props): Props | undefined {
     return p.spec?.template;
 }
 
-/** Kubernetes' own matching of a toleration against the taint `<key>=true:NoSchedule`. */
-function tolerates(t: Props, key: string): boolean {
-    if (t.effect && t.effect !== "NoSchedule") return false;
-    if (t.operator === "Exists") return !t.key || t.key === key;
-    return t.key === key && t.value === "true";
-}
 
 /** Whether a node selector expression picks nodes labelled `<key>: "true"` (NotIn and DoesNotExist keep pods away). */
 function picks(e: Props, key: string): boolean {
     return e.key === key && (e.operator === "Exists" || (e.operator === "In" && list(e.values).includes("true")));
 }
 
+const ephemeralTaint = (key: string) => ({ key, value: "true", effect: "NoSchedule" as const });
+
 function targetsEphemeralNodes(spec: Props | undefined, key: string): string[] {
     const node = spec?.affinity?.nodeAffinity;
     const required = list<Props>(node?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms).flatMap((t) => list<Props>(t.matchExpressions));
     const preferred = list<Props>(node?.preferredDuringSchedulingIgnoredDuringExecution).flatMap((t) => list<Props>(t.preference?.matchExpressions));
     return [
-        list<Props>(spec?.tolerations).some((t) => tolerates(t, key)) && "tolerates the ephemeral taint",
+        list<Props>(spec?.tolerations).some((t) => tolerates(t, ephemeralTaint(key))) && "tolerates the ephemeral taint",
         spec?.nodeSelector?.[key] === "true" && "selects ephemeral nodes",
         required.some((e) => picks(e, key)) && "requires ephemeral nodes",
         preferred.some((e) => picks(e, key)) && "prefers ephemeral nodes",
@@ -287,7 +285,7 @@ export const karpenterControllerOnStableNodes: ResourceValidationPolicy = {
         if (!keepsNodePoolRule(values.affinity)) {
             report(`Karpenter controller values.affinity drops the chart's "karpenter.sh/nodepool DoesNotExist" node affinity from some node selector term; keep it in every term`);
         }
-        if (list<Props>(values.tolerations).some((t) => tolerates(t, ephemeralKey))) report(`Karpenter controller values.tolerations tolerate the ephemeral taint ${ephemeralKey}; remove that toleration`);
+        if (list<Props>(values.tolerations).some((t) => tolerates(t, ephemeralTaint(ephemeralKey)))) report(`Karpenter controller values.tolerations tolerate the ephemeral taint ${ephemeralKey}; remove that toleration`);
     }),
 };
 

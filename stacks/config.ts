@@ -408,10 +408,6 @@ function createdCapacityProblems(create: Infer<typeof createdCluster>, poolZones
 
 export type StackConfig = Infer<typeof stackSchema> & { stack: string };
 export type ClusterConfig = StackConfig["cluster"];
-export type ControllerConfig = StackConfig["controller"];
-export type NodePoolConfig = StackConfig["nodePool"];
-export type AlarmsConfig = StackConfig["alarms"];
-export type PlacementConfig = StackConfig["placement"];
 export type CapacityConfig = NonNullable<StackConfig["capacity"]>;
 
 /** Raised for invalid config; its message lists every problem, one per line. */
@@ -442,15 +438,21 @@ export function parseStackConfig(stack: string, raw: Record<string, unknown>, pr
 
 /** Reads the current stack's config (all keys in this project's namespace) and validates it. */
 export function loadConfig(): StackConfig {
-    const project = pulumi.getProject();
-    const raw: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(pulumi.runtime.allConfig())) {
-        if (key.startsWith(`${project}:`)) raw[key.slice(project.length + 1)] = parseConfigValue(value);
-    }
-    return parseStackConfig(pulumi.getStack(), raw, project);
+    return parseStackConfig(pulumi.getStack(), configSections(pulumi.runtime.allConfig(), pulumi.getProject()), pulumi.getProject());
 }
 
-/** The engine hands structured values over as JSON and plain values as strings. */
+/**
+ * The project's config sections (`cluster`, `controller`, ...) from flat `<project>:<key>` values, as the engine
+ * hands them over: structured values as JSON, plain values as strings. `readStackConfig` yields the same shape.
+ */
+export function configSections(flat: Record<string, string>, project = "notify-karpenter"): Record<string, unknown> {
+    const sections: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(flat)) {
+        if (key.startsWith(`${project}:`)) sections[key.slice(project.length + 1)] = parseConfigValue(value);
+    }
+    return sections;
+}
+
 function parseConfigValue(value: string): unknown {
     try {
         return JSON.parse(value);

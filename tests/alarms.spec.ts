@@ -3,7 +3,7 @@ import { parseStackConfig } from "../stacks/config";
 import { KarpenterAlarms, DEFAULT_RULES, filterPattern, filterPatternMatches } from "../components/karpenterAlarms";
 import { PLACEHOLDERS, RecordedResource, runOffline } from "../plan/offlineRuntime";
 import { summary } from "../plan/render";
-import { STACKS, buildStack, configErrorOf, errorOf, patchSections, parseJson, rawConfig, section } from "./helpers";
+import { BURST_DEPLOYMENTS, STACKS, buildStack, configErrorOf, errorOf, patchSections, parseJson, rawConfig, section } from "./helpers";
 
 const ACCOUNT = PLACEHOLDERS.accountId;
 const REGION = "ca-central-1";
@@ -11,13 +11,7 @@ const ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm";
 const clusterOf = (stack: string) => `notification-canada-ca-${stack}-eks-cluster`;
 const topicArn = (stack: string, severity: string) => `arn:aws:sns:${REGION}:${ACCOUNT}:${clusterOf(stack)}-karpenter-${severity}`;
 
-const BURST = [
-    "notify-celery-core-tasks-burst",
-    "notify-celery-delivery-receipts-burst",
-    "notify-celery-email-send-burst",
-    "notify-celery-sms-send-burst",
-    "notify-celery-periodic-burst",
-];
+const BURST = BURST_DEPLOYMENTS;
 /** A KarpenterAlarms built directly, outside any stack. */
 const MINIMAL_ARGS = {
     clusterName: "c",

@@ -1,10 +1,19 @@
 // Shared test helpers: build a stack offline from its real stack file, with optional config changes.
 import { expect } from "chai";
-import { ConfigError, StackConfig, loadConfig, parseStackConfig } from "../stacks/config";
+import { ConfigError, StackConfig, configSections, loadConfig, parseStackConfig } from "../stacks/config";
 import { createStack } from "../stacks/createStack";
 import { PROJECT, RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime";
 
 export const STACKS = ["staging", "production"] as const;
+
+/** GC Notify's burst Celery Deployments, as both stack files list them under placement.burst.deployments. */
+export const BURST_DEPLOYMENTS = [
+    "notify-celery-core-tasks-burst",
+    "notify-celery-delivery-receipts-burst",
+    "notify-celery-email-send-burst",
+    "notify-celery-sms-send-burst",
+    "notify-celery-periodic-burst",
+];
 
 /** A config section from the stack file (`controller`, `cluster`, ...), parsed. */
 export function section(stack: string, key: string): Record<string, any> {
@@ -46,10 +55,7 @@ export function customResources(resources: RecordedResource[]): RecordedResource
 
 /** The stack file's config sections, parsed, with `patch` merged into section `key` (undefined values removed). */
 export function rawConfig(stack: string, key?: string, patch: Record<string, unknown> = {}): Record<string, unknown> {
-    const raw: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(readStackConfig(stack))) {
-        if (k.startsWith(`${PROJECT}:`)) raw[k.slice(PROJECT.length + 1)] = JSON.parse(v);
-    }
+    const raw = configSections(readStackConfig(stack), PROJECT);
     if (key) {
         const merged: Record<string, unknown> = { ...(raw[key] as object), ...patch };
         for (const k of Object.keys(merged)) if (merged[k] === undefined) delete merged[k];

@@ -7,18 +7,12 @@ import { nodePoolArgs, placementArgs } from "../stacks/componentArgs";
 import { renderNodePool } from "../components/ephemeralNodePool";
 import { runOffline } from "../plan/offlineRuntime";
 import { ephemeralNodesOf, podTemplatesOf } from "../plan/placementCheck";
-import { STACKS, buildStack, configErrorOf, errorOf, patchSections, rawConfig, section, stackConfig } from "./helpers";
+import { BURST_DEPLOYMENTS, STACKS, buildStack, configErrorOf, errorOf, patchSections, rawConfig, section, stackConfig } from "./helpers";
 
 const NS = "notification-canada-ca";
 const EPHEMERAL = "notification-canada-ca/ephemeral";
 const BURST_LABEL = "notification-canada-ca/celery-burst";
-const BURST = [
-    "notify-celery-core-tasks-burst",
-    "notify-celery-delivery-receipts-burst",
-    "notify-celery-email-send-burst",
-    "notify-celery-sms-send-burst",
-    "notify-celery-periodic-burst",
-];
+const BURST = BURST_DEPLOYMENTS;
 const STABLE = [
     "notify-api",
     "notify-admin",
