@@ -222,7 +222,18 @@ export function placementProblems(a: CeleryWorkloadPlacementArgs): string[] {
     for (const ns of a.admission.namespaces ?? [a.namespace]) {
         if (agentNamespaces.has(ns)) problems.push(`the admission policy would reject the node daemonsets in namespace ${ns}, which tolerate the ephemeral taint`);
     }
+    // Label values and the name part of a taint key are at most 63 characters; the API server would refuse them.
+    for (const d of a.burst.deployments) {
+        if (d.name.length > 63) problems.push(`Deployment ${d.name}: a burst Deployment's name is also its pods' ${DEPLOYMENT_LABEL} label value, at most 63 characters (got ${d.name.length})`);
+    }
+    for (const d of a.nodeDaemonSets) {
+        const keyName = startupTaintFor(d).key.split("/")[1];
+        if (keyName.length > 63) problems.push(`DaemonSet ${d.namespace}/${d.name}: its startup taint ${startupTaintFor(d).key} needs "<namespace>.<name>" of at most 63 characters (got ${keyName.length})`);
+    }
     const { high, burst: low, headroom } = a.priorityClasses;
+    for (const pc of [high, low, headroom]) {
+        if (pc.name.startsWith("system-")) problems.push(`priority class ${pc.name}: names starting with "system-" are reserved for Kubernetes`);
+    }
     if (!(high.value > low.value && low.value > headroom.value)) {
         problems.push(`priority classes must rank high (${high.value}) above burst (${low.value}) above headroom (${headroom.value})`);
     }

@@ -49,10 +49,20 @@ for (const stack of STACKS) {
 
         it("creates GC Notify's priority classes and a lower, non-preempting one for headroom", () => {
             const classes = r.byType("kubernetes:scheduling.k8s.io/v1:PriorityClass").map((p) => p.inputs);
-            expect(classes.map(({ metadata, value, globalDefault, preemptionPolicy }) => ({ name: metadata.name, value, globalDefault, preemptionPolicy }))).to.deep.equal([
-                { name: "high-priority", value: 1000000, globalDefault: false, preemptionPolicy: undefined },
-                { name: "celery", value: 10, globalDefault: false, preemptionPolicy: undefined },
-                { name: "celery-headroom", value: -10, globalDefault: false, preemptionPolicy: "Never" },
+            const pc = (name: string, value: number, description: string, preemptionPolicy?: string) => ({
+                apiVersion: "scheduling.k8s.io/v1",
+                kind: "PriorityClass",
+                // Forced, so a migration can adopt the classes GC Notify's Helm release created.
+                metadata: { name, annotations: patchForce },
+                value,
+                globalDefault: false,
+                description,
+                ...(preemptionPolicy ? { preemptionPolicy } : {}),
+            });
+            expect(classes).to.deep.equal([
+                pc("high-priority", 1000000, "Workloads that must stay up: API, admin, static Celery, beat."),
+                pc("celery", 10, "Burst Celery workers on ephemeral spot nodes; evicted before anything else that runs real work."),
+                pc("celery-headroom", -10, "Placeholder pods holding room for a burst; preempted first, never preempt.", "Never"),
             ]);
         });
 
@@ -158,14 +168,40 @@ for (const stack of STACKS) {
         });
 
         it(`holds room for ${HEADROOM[stack]} Celery pods on ephemeral nodes with preemptible pause pods`, () => {
-            const d = r.get("kubernetes:apps/v1:Deployment", "celery-placement-headroom").inputs;
-            expect(d.metadata).to.deep.equal({ name: "celery-headroom", namespace: NS });
-            expect(d.spec.replicas).to.equal(HEADROOM[stack]);
-            const pod = d.spec.template.spec;
-            expect(pod.priorityClassName).to.equal("celery-headroom");
             const size = section(stack, "nodePool").capacityCheck;
-            expect(pod.containers[0].resources).to.deep.equal({ requests: { cpu: size.celeryPodCpu, memory: size.celeryPodMemory }, limits: { memory: size.celeryPodMemory } });
-            expect(pod.containers[0].image).to.match(/^registry\.k8s\.io\/pause:/);
+            expect(r.get("kubernetes:apps/v1:Deployment", "celery-placement-headroom").inputs).to.deep.equal({
+                apiVersion: "apps/v1",
+                kind: "Deployment",
+                metadata: { name: "celery-headroom", namespace: NS },
+                spec: {
+                    replicas: HEADROOM[stack],
+                    selector: { matchLabels: { app: "celery-headroom" } },
+                    template: {
+                        // The burst label lets the admission policy admit them next to the Celery pods they stand in for.
+                        metadata: { labels: { app: "celery-headroom", [BURST_LABEL]: "true" } },
+                        spec: {
+                            tolerations: [{ key: EPHEMERAL, operator: "Equal", value: "true", effect: "NoSchedule" }],
+                            affinity: {
+                                nodeAffinity: {
+                                    requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: EPHEMERAL, operator: "In", values: ["true"] }] }] },
+                                },
+                            },
+                            priorityClassName: "celery-headroom",
+                            terminationGracePeriodSeconds: 0,
+                            automountServiceAccountToken: false,
+                            securityContext: { runAsNonRoot: true, runAsUser: 65535, seccompProfile: { type: "RuntimeDefault" } },
+                            containers: [
+                                {
+                                    name: "pause",
+                                    image: "registry.k8s.io/pause:3.10",
+                                    resources: { requests: { cpu: size.celeryPodCpu, memory: size.celeryPodMemory }, limits: { memory: size.celeryPodMemory } },
+                                    securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+                                },
+                            ],
+                        },
+                    },
+                },
+            });
         });
 
         it("orders the rollout: agents, then nidhogg, then burst pods onto nodes that can exist", () => {
@@ -389,6 +425,17 @@ describe("placement config errors", () => {
         expect(errorOf(() => parseStackConfig("staging", withPlacement({ admission: { mode: "deny", namespaces: [NS, "kube-system"] } })))).to.equal(
             "staging: notify-karpenter:placement the admission policy would reject the node daemonsets in namespace kube-system, which tolerate the ephemeral taint",
         );
+    });
+
+    it("rejects names the API server would refuse: a long label value, a long startup taint key, a reserved class name", () => {
+        const deployments = [{ name: `notify-celery-${"x".repeat(50)}-burst`, maxUnavailable: 1 }];
+        const nodeDaemonSets = [{ namespace: "amazon-cloudwatch", name: `cloudwatch-agent-${"x".repeat(30)}` }];
+        const priorityClasses = { high: { name: "system-high", value: 1000000 }, burst: { name: "celery", value: 10 }, headroom: { name: "celery-headroom", value: -10 } };
+        expect(errorOf(() => parseStackConfig("staging", withPlacement({ burst: { ...section("staging", "placement").burst, deployments }, nodeDaemonSets, priorityClasses }))).split("\n")).to.deep.equal([
+            `staging: notify-karpenter:placement Deployment ${deployments[0].name}: a burst Deployment's name is also its pods' notify-karpenter/deployment label value, at most 63 characters (got 70)`,
+            `staging: notify-karpenter:placement DaemonSet amazon-cloudwatch/${nodeDaemonSets[0].name}: its startup taint nidhogg.uswitch.com/amazon-cloudwatch.${nodeDaemonSets[0].name} needs "<namespace>.<name>" of at most 63 characters (got 65)`,
+            'staging: notify-karpenter:placement priority class system-high: names starting with "system-" are reserved for Kubernetes',
+        ]);
     });
 
     it("rejects priority classes out of order and an unknown admission mode", () => {

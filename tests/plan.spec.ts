@@ -7,7 +7,7 @@ import { parseAllDocuments } from "yaml";
 import { plan } from "../plan/cli";
 import { PROJECT, readStackConfig } from "../plan/offlineRuntime";
 import { policyInputs, runPolicies } from "../plan/policyRun";
-import { policies } from "../policy/policies";
+import { GC_NOTIFY_FACTS, policies } from "../policy/policies";
 import { policyConfigFor } from "../stacks/policyConfig";
 import { STACKS, buildStack, patchSections, stackConfig } from "./helpers";
 
@@ -51,7 +51,19 @@ describe("offline plan (npm run plan)", () => {
             expect(result.output).to.match(/NodePool notify-karpenter: (12|24) approved types/);
 
             expect(result.output).to.include(`Policy pack: ${policies.length} policies, no violations`);
-            expect(JSON.parse(fs.readFileSync(path.join(out, "policy-config.json"), "utf8"))).to.deep.equal(policyConfigFor(stackConfig(stack)));
+            // The file the CLI gets (--policy-pack-config): one entry per configurable policy, exactly its schema's keys,
+            // with this stack's facts (production approves the 2xlarge sizes as well).
+            const families = GC_NOTIFY_FACTS.approvedInstanceTypes.map((t) => t.split(".")[0]);
+            const facts: Record<string, unknown> = {
+                ...GC_NOTIFY_FACTS,
+                approvedInstanceTypes: stack === "staging" ? GC_NOTIFY_FACTS.approvedInstanceTypes : families.flatMap((f) => [`${f}.xlarge`, `${f}.2xlarge`]),
+            };
+            const written = JSON.parse(fs.readFileSync(path.join(out, "policy-config.json"), "utf8"));
+            const configurable = policies.filter((p) => p.configSchema);
+            expect(Object.keys(written)).to.have.members(configurable.map((p) => p.name));
+            for (const p of configurable) {
+                expect(written[p.name], p.name).to.deep.equal(Object.fromEntries(Object.keys(p.configSchema!.properties).map((k) => [k, facts[k]])));
+            }
             expect(JSON.parse(fs.readFileSync(path.join(out, "policy-report.json"), "utf8"))).to.deep.equal({ violations: [] });
         });
     }
