@@ -1,10 +1,13 @@
-// What the ops commands share: flags, the stack's validated config, and exit codes that fit CI.
+// What the commands share: one argument parser (Node's util.parseArgs) with --help, the stack's validated config,
+// and exit codes that fit CI.
+import { parseArgs } from "node:util";
 import { ConfigError, StackConfig, configSections, parseStackConfig } from "../stacks/config";
 import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig } from "../plan/offlineRuntime";
 
 /**
- * 0: all good; 1: findings or a failed run; 2: the command was called wrongly; 3: the check could not be made (the
- * cluster unreachable, credentials refused, manifests unreadable), so CI can tell "something is wrong" from "could not look".
+ * 0: all good; 1: findings, a failed run or a refused config; 2: the command was called wrongly; 3: the check could
+ * not be made (the cluster unreachable, credentials refused, input unreadable), so CI can tell "something is wrong"
+ * from "could not look".
  */
 export const EXIT = { ok: 0, findings: 1, usage: 2, cannotCheck: 3 } as const;
 
@@ -14,20 +17,98 @@ export interface CommandResult {
     output: string;
 }
 
-export const usage = (message: string, help: string): CommandResult => ({ exitCode: EXIT.usage, output: `${message}\n${help}` });
+/** One flag of a command, as `--help` lists it. */
+export interface Flag {
+    /** What the flag does. */
+    meaning: string;
+    /** The value's placeholder (`<name>`); a flag without one is a switch and takes no value. */
+    value?: string;
+    /** What applies when the flag is absent ("required" for a flag the command cannot do without). */
+    default?: string;
+}
 
-/** `--name value` pairs, each flag at most once; a string is the usage error. */
-export function parseFlags(argv: string[], known: readonly string[]): Record<string, string> | string {
-    const flags: Record<string, string> = {};
-    for (let i = 0; i < argv.length; i += 2) {
-        const [flag, value] = [argv[i], argv[i + 1]];
-        const name = flag.replace(/^--/, "");
-        if (!flag.startsWith("--") || !known.includes(name)) return `unexpected argument "${flag}": the flags are ${known.map((k) => `--${k}`).join(", ")}`;
-        if (value === undefined || value.startsWith("--")) return `${flag} needs a value`;
-        if (name in flags) return `${flag} is given twice`;
-        flags[name] = value;
+/** A command's whole interface: what `--help` prints and what the parser accepts. */
+export interface Command {
+    /** The usage lines, without the leading "usage: ". */
+    usage: string[];
+    /** What the command does, in a sentence or two. */
+    summary: string;
+    flags: Record<string, Flag>;
+    /** What exit codes 0, 1 and 3 mean for this command (2, usage, is the same for all). */
+    exits: { 0: string; 1?: string; 3?: string };
+    examples: string[];
+    /** How many bare arguments the command takes (`--diff <stack> <stack>`: one after the flag's value). */
+    positionals?: number;
+}
+
+/** What the command line said: each flag's value (`true` for a switch) and the bare arguments. */
+export interface CommandLine {
+    flags: Record<string, string | true>;
+    positionals: string[];
+}
+
+const HELP_FLAG: Flag = { meaning: "print this help and exit 0" };
+const usageLines = (command: Command) => command.usage.map((u, i) => `${i === 0 ? "usage: " : "       "}${u}`);
+
+/** `--help` for a command: usage, every flag with its meaning and default, the exit codes, examples. */
+export function helpText(command: Command): string {
+    const flags = Object.entries({ ...command.flags, help: HELP_FLAG }).map(([name, f]) => [`--${name}${f.value ? ` ${f.value}` : ""}${name === "help" ? ", -h" : ""}`, f] as const);
+    const width = Math.max(...flags.map(([left]) => left.length));
+    const exits: [number, string | undefined][] = [[0, command.exits[0]], [1, command.exits[1]], [2, "usage: an unknown, repeated or incomplete flag, or a bad flag value"], [3, command.exits[3]]];
+    return [
+        ...usageLines(command),
+        "",
+        command.summary,
+        "",
+        "Flags:",
+        ...flags.map(([left, f]) => `  ${left.padEnd(width)}  ${f.meaning}${f.default ? ` (${f.default === "required" ? "required" : `default: ${f.default}`})` : ""}`),
+        "",
+        "Exit codes:",
+        ...exits.filter(([, meaning]) => meaning).map(([code, meaning]) => `  ${code}  ${meaning}`),
+        "",
+        command.examples.length === 1 ? "Example:" : "Examples:",
+        ...command.examples.map((e) => `  ${e}`),
+    ].join("\n");
+}
+
+/** A usage error (exit 2): the line that says what is wrong, the usage lines, and where the rest is. */
+export function usage(message: string, command: Command): CommandResult {
+    return { exitCode: EXIT.usage, output: [message, ...usageLines(command), "(--help lists every flag)"].join("\n") };
+}
+
+/**
+ * The command line, read with Node's `util.parseArgs` (its tokens, so that this can say what is wrong in the user's
+ * terms): `--help` or `-h` anywhere gives the help (exit 0); an unknown flag, a flag without its value, a value for a
+ * switch, a repeated flag or an extra argument is a usage error (exit 2) naming it.
+ */
+export function parseCommandLine(argv: string[], command: Command): CommandLine | CommandResult {
+    const options = Object.fromEntries(Object.entries(command.flags).map(([name, f]) => [name, { type: f.value ? ("string" as const) : ("boolean" as const) }]));
+    const { tokens } = parseArgs({ args: argv, options: { ...options, help: { type: "boolean", short: "h" } }, strict: false, allowPositionals: true, tokens: true });
+    if (tokens.some((t) => t.kind === "option" && t.name === "help")) return { exitCode: EXIT.ok, output: helpText(command) };
+    const names = Object.keys(command.flags).map((k) => `--${k}`);
+    const known = names.length ? `the flags are ${names.join(", ")}` : "the only flag is --help";
+    const line: CommandLine = { flags: {}, positionals: [] };
+    for (const t of tokens) {
+        if (t.kind === "positional") {
+            if (line.positionals.length >= (command.positionals ?? 0)) return usage(`unexpected argument "${t.value}": ${known}`, command);
+            line.positionals.push(t.value);
+        } else if (t.kind === "option") {
+            const flag = Object.hasOwn(command.flags, t.name) ? command.flags[t.name] : undefined;
+            if (!flag) return usage(`unknown flag ${t.rawName}: ${known}`, command);
+            if (t.name in line.flags) return usage(`${t.rawName} is given twice`, command);
+            if (!flag.value && t.inlineValue) return usage(`${t.rawName} takes no value`, command);
+            // parseArgs takes the next argument as the value whatever it is: "--stack --out x" lacks the stack.
+            if (flag.value && (t.value === undefined || (!t.inlineValue && /^--./.test(t.value)))) return usage(`${t.rawName} needs a value: ${flag.value}`, command);
+            line.flags[t.name] = flag.value ? t.value! : true;
+        }
     }
-    return flags;
+    return line;
+}
+
+/** The value of a flag that takes one (undefined when absent). */
+export function valueOf(line: CommandLine, name: string): string | undefined {
+    const v = line.flags[name];
+    return typeof v === "string" ? v : undefined;
 }
 
 /** A whole number from `min` to `max`, or the usage error naming the flag. */
@@ -37,10 +118,10 @@ export function integerFlag(flag: string, value: string, min: number, max: numbe
 }
 
 /** The stack's validated config from `Pulumi.<stack>.yaml`, or the result to return: usage for an unknown stack, `invalidExit` (1 by default) for bad config. */
-export function loadStack(stack: string | undefined, help: string, dir = PROJECT_DIR, invalidExit: number = EXIT.findings): StackConfig | CommandResult {
+export function loadStack(stack: string | undefined, command: Command, dir = PROJECT_DIR, invalidExit: number = EXIT.findings): StackConfig | CommandResult {
     const stacks = knownStacks(dir);
-    if (!stack) return usage("--stack is required", help);
-    if (!stacks.includes(stack)) return usage(`unknown stack "${stack}": known stacks are ${stacks.join(", ")}`, help);
+    if (!stack) return usage(`--stack is required: one of ${stacks.join(", ")}`, command);
+    if (!stacks.includes(stack)) return usage(`--stack: unknown stack "${stack}": known stacks are ${stacks.join(", ")}`, command);
     try {
         return parseStackConfig(stack, configSections(readStackConfig(stack, dir), PROJECT));
     } catch (e) {

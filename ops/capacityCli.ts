@@ -5,24 +5,33 @@ import { VM_MEMORY_OVERHEAD, instanceShape } from "../components/ephemeralNodePo
 import { StackConfig } from "../stacks/config";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { CapacityReport, Daily, capacityInputs, capacityReport } from "./capacity";
-import { CommandResult, EXIT, isResult, loadStack, parseFlags, runMain, usage } from "./args";
+import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, valueOf } from "./args";
 import { toCsv } from "./csv";
 import { lineChart, steps } from "./svg";
 import { plural, table } from "./table";
 
-const HELP = "usage: npm run capacity -- --stack <name> [--out <dir>]";
+export const CAPACITY: Command = {
+    usage: ["npm run capacity -- --stack <name> [--out <dir>]"],
+    summary: "The capacity and cost model of a stack, from its config alone: pods per node for each approved instance type, the peak node count against the NodePool limits, the modelled ramp-up (table, CSV, SVG) and the daily cost.",
+    flags: {
+        stack: { value: "<name>", meaning: "the stack whose Pulumi.<name>.yaml to model", default: "required" },
+        out: { value: "<dir>", meaning: "where to write ramp.csv and ramp.svg", default: "capacity-out/<stack>" },
+    },
+    exits: { 0: "the NodePool limits allow the peak on every approved instance type", 1: "the limits are too low for the peak, or the config is refused or lacks the capacity section" },
+    examples: ["npm run capacity -- --stack production"],
+};
 
 export async function capacity(argv: string[], dir = PROJECT_DIR): Promise<CommandResult> {
-    const flags = parseFlags(argv, ["stack", "out"]);
-    if (typeof flags === "string") return usage(flags, HELP);
-    const cfg = loadStack(flags.stack, HELP, dir);
+    const line = parseCommandLine(argv, CAPACITY);
+    if (isResult(line)) return line;
+    const cfg = loadStack(valueOf(line, "stack"), CAPACITY, dir);
     if (isResult(cfg)) return cfg;
     const inputs = capacityInputs(cfg);
     if (!inputs) return { exitCode: EXIT.findings, output: `${cfg.stack}: notify-karpenter:capacity is not set in Pulumi.${cfg.stack}.yaml; the model needs it (see README, Operations)` };
     const report = capacityReport(inputs);
     if (typeof report === "string") return { exitCode: EXIT.findings, output: `${cfg.stack}: ${report}` };
 
-    const out = flags.out ?? path.join("capacity-out", cfg.stack);
+    const out = valueOf(line, "out") ?? path.join("capacity-out", cfg.stack);
     fs.mkdirSync(out, { recursive: true });
     fs.writeFileSync(path.join(out, "ramp.svg"), rampChart(cfg.stack, report));
     const r = report.ramp.points;

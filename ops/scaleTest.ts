@@ -14,13 +14,32 @@ import { burstPodTemplate, headroomDeployment } from "../components/celeryWorklo
 import { placementArgs } from "../stacks/componentArgs";
 import { StackConfig, durationSeconds } from "../stacks/config";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { CommandResult, EXIT, integerFlag, isResult, loadStack, parseFlags, runMain, usage } from "./args";
+import { Command, CommandResult, EXIT, integerFlag, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
 import { toCsv } from "./csv";
 import { Cluster, KubeConfig, KubeObject, WatchEventType, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
 import { lineChart, steps } from "./svg";
 import { plural } from "./table";
 
-const HELP = "usage: npm run scale-test -- --stack <name> --context <kubecontext> [--pods <N>] [--out <dir>]";
+export const SCALE_TEST: Command = {
+    usage: ["npm run scale-test -- --stack <name> --context <kubecontext> [--pods <N>] [--out <dir>]"],
+    summary: [
+        "Measures the node scaling curve on the stack's real cluster: pause pods placed like one burst Celery Deployment go",
+        "from 0 to N replicas and back to 0 while pods, ephemeral nodes and NodeClaims are watched. Writes per-pod times,",
+        "counts over time (CSV), a chart (SVG) and a summary, and deletes its namespace however the run ends.",
+    ].join("\n"),
+    flags: {
+        stack: { value: "<name>", meaning: "the stack whose cluster and placement to test", default: "required" },
+        context: { value: "<kubecontext>", meaning: "the kubeconfig context of the stack's cluster; another cluster is refused", default: "required" },
+        pods: { value: "<N>", meaning: "how many test pods at the peak, 1 to 1000", default: "nodePool.capacityCheck.peakCeleryPods" },
+        out: { value: "<dir>", meaning: "where to write the results", default: "scale-test-out/<stack>-<time>" },
+    },
+    exits: {
+        0: "every test pod ran and the nodes the test left empty were removed",
+        1: "the scale-up or scale-down did not complete in time, or the config is refused",
+        3: "could not run: kubeconfig unreadable, cluster unreachable or credentials refused",
+    },
+    examples: ["npm run scale-test -- --stack scratch --context scratch --pods 20"],
+};
 const DEPLOYMENT = "celery-scale-test";
 /** Generous for a burst: GC Notify has seen 5+ minutes for a cold spot node. */
 const UP_TIMEOUT_SECONDS = 20 * 60;
@@ -371,23 +390,30 @@ export function chart(run: Run): string {
 class Stop extends Error {}
 
 export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promise<CommandResult> {
-    const flags = parseFlags(argv, ["stack", "context", "pods", "out"]);
-    if (typeof flags === "string") return usage(flags, HELP);
-    if (!flags.context) return usage("--context is required: the kubeconfig context of the stack's cluster", HELP);
-    const cfg = loadStack(flags.stack, HELP, deps.dir ?? PROJECT_DIR);
+    const line = parseCommandLine(argv, SCALE_TEST);
+    if (isResult(line)) return line;
+    const context = valueOf(line, "context");
+    if (!context) return usage("--context is required: the kubeconfig context of the stack's cluster", SCALE_TEST);
+    const cfg = loadStack(valueOf(line, "stack"), SCALE_TEST, deps.dir ?? PROJECT_DIR);
     if (isResult(cfg)) return cfg;
     const check = cfg.nodePool.capacityCheck;
     if (!check) return { exitCode: EXIT.findings, output: `${cfg.stack}: notify-karpenter:nodePool.capacityCheck is not set; the test pods take their requests from it` };
-    const pods = flags.pods === undefined ? check.peakCeleryPods : integerFlag("pods", flags.pods, 1, 1000);
-    if (typeof pods === "string") return usage(pods, HELP);
-    const kc = (deps.kubeConfig ?? loadKubeConfig)();
-    const refused = useContext(kc, flags.context, cfg.cluster.name);
-    if (refused) return usage(refused, HELP);
+    const podsFlag = valueOf(line, "pods");
+    const pods = podsFlag === undefined ? check.peakCeleryPods : integerFlag("pods", podsFlag, 1, 1000);
+    if (typeof pods === "string") return usage(pods, SCALE_TEST);
+    let kc: KubeConfig;
+    try {
+        kc = (deps.kubeConfig ?? loadKubeConfig)();
+    } catch (e) {
+        return { exitCode: EXIT.cannotCheck, output: `Could not run: could not load the kubeconfig: ${(e as Error)?.message ?? e}` };
+    }
+    const refused = useContext(kc, context, cfg.cluster.name);
+    if (refused) return usage(refused, SCALE_TEST);
 
     const clock = deps.clock ?? systemClock;
     const progress = deps.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
     const stamp = new Date(clock.now()).toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
-    const out = flags.out ?? path.join("scale-test-out", `${cfg.stack}-${stamp}`);
+    const out = valueOf(line, "out") ?? path.join("scale-test-out", `${cfg.stack}-${stamp}`);
     const run: Run = {
         stack: cfg.stack,
         cluster: cfg.cluster.name,

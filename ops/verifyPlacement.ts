@@ -12,14 +12,33 @@ import { nodePoolArgs } from "../stacks/componentArgs";
 import { StackConfig } from "../stacks/config";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { EphemeralNodes, KubeObject as Manifest, PodTemplate, ephemeralNodesOf, placementFindings, podTemplatesOf } from "../plan/placementCheck";
-import { CommandResult, EXIT, isResult, loadStack, parseFlags, runMain, usage } from "./args";
+import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
 import { KubeConfig, KubeObject, clusterOf, loadKubeConfig, useContext } from "./kube";
 import { plural } from "./table";
 
-const HELP = [
-    "usage: npm run verify-placement -- --stack <name> --context <kubecontext>",
-    "       npm run verify-placement -- --stack <name> --manifests <file, directory or - for stdin> [--namespace <default namespace>]",
-].join("\n");
+export const VERIFY_PLACEMENT: Command = {
+    usage: [
+        "npm run verify-placement -- --stack <name> --context <kubecontext>",
+        "npm run verify-placement -- --stack <name> --manifests <file, directory or -> [--namespace <name>]",
+    ],
+    summary: [
+        "Checks that only burst Celery pods and the node agents run on (or could run on) ephemeral nodes: on a live cluster",
+        "(--context), or in rendered manifests such as helm template output (--manifests), judged with the scheduler's",
+        "filters against nodes modelled from the stack's own NodePool.",
+    ].join("\n"),
+    flags: {
+        stack: { value: "<name>", meaning: "the stack whose NodePool and placement rules to check against", default: "required" },
+        context: { value: "<kubecontext>", meaning: "check the pods running on this kubeconfig context's cluster (the stack's cluster only)" },
+        manifests: { value: "<file, directory or ->", meaning: "check rendered YAML manifests: a file, every .yaml/.yml under a directory, or - for standard input" },
+        namespace: { value: "<name>", meaning: "with --manifests: the namespace of objects that name none", default: "default" },
+    },
+    exits: {
+        0: "nothing is (or could be) misplaced",
+        1: "findings: a pod that may not be on ephemeral nodes is or could be there, or a burst pod runs on stable nodes; or the stack's config is refused",
+        3: "could not check: cluster unreachable, credentials refused, kubeconfig or manifests unreadable, no manifests",
+    },
+    examples: ["npm run verify-placement -- --stack staging --context staging", "helm template notify-celery ./charts/notify-celery | npm run verify-placement -- --stack staging --manifests -"],
+};
 
 /** Who may run on ephemeral nodes. */
 export interface PlacementRules {
@@ -135,15 +154,15 @@ export interface VerifyDeps {
 }
 
 export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Promise<CommandResult> {
-    const flags = parseFlags(argv, ["stack", "context", "manifests", "namespace"]);
-    if (typeof flags === "string") return usage(flags, HELP);
-    if ((flags.context === undefined) === (flags.manifests === undefined)) return usage("give exactly one of --context (a live cluster) and --manifests (rendered files)", HELP);
-    if (flags.namespace !== undefined && flags.manifests === undefined) return usage("--namespace only applies to --manifests", HELP);
-    // An invalid stack config is no placement finding either: nothing was checked.
-    const cfg = loadStack(flags.stack, HELP, deps.dir ?? PROJECT_DIR, EXIT.cannotCheck);
+    const line = parseCommandLine(argv, VERIFY_PLACEMENT);
+    if (isResult(line)) return line;
+    const [context, manifests, namespace] = [valueOf(line, "context"), valueOf(line, "manifests"), valueOf(line, "namespace")];
+    if ((context === undefined) === (manifests === undefined)) return usage("give exactly one of --context (a live cluster) and --manifests (rendered files)", VERIFY_PLACEMENT);
+    if (namespace !== undefined && manifests === undefined) return usage("--namespace only applies to --manifests", VERIFY_PLACEMENT);
+    const cfg = loadStack(valueOf(line, "stack"), VERIFY_PLACEMENT, deps.dir ?? PROJECT_DIR);
     if (isResult(cfg)) return cfg;
     try {
-        return flags.manifests !== undefined ? await verifyManifests(cfg, flags.manifests, flags.namespace, deps.stdin) : await verifyLive(cfg, flags.context, deps.kubeConfig ?? loadKubeConfig);
+        return manifests !== undefined ? await verifyManifests(cfg, manifests, namespace, deps.stdin) : await verifyLive(cfg, context!, deps.kubeConfig ?? loadKubeConfig);
     } catch (e) {
         // Whatever else went wrong, nothing was judged: never let it pass for a finding.
         return cannotCheck(`${(e as Error).message ?? e}`);
@@ -154,7 +173,7 @@ const cannotCheck = (why: string): CommandResult => ({ exitCode: EXIT.cannotChec
 const messageOf = (e: unknown) => (e as Error)?.message ?? String(e);
 
 async function verifyManifests(cfg: StackConfig, target: string, namespace = "default", stdin = () => fs.readFileSync(0, "utf8")): Promise<CommandResult> {
-    if (target !== "-" && !fs.existsSync(target)) return usage(`--manifests: no such file or directory "${target}"`, HELP);
+    if (target !== "-" && !fs.existsSync(target)) return usage(`--manifests: no such file or directory "${target}"`, VERIFY_PLACEMENT);
     const source = target === "-" ? "standard input" : target;
     let files: string[];
     try {
@@ -213,7 +232,7 @@ async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => K
         return cannotCheck(`could not load the kubeconfig: ${messageOf(e)}`);
     }
     const refused = useContext(kc, context, cfg.cluster.name);
-    if (refused) return usage(refused, HELP);
+    if (refused) return usage(refused, VERIFY_PLACEMENT);
     const rules = placementRules(cfg);
     let nodes: KubeObject[], pods: KubeObject[];
     try {

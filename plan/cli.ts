@@ -11,24 +11,39 @@ import { diffStacks, renderDiff } from "./diff";
 import { PROJECT_DIR, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun";
 import { manifestsYaml, previewJson, summary } from "./render";
+import { Command, CommandResult, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
 
-const USAGE = "usage: npm run plan -- --stack <name> [--out <dir>]\n       npm run plan -- --diff <stack> <stack>";
+export const PLAN: Command = {
+    usage: ["npm run plan -- --stack <name> [--out <dir>]", "npm run plan -- --diff <stack> <stack>"],
+    summary: [
+        "What a stack would deploy, without AWS or a Pulumi CLI: runs the program offline, checks every resource against",
+        "the policy pack, and writes preview.json, manifests.yaml, policy-config.json and policy-report.json. With --diff,",
+        "how two stacks' plans differ (they run the same code and may differ only in values).",
+    ].join("\n"),
+    flags: {
+        stack: { value: "<name>", meaning: "the stack to plan (Pulumi.<name>.yaml)" },
+        out: { value: "<dir>", meaning: "where to write the plan files", default: "plan-out/<stack>" },
+        diff: { value: "<stack> <stack>", meaning: "compare two stacks' plans instead (takes two stack names)" },
+    },
+    exits: {
+        0: "planned with no mandatory policy violation (or, with --diff, no resource in only one stack)",
+        1: "a mandatory policy violation, a refused config, or (with --diff) a resource in only one stack",
+    },
+    examples: ["npm run plan -- --stack staging", "npm run plan -- --diff staging production"],
+    positionals: 1,
+};
 
-export interface PlanResult {
-    exitCode: number;
-    /** What was printed, for tests. */
-    output: string;
-}
+export type PlanResult = CommandResult;
 
 type Args = { stack: string; out?: string } | { diff: [string, string] };
 
 /** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. */
 export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = policies): Promise<PlanResult> {
-    const args = parseArgs(argv);
-    if (typeof args === "string") return { exitCode: 2, output: `${args}\n${USAGE}` };
+    const args = planArgs(argv);
+    if (isResult(args)) return args;
     const stacks = knownStacks(dir);
     const unknown = ("diff" in args ? args.diff : [args.stack]).find((s) => !stacks.includes(s));
-    if (unknown) return { exitCode: 2, output: `unknown stack "${unknown}": known stacks are ${stacks.join(", ")}` };
+    if (unknown) return usage(`${"diff" in args ? "--diff" : "--stack"}: unknown stack "${unknown}": known stacks are ${stacks.join(", ")}`, PLAN);
     try {
         return "diff" in args ? await diff(args.diff, dir) : await planStack(args.stack, args.out ?? path.join("plan-out", args.stack), dir, pack);
     } catch (e) {
@@ -87,30 +102,17 @@ async function diff([a, b]: [string, string], dir: string): Promise<PlanResult> 
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
-function parseArgs(argv: string[]): Args | string {
-    let stack: string | undefined;
-    let out: string | undefined;
-    let pair: [string, string] | undefined;
-    for (let i = 0; i < argv.length; i++) {
-        const value = argv[i + 1];
-        if (argv[i] === "--stack" && value) (stack = value), i++;
-        else if (argv[i] === "--out" && value) (out = value), i++;
-        else if (argv[i] === "--diff" && value && argv[i + 2]) (pair = [value, argv[i + 2]]), (i += 2);
-        else return `unexpected argument "${argv[i]}"`;
+function planArgs(argv: string[]): Args | CommandResult {
+    const line = parseCommandLine(argv, PLAN);
+    if (isResult(line)) return line;
+    const [stack, out, diff] = [valueOf(line, "stack"), valueOf(line, "out"), valueOf(line, "diff")];
+    if (diff !== undefined) {
+        if (stack !== undefined || out !== undefined) return usage("--diff takes no --stack or --out", PLAN);
+        if (line.positionals.length !== 1) return usage("--diff needs two stack names: --diff <stack> <stack>", PLAN);
+        return { diff: [diff, line.positionals[0]] };
     }
-    if (pair) return stack || out ? "--diff takes no --stack or --out" : { diff: pair };
-    return stack ? { stack, out } : "--stack or --diff is required";
+    if (line.positionals.length) return usage(`unexpected argument "${line.positionals[0]}": the flags are --stack, --out, --diff`, PLAN);
+    return stack !== undefined ? { stack, out } : usage("--stack or --diff is required", PLAN);
 }
 
-if (require.main === module) {
-    plan(process.argv.slice(2)).then(
-        (r) => {
-            (r.exitCode === 0 ? console.log : console.error)(r.output);
-            process.exit(r.exitCode);
-        },
-        (e) => {
-            console.error(e);
-            process.exit(1);
-        },
-    );
-}
+if (require.main === module) runMain(() => plan(process.argv.slice(2)));

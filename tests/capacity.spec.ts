@@ -308,9 +308,9 @@ describe("npm run capacity", () => {
 
     it("refuses bad arguments and unknown stacks with usage, exit 2", async () => {
         expect(await capacity(["--stack", "prod"])).to.deep.include({ exitCode: 2 });
-        expect((await capacity(["--stack", "prod"])).output).to.match(/^unknown stack "prod": known stacks are .*production.*staging\nusage: npm run capacity/);
+        expect((await capacity(["--stack", "prod"])).output).to.match(/^--stack: unknown stack "prod": known stacks are .*production.*staging\nusage: npm run capacity/);
         expect((await capacity([])).output).to.match(/^--stack is required/);
         expect((await capacity(["--stack"])).output).to.match(/^--stack needs a value/);
-        expect((await capacity(["--stak", "staging"])).output).to.match(/^unexpected argument "--stak": the flags are --stack, --out/);
+        expect((await capacity(["--stak", "staging"])).output).to.match(/^unknown flag --stak: the flags are --stack, --out\n/);
     });
 });

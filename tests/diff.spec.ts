@@ -55,7 +55,8 @@ describe("stack diff (npm run plan -- --diff)", () => {
     });
 
     it("refuses an unknown stack and mixed arguments", async () => {
-        expect((await plan(["--diff", "staging", "prod"])).output).to.match(/^unknown stack "prod"/);
+        expect((await plan(["--diff", "staging", "prod"])).output).to.match(/^--diff: unknown stack "prod"/);
+        expect((await plan(["--diff", "staging"])).output).to.match(/^--diff needs two stack names: --diff <stack> <stack>\n/);
         expect(await plan(["--diff", "staging", "production", "--stack", "staging"])).to.deep.include({ exitCode: 2 });
     });
 });

@@ -368,6 +368,15 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
         expect(h.api.requests).to.deep.equal([]);
     });
 
+    it("exits 3 with one line when there is no readable kubeconfig, as verify-placement does", async () => {
+        const r = await scaleTest(["--stack", "staging", "--context", "staging"], {
+            kubeConfig: () => {
+                throw new Error("ENOENT: no such file or directory, open '/root/.kube/config'");
+            },
+        });
+        expect(r).to.deep.equal({ exitCode: 3, output: "Could not run: could not load the kubeconfig: ENOENT: no such file or directory, open '/root/.kube/config'" });
+    });
+
     it("checks its flags", async () => {
         h = await harness({});
         expect((await run(h, ["--stack", "staging"])).output).to.match(/^--context is required/);

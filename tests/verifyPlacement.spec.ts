@@ -132,20 +132,20 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         );
     });
 
-    it("exits 3 on an invalid stack config: nothing was checked", async () => {
+    it("exits 1 on a refused stack config, as every command does", async () => {
         const dir = tempDir("verify-config-");
         const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.staging.yaml"), "utf8"));
         doc.config["notify-karpenter:placement"].headroom.pods = -1;
         fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), stringify(doc));
         const r = await verifyPlacement(["--stack", "staging", "--manifests", path.join(FIXTURES, "helm-template-notify.yaml")], { dir });
-        expect(r.exitCode).to.equal(3);
+        expect(r.exitCode).to.equal(1);
         expect(r.output).to.match(/^invalid config:\nstaging: notify-karpenter:placement\.headroom\.pods /);
     });
 
     it("usage errors exit 2 and name the flag", async () => {
         expect(await verifyPlacement(["--stack", "staging"])).to.deep.equal({
             exitCode: 2,
-            output: "give exactly one of --context (a live cluster) and --manifests (rendered files)\nusage: npm run verify-placement -- --stack <name> --context <kubecontext>\n       npm run verify-placement -- --stack <name> --manifests <file, directory or - for stdin> [--namespace <default namespace>]",
+            output: "give exactly one of --context (a live cluster) and --manifests (rendered files)\nusage: npm run verify-placement -- --stack <name> --context <kubecontext>\n       npm run verify-placement -- --stack <name> --manifests <file, directory or -> [--namespace <name>]\n(--help lists every flag)",
         });
         expect((await verifyPlacement(["--stack", "staging", "--manifests", "nowhere.yaml"])).output).to.match(/^--manifests: no such file or directory "nowhere\.yaml"/);
         expect((await verifyPlacement(["--stack", "staging", "--context", "x", "--namespace", "y"])).output).to.match(/^--namespace only applies to --manifests/);

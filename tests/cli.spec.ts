@@ -1,0 +1,84 @@
+// Every command reads its flags with the one parser in ops/args.ts: --help everywhere, and the same usage errors.
+import { expect } from "chai";
+import { spawnSync } from "child_process";
+import * as path from "path";
+import { Command, CommandResult, helpText, parseCommandLine } from "../ops/args";
+import { CAPACITY, capacity } from "../ops/capacityCli";
+import { SCALE_TEST, scaleTest } from "../ops/scaleTest";
+import { VERIFY_PLACEMENT, verifyPlacement } from "../ops/verifyPlacement";
+import { PLAN, plan } from "../plan/cli";
+import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { LINT_WORKFLOWS, lintWorkflowsCommand } from "../scripts/lint-workflows";
+
+const commands: [string, Command, (argv: string[]) => Promise<CommandResult>][] = [
+    ["plan", PLAN, (argv) => plan(argv)],
+    ["capacity", CAPACITY, (argv) => capacity(argv)],
+    ["verify-placement", VERIFY_PLACEMENT, (argv) => verifyPlacement(argv)],
+    ["scale-test", SCALE_TEST, (argv) => scaleTest(argv)],
+    ["lint:workflows", LINT_WORKFLOWS, (argv) => lintWorkflowsCommand(argv)],
+];
+
+describe("every command's flags (util.parseArgs)", () => {
+    for (const [name, command, run] of commands) {
+        describe(`npm run ${name}`, () => {
+            it("--help and -h print usage, every flag with its meaning and default, the exit codes and an example, and exit 0", async () => {
+                for (const flag of ["--help", "-h"]) {
+                    const r = await run(["--stack", "staging", flag]);
+                    expect(r).to.deep.equal({ exitCode: 0, output: helpText(command) });
+                }
+                const help = helpText(command);
+                expect(help).to.match(new RegExp(`^usage: npm run ${name}`));
+                for (const [flag, f] of Object.entries(command.flags)) {
+                    expect(help).to.include(`--${flag}${f.value ? ` ${f.value}` : ""}`);
+                    expect(help).to.include(f.meaning);
+                    if (f.default && f.default !== "required") expect(help).to.include(`default: ${f.default}`);
+                }
+                expect(help).to.match(/\nExit codes:\n  0  .+\n(  1  .+\n)?  2  usage: .+\n/);
+                expect(help).to.match(/\nExamples?:\n  npm run /);
+            });
+
+            it("an unknown flag is a usage error naming it (exit 2)", async () => {
+                const r = await run(["--bogus", "x"]);
+                expect(r.exitCode).to.equal(2);
+                expect(r.output.split("\n")[0]).to.match(/^unknown flag --bogus: the (flags are --|only flag is --help)/);
+                expect(r.output).to.match(/\n\(--help lists every flag\)$/);
+            });
+
+            const valued = Object.entries(command.flags).find(([, f]) => f.value);
+            if (valued) {
+                const [flag, f] = valued;
+                it(`a missing value (--${flag} without one) and a repeated flag are usage errors naming the flag (exit 2)`, async () => {
+                    for (const argv of [[`--${flag}`], [`--${flag}`, "--help-me"]]) {
+                        const r = await run(argv);
+                        expect(r.exitCode).to.equal(2);
+                        expect(r.output.split("\n")[0]).to.equal(`--${flag} needs a value: ${f.value}`);
+                    }
+                    const twice = await run([`--${flag}`, "a", `--${flag}=b`]);
+                    expect(twice.exitCode).to.equal(2);
+                    expect(twice.output.split("\n")[0]).to.equal(`--${flag} is given twice`);
+                });
+            }
+        });
+    }
+
+    it("a bare argument is a usage error, and a switch that takes no value refuses one", async () => {
+        expect((await capacity(["staging"])).output.split("\n")[0]).to.equal('unexpected argument "staging": the flags are --stack, --out');
+        expect((await lintWorkflowsCommand(["--help=yes"])).exitCode).to.equal(0);
+        const withSwitch: Command = { usage: ["x"], summary: "x", flags: { verbose: { meaning: "more" } }, exits: { 0: "ok" }, examples: ["npm run x"] };
+        expect(parseCommandLine(["--verbose=yes"], withSwitch)).to.deep.include({ exitCode: 2, output: "--verbose takes no value\nusage: x\n(--help lists every flag)" });
+        expect(parseCommandLine(["--verbose"], withSwitch)).to.deep.equal({ flags: { verbose: true }, positionals: [] });
+        // A name that every object has is no flag either.
+        expect(parseCommandLine(["--constructor"], withSwitch)).to.deep.include({ exitCode: 2 });
+    });
+
+    it("as a process: --help goes to standard output with exit 0, a usage error to standard error with exit 2, on Node 22 or later", function () {
+        this.timeout(30000);
+        const tsNode = path.join(PROJECT_DIR, "node_modules", "ts-node", "dist", "bin.js");
+        const run = (...argv: string[]) => spawnSync(process.execPath, [tsNode, "--transpile-only", path.join(PROJECT_DIR, "ops", "capacityCli.ts"), ...argv], { cwd: PROJECT_DIR, encoding: "utf8" });
+        const help = run("--help");
+        expect([help.status, help.stdout.trim(), help.stderr]).to.deep.equal([0, helpText(CAPACITY), ""]);
+        const bad = run("--stack", "staging", "--stack", "production");
+        expect([bad.status, bad.stdout, bad.stderr.split("\n")[0]]).to.deep.equal([2, "", "--stack is given twice"]);
+        expect(Number(process.versions.node.split(".")[0])).to.be.at.least(22);
+    });
+});
