@@ -366,7 +366,7 @@ export function durationSeconds(d: string): number {
     return [...d.matchAll(/([0-9]+)([smh])/g)].reduce((sum, [, n, u]) => sum + Number(n) * unit[u], 0);
 }
 
-const stackSchema = object(
+export const stackSchema = object(
     {
         cluster,
         /** Tags on every AWS resource (through the provider's defaultTags). */

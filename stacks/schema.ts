@@ -13,6 +13,8 @@ export interface Schema<T> {
     readonly expected: string;
     /** Returns the parsed value; pushes an issue for each problem found (and returns a best-effort value). */
     parse(value: unknown, path: string, issues: Issue[]): T;
+    /** What the rule is made of, for the generated configuration reference: an object's fields, a list's item, a map's values. */
+    readonly parts?: { fields?: Record<string, Schema<unknown>>; item?: Schema<unknown>; values?: Schema<unknown> };
 }
 
 export type Infer<S> = S extends Schema<infer T> ? T : never;
@@ -64,6 +66,7 @@ export function list<T>(item: Schema<T>, opts: { min?: number; max?: number; uni
     const expected = `a list of ${size} ${unique ? "distinct " : ""}items, each ${item.expected}`;
     return {
         expected,
+        parts: { item },
         parse(value, path, issues) {
             if (!Array.isArray(value) || value.length < min || value.length > max) {
                 issues.push(mismatch(path, expected, value));
@@ -88,6 +91,7 @@ export function record<T>(keyExpected: string, keyPattern: RegExp, value: Schema
     const expected = `a map of up to ${maxEntries} entries whose keys are ${keyExpected} and values ${value.expected}`;
     return {
         expected,
+        parts: { values: value },
         parse(v, path, issues) {
             if (!isPlainObject(v) || Object.keys(v).length > maxEntries) {
                 issues.push(mismatch(path, expected, v));
@@ -106,6 +110,8 @@ export function record<T>(keyExpected: string, keyPattern: RegExp, value: Schema
 /** Marks a field optional. With a default, the parsed type is never undefined. */
 export interface Optional<T> extends Schema<T> {
     readonly optional: true;
+    /** The value an absent key takes (undefined: none). */
+    readonly fallback?: unknown;
 }
 
 export function optional<T>(schema: Schema<T>): Optional<T | undefined>;
@@ -113,6 +119,8 @@ export function optional<T>(schema: Schema<T>, fallback: T): Optional<T>;
 export function optional<T>(schema: Schema<T>, fallback?: T): Optional<T | undefined> {
     return {
         optional: true,
+        fallback,
+        parts: schema.parts,
         expected: schema.expected,
         parse(value, path, issues) {
             if (value === undefined || value === null) return fallback;
@@ -133,6 +141,7 @@ export function object<S extends Shape>(shape: S, check?: (v: ObjectOf<S>, path:
     const expected = `an object with the keys ${keys.join(", ")}`;
     return {
         expected,
+        parts: { fields: shape },
         parse(value, path, issues) {
             if (!isPlainObject(value)) {
                 issues.push(mismatch(path, expected, value));
