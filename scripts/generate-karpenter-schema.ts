@@ -8,6 +8,7 @@ import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
+import { isTransitionRule } from "../components/karpenter/cel";
 import { CommandResult, EXIT, parseFlags, runMain, usage } from "../ops/args";
 import { KARPENTER_VERSION } from "../stacks/config";
 
@@ -40,7 +41,7 @@ function countRules(schema: any): { rules: number; transition: number } {
             const c = countRules(child);
             return { rules: sum.rules + c.rules, transition: sum.transition + c.transition };
         },
-        { rules: own.length, transition: own.filter((r) => /\boldSelf\b/.test(r.rule)).length },
+        { rules: own.length, transition: own.filter((r) => isTransitionRule(r.rule)).length },
     );
 }
 
