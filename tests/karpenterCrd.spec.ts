@@ -87,6 +87,14 @@ describe("Karpenter CRDs (components/karpenter/generated/crds.ts)", () => {
         ]);
     });
 
+    it("refuses a schema keyword it cannot honour instead of ignoring it (a future CRD's new extension fails here, not silently)", () => {
+        const crd = (spec: Record<string, any>): Record<string, GeneratedCrd> => ({ NodePool: { ...CRDS.NodePool, spec } });
+        const { nodePool } = staging();
+        expect(() => validateKarpenterObject(nodePool, crd({ type: "object", "x-kubernetes-new-extension": true }))).to.throw('strict mode: unknown keyword: "x-kubernetes-new-extension"');
+        const listMap = { type: "object", properties: { template: { type: "array", "x-kubernetes-list-type": "map" } } };
+        expect(() => validateKarpenterObject(nodePool, crd(listMap))).to.throw('x-kubernetes-list-type "map" is not supported here');
+    });
+
     describe("upgrading: a changed CRD regenerates into a module the validator follows", () => {
         let dir: string;
         let upgraded: Record<string, GeneratedCrd>;

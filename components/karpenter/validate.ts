@@ -76,7 +76,9 @@ export function toJsonSchema(s: Record<string, any>): Record<string, any> {
         } else if (k === "x-kubernetes-int-or-string") {
             out.anyOf ??= [{ type: "integer" }, { type: "string" }];
         } else if (k === "x-kubernetes-embedded-resource") throw new Error("x-kubernetes-embedded-resource is not supported here");
-        else if (k === "nullable" || k === "description" || k.startsWith("x-kubernetes-")) continue; // validations, map-type, preserve-unknown-fields: handled below or by CEL
+        // CEL rules run in cel.ts; map-type says how a map merges; nullable and preserve-unknown-fields are read below.
+        // Any other keyword reaches ajv, whose strict mode refuses what it does not know.
+        else if (["nullable", "description", "x-kubernetes-validations", "x-kubernetes-map-type", "x-kubernetes-preserve-unknown-fields"].includes(k)) continue;
         else out[k] = v;
     }
     if (s.nullable && out.type) out.type = [out.type, "null"];
