@@ -3,7 +3,7 @@
 // evaluator is @marcbachmann/cel-js with the Kubernetes library functions the rules call that standard CEL lacks.
 import { ASTNode, Environment } from "@marcbachmann/cel-js";
 
-/** One rule of a CRD, as x-kubernetes-validations declares it (k8s.io/apiextensions-apiserver ValidationRule). */
+/** One rule of a CRD, as x-kubernetes-validations declares it (ValidationRule in k8s.io/apiextensions-apiserver). */
 export interface CelRule {
     rule: string;
     message?: string;
@@ -89,9 +89,10 @@ export function celIssues(schema: Record<string, any>, value: unknown, path: str
 }
 
 /**
- * Undefined when the rule holds; else its message: `messageExpression`'s result, falling back to `message`, then to
- * "failed rule: <rule>" (k8s.io/apiextensions-apiserver pkg/apiserver/schema/cel/validation.go). A rule that cannot be
- * evaluated (say `int()` of a word) rejects the object, as it does in the API server.
+ * Undefined when the rule holds; else its message: `messageExpression`'s result, falling back to `message` when that
+ * fails, then to "failed rule: <rule>" (the ValidationRule field docs, k8s.io/apiextensions-apiserver
+ * pkg/apis/apiextensions/v1/types_jsonschema.go). A rule that cannot be evaluated (say `int()` of a word) rejects the
+ * object, as it does in the API server.
  */
 function evaluateRule(rule: CelRule, self: unknown): string | undefined {
     const message = () => {
