@@ -69,7 +69,7 @@ export function generateKarpenterModule(dir: string, version = KARPENTER_VERSION
         "// with its CEL rules (x-kubernetes-validations) in place:",
         ...kinds.map((k) => `//   ${k.kind}: ${k.file} (sha256 ${k.sha256}), ${k.counts.rules} rules, ${k.counts.transition} of them transition rules`),
     ];
-    const crds = Object.fromEntries(kinds.map(({ kind, file, sha256, apiVersion, spec }) => [kind, { kind, apiVersion, file, sha256, spec }]));
+    const crds = Object.fromEntries(kinds.map(({ kind, file, sha256, apiVersion, spec }) => [kind, { kind, apiVersion, karpenterVersion: version, file, sha256, spec }]));
     return [
         ...header,
         "",
@@ -77,6 +77,7 @@ export function generateKarpenterModule(dir: string, version = KARPENTER_VERSION
         "export interface GeneratedCrd {",
         "    kind: string;",
         "    apiVersion: string;",
+        "    karpenterVersion: string;",
         "    file: string;",
         "    sha256: string;",
         "    spec: Record<string, any>;",

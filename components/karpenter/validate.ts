@@ -4,7 +4,7 @@
 // the generated module (scripts/generate-karpenter-schema.ts), so nothing here re-types a rule.
 import Ajv, { ErrorObject, ValidateFunction } from "ajv";
 import { celIssues, fieldPath } from "./cel";
-import { CRDS, GeneratedCrd, KARPENTER_CRD_VERSION } from "./generated/crds";
+import { CRDS, GeneratedCrd } from "./generated/crds";
 
 export interface KarpenterObject {
     apiVersion: string;
@@ -23,7 +23,7 @@ export interface SchemaIssue {
  * Every schema and CEL problem of `obj`; empty when the API server would accept it unchanged. `crds` is the generated
  * module's (tests pass one generated from other CRD files).
  */
-export function validateKarpenterObject(obj: KarpenterObject, crds: Record<string, GeneratedCrd> = CRDS, version = KARPENTER_CRD_VERSION): SchemaIssue[] {
+export function validateKarpenterObject(obj: KarpenterObject, crds: Record<string, GeneratedCrd> = CRDS): SchemaIssue[] {
     const crd = crds[obj.kind];
     if (!crd) return [{ path: "kind", message: `must be one of ${Object.keys(crds).join(", ")} (got ${JSON.stringify(obj.kind)})` }];
     const issues: SchemaIssue[] = [];
@@ -34,7 +34,7 @@ export function validateKarpenterObject(obj: KarpenterObject, crds: Record<strin
     // The API server defaults before it validates, and CEL sees the defaulted object; ajv's useDefaults does the same on a copy.
     const spec = structuredClone(obj.spec);
     const validate = validator(crd);
-    if (!validate(spec)) issues.push(...(validate.errors ?? []).filter((e) => !e.schemaPath.includes("/anyOf/")).map((e) => schemaIssue(e, crd.kind, version)));
+    if (!validate(spec)) issues.push(...(validate.errors ?? []).filter((e) => !e.schemaPath.includes("/anyOf/")).map((e) => schemaIssue(e, crd)));
     // CEL rules assume a structurally valid object, as the API server's do.
     if (issues.length === 0) issues.push(...celIssues(crd.spec, spec, "spec"));
     return issues;
@@ -90,13 +90,13 @@ const got = (v: unknown) => JSON.stringify(v);
 const TYPE_NAMES: Record<string, string> = { object: "an object", array: "a list", integer: "an integer", number: "a number", boolean: "true or false", string: "a string" };
 
 /** An ajv error as the API server would word it, at the field's path. */
-function schemaIssue(e: ErrorObject, kind: string, version: string): SchemaIssue {
+function schemaIssue(e: ErrorObject, crd: GeneratedCrd): SchemaIssue {
     const path = fieldPath("spec", e.instancePath.split("/").slice(1).map((p) => p.replaceAll("~1", "/").replaceAll("~0", "~")));
     const p = e.params as Record<string, any>;
     switch (e.keyword) {
         case "additionalProperties": {
             const known = Object.keys(e.parentSchema?.properties ?? {});
-            const message = `is not a field of the v${version} ${kind} schema, so the API server would silently drop it; fields here are ${known.join(", ") || "none"}`;
+            const message = `is not a field of the v${crd.karpenterVersion} ${crd.kind} schema, so the API server would silently drop it; fields here are ${known.join(", ") || "none"}`;
             return { path: fieldPath(path, [p.additionalProperty]), message };
         }
         case "required":

@@ -9,6 +9,7 @@
 export interface GeneratedCrd {
     kind: string;
     apiVersion: string;
+    karpenterVersion: string;
     file: string;
     sha256: string;
     spec: Record<string, any>;
@@ -20,6 +21,7 @@ export const CRDS: Record<string, GeneratedCrd> = {
     "NodePool": {
         "kind": "NodePool",
         "apiVersion": "karpenter.sh/v1",
+        "karpenterVersion": "1.14.1",
         "file": "karpenter.sh_nodepools.yaml",
         "sha256": "3bb64a20c80776b77aa19a699ebdaf34480a7b2e7ec4ef890b43225b3517f878",
         "spec": {
@@ -408,6 +410,7 @@ export const CRDS: Record<string, GeneratedCrd> = {
     "EC2NodeClass": {
         "kind": "EC2NodeClass",
         "apiVersion": "karpenter.k8s.aws/v1",
+        "karpenterVersion": "1.14.1",
         "file": "karpenter.k8s.aws_ec2nodeclasses.yaml",
         "sha256": "62dec59f01c0972d4503ca3ed25f243ba9c2f561be0d964ce7a14c8df406132f",
         "spec": {
