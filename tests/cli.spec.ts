@@ -9,6 +9,8 @@ import { VERIFY_PLACEMENT, verifyPlacement } from "../ops/verifyPlacement";
 import { PLAN, plan } from "../plan/cli";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { LINT_WORKFLOWS, lintWorkflowsCommand } from "../scripts/lint-workflows";
+import { DOCS_CONFIG, docsConfig } from "../scripts/config-reference";
+import { GENERATE_KARPENTER, generateKarpenter } from "../scripts/generate-karpenter-schema";
 
 const commands: [string, Command, (argv: string[]) => Promise<CommandResult>][] = [
     ["plan", PLAN, (argv) => plan(argv)],
@@ -16,6 +18,8 @@ const commands: [string, Command, (argv: string[]) => Promise<CommandResult>][] 
     ["verify-placement", VERIFY_PLACEMENT, (argv) => verifyPlacement(argv)],
     ["scale-test", SCALE_TEST, (argv) => scaleTest(argv)],
     ["lint:workflows", LINT_WORKFLOWS, (argv) => lintWorkflowsCommand(argv)],
+    ["docs:config", DOCS_CONFIG, (argv) => docsConfig(argv)],
+    ["generate:karpenter", GENERATE_KARPENTER, (argv) => generateKarpenter(argv)],
 ];
 
 describe("every command's flags (util.parseArgs)", () => {

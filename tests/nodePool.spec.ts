@@ -85,6 +85,9 @@ describe("Karpenter object validation (v1.14.1 schema and CEL rules)", () => {
         ["In with no values", "nodePool", (o) => (o.spec.template.spec.requirements[3].values = []), "spec.template.spec.requirements", /operator 'In' must have a value defined/],
         ["minValues above the values", "nodePool", (o) => (o.spec.template.spec.requirements[0].minValues = 50), "spec.template.spec.requirements", /'minValues' must have at least that many values/],
         ["an unknown operator", "nodePool", (o) => (o.spec.template.spec.requirements[1].operator = "Equals"), "spec.template.spec.requirements[1].operator", /must be one of Gte, Lte, In, NotIn, Exists, DoesNotExist, Gt, Lt/],
+        ["Gt with a word, which the CRD's int() cannot read", "nodePool", (o) => o.spec.template.spec.requirements.push({ key: "karpenter.k8s.aws/instance-cpu", operator: "Gt", values: ["four"] }), "spec.template.spec.requirements", /single positive integer value \(the rule could not be evaluated/],
+        ["a budget reason twice (reasons is a set list)", "nodePool", (o) => (o.spec.disruption.budgets[1].reasons = ["Drifted", "Drifted"]), "spec.disruption.budgets[1].reasons", /must not repeat a value/],
+        ["a requirement on a karpenter.k8s.aws label Karpenter does not allow", "nodePool", (o) => o.spec.template.spec.requirements.push({ key: "karpenter.k8s.aws/instance-price", operator: "Exists" }), "spec.template.spec.requirements[5].key", /label domain "karpenter\.k8s\.aws" is restricted/],
         ["a restricted karpenter.sh label", "nodePool", (o) => (o.spec.template.metadata.labels["karpenter.sh/custom"] = "x"), "spec.template.metadata.labels", /label domain "karpenter\.sh" is restricted/],
         ["a requirement on kubernetes.io/hostname", "nodePool", (o) => o.spec.template.spec.requirements.push({ key: "kubernetes.io/hostname", operator: "Exists" }), "spec.template.spec.requirements[5].key", /label "kubernetes\.io\/hostname" is restricted/],
         ["consolidateAfter as a day", "nodePool", (o) => (o.spec.disruption.consolidateAfter = "1d"), "spec.disruption.consolidateAfter", /must match/],
@@ -112,6 +115,12 @@ describe("Karpenter object validation (v1.14.1 schema and CEL rules)", () => {
             expect(issues.find((i) => i.path === path)!.message).to.match(message);
         });
     }
+
+    it("accepts the karpenter.k8s.aws labels the CRD lists as allowed, such as instance-family", () => {
+        const { nodePool } = validObjects();
+        nodePool.spec.template.spec.requirements.push({ key: "karpenter.k8s.aws/instance-family", operator: "In", values: ["c7i"] });
+        expect(validateKarpenterObject(nodePool)).to.deep.equal([]);
+    });
 
     it("rejects an instance type outside the approved list, and a pool without an instance-type bound", () => {
         const { nodePool } = validObjects();
