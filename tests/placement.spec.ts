@@ -109,8 +109,15 @@ for (const stack of STACKS) {
             for (const p of patched) {
                 expect(p.inputs.metadata).to.deep.include({ namespace: NS, annotations: patchForce });
                 // GC Notify's API chart set priorityClassName on the Deployment spec, where Kubernetes ignores it.
+                // karpenter.sh/nodepool DoesNotExist: Karpenter ignores the pod (provisioner.go:203-212, 570-580).
                 expect(p.inputs.spec).to.deep.equal({
-                    template: { spec: { nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" }, priorityClassName: "high-priority" } },
+                    template: {
+                        spec: {
+                            nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" },
+                            affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: "karpenter.sh/nodepool", operator: "DoesNotExist" }] }] } } },
+                            priorityClassName: "high-priority",
+                        },
+                    },
                 });
             }
         });
@@ -230,6 +237,7 @@ for (const stack of STACKS) {
                 expect(schedulingProblems(t.spec, nodes.ready)).to.deep.equal([
                     `does not tolerate the taint ${EPHEMERAL}=true:NoSchedule`,
                     "nodeSelector eks.amazonaws.com/capacityType=ON_DEMAND does not match",
+                    "required node affinity does not match",
                 ]);
                 expect(schedulingProblems(t.spec, STABLE_NODE)).to.deep.equal([]);
             }
