@@ -75,7 +75,12 @@ export interface ReplicaMetricSource {
     namespace: string;
     /** Unavailable replicas of a Deployment. @default "kube_deployment_status_replicas_unavailable" */
     replicasUnavailable: string;
-    /** Desired replicas of a Deployment, for the dashboard. @default "kube_deployment_spec_replicas" */
+    /**
+     * Replicas of a Deployment, for the dashboard. @default "kube_deployment_status_replicas": GC Notify's scrape
+     * keeps only `kube_deployment_status_replicas.*` of kube-state-metrics (notification-manifests
+     * helmfile/charts/aws-cloudwatch/templates/prometheus-configmap.yaml:39-43), so `kube_deployment_spec_replicas`
+     * never reaches CloudWatch there.
+     */
     desiredReplicas: string;
     /** Dimension names of the cluster, namespace and Deployment. @default ClusterName, namespace, deployment */
     dimensions?: { cluster: string; namespace: string; deployment: string };
@@ -85,7 +90,7 @@ export interface ReplicaMetricSource {
 export const DEFAULT_METRIC_SOURCE: ReplicaMetricSource = {
     namespace: PROMETHEUS_NAMESPACE,
     replicasUnavailable: "kube_deployment_status_replicas_unavailable",
-    desiredReplicas: "kube_deployment_spec_replicas",
+    desiredReplicas: "kube_deployment_status_replicas",
     dimensions: { cluster: "ClusterName", namespace: "namespace", deployment: "deployment" },
 };
 
@@ -615,9 +620,9 @@ export function dashboardBody(d: DashboardInput) {
                 ? []
                 : [
                       graph(
-                          "Burst Celery replicas: desired and unavailable (pending)",
+                          "Burst Celery replicas: total and unavailable (pending)",
                           d.burstDeployments.flatMap((dep) => [
-                              deploymentMetric(d.source.desiredReplicas, dep, `${dep} desired`),
+                              deploymentMetric(d.source.desiredReplicas, dep, `${dep} replicas`),
                               deploymentMetric(d.source.replicasUnavailable, dep, `${dep} unavailable`),
                           ]),
                           4,

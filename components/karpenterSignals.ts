@@ -26,7 +26,7 @@ export interface LogSignalSource {
 /**
  * CloudWatch Logs JSON filter patterns on Fluent Bit's record of a Karpenter line. GC Notify's Fluent Bit runs with
  * `Merge_Log On` and `Merge_Log_Key log_processed` (M helmfile/overrides/system/fluentbit-agent.yaml.gotmpl:112-125),
- * so Karpenter's JSON line (K pkg/operator/logging/logging.go:54-70: `level` in capitals, `message`, `controller`,
+ * so Karpenter's JSON line (K pkg/operator/logging/logging.go:59-71: `level` in capitals, `message`, `controller`,
  * `Pod`, `NodePool`, `error`) is the object `log_processed`, next to `kubernetes` metadata.
  *
  * - unschedulablePods: `could not schedule pod` for a pod of the burst namespace (K

@@ -568,6 +568,7 @@ describe("KarpenterAlarms topics", () => {
         const cloudwatch = parseJson(key.inputs.policy).Statement.find((s: any) => s.Sid === "CloudWatchAlarmsPublish");
         expect(cloudwatch).to.deep.include({ Principal: { Service: "cloudwatch.amazonaws.com" }, Action: ["kms:Decrypt", "kms:GenerateDataKey*"] });
         expect(b.get("aws:kms/alias:Alias", "alarms-topics-key-alias").inputs.name).to.equal("alias/c-karpenter-alarms");
+        expect(summary("staging", b.resources)).to.include(`SNS subscription https https://events.pagerduty.com/x to ${topicArnOf("critical")}`);
     });
 
     it("refuses created topics without a subscriber, before creating any child", async () => {
@@ -603,7 +604,7 @@ describe("KarpenterAlarms options", () => {
         const b = await runOffline("staging", () => new KarpenterAlarms("alarms", { ...MINIMAL_ARGS, burstDeployments: [] }));
         expect(b.byType(ALARM).filter((a) => /celery/.test(a.inputs.name))).to.have.length(0);
         const widgets = parseJson(b.get("aws:cloudwatch/dashboard:Dashboard", "alarms-dashboard").inputs.dashboardBody).widgets;
-        expect(widgets.map((w: any) => w.properties.title)).to.not.include("Burst Celery replicas: desired and unavailable (pending)");
+        expect(widgets.map((w: any) => w.properties.title)).to.not.include("Burst Celery replicas: total and unavailable (pending)");
         for (const w of widgets.filter((x: any) => x.type === "metric")) expect(w.properties.metrics).to.not.be.empty;
     });
 

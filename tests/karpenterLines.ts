@@ -1,6 +1,6 @@
 // Karpenter v1.14.1 log lines as the controller writes them, and as GC Notify's Fluent Bit ships them. Keys from the
-// zap encoder (kubernetes-sigs/karpenter v1.14.1 pkg/operator/logging/logging.go:57-71: level in capitals, time
-// ISO 8601, logger, message; caller only at debug), `commit` (logging.go:90), the controller name, klog.KObj values
+// zap encoder (kubernetes-sigs/karpenter v1.14.1 pkg/operator/logging/logging.go:59-71: level in capitals, time
+// ISO 8601, logger, message; caller only at debug), `commit` (logging.go:39, 83-90), the controller name, klog.KObj values
 // ({name, namespace}) and `error`.
 
 const COMMIT = "6e7eab7";
