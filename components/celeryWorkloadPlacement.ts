@@ -140,14 +140,17 @@ export function daemonSetPodTemplate(a: CeleryWorkloadPlacementArgs, ds: NodeDae
     };
 }
 
+/** The headroom Deployment's name; its pods are named `celery-headroom-<hash>-<hash>`. */
+export const HEADROOM_DEPLOYMENT = "celery-headroom";
+
 /** Placeholder pods shaped like one burst Celery pod, lowest priority, so any real pod preempts them. */
 export function headroomDeployment(a: CeleryWorkloadPlacementArgs) {
-    const labels = { app: "celery-headroom", [a.burstPodLabel]: "true" };
+    const labels = { app: HEADROOM_DEPLOYMENT, [a.burstPodLabel]: "true" };
     return {
-        metadata: { name: "celery-headroom", namespace: a.namespace },
+        metadata: { name: HEADROOM_DEPLOYMENT, namespace: a.namespace },
         spec: {
             replicas: a.headroom.pods,
-            selector: { matchLabels: { app: "celery-headroom" } },
+            selector: { matchLabels: { app: HEADROOM_DEPLOYMENT } },
             template: {
                 metadata: { labels },
                 spec: {

@@ -1,6 +1,7 @@
 // What Karpenter v1.14.1 writes and exports when it cannot provision, as CloudWatch sees it. Facts from the source at
 // tag v1.14.1: kubernetes-sigs/karpenter (K) and aws/karpenter-provider-aws (A); GC Notify's log and metric pipeline
 // from cds-snc/notification-manifests (M, 609853e2).
+import { HEADROOM_DEPLOYMENT } from "./celeryWorkloadPlacement";
 import { MAX_FILTER_PATTERN, parseJsonPattern } from "./filterPattern";
 
 /**
@@ -30,7 +31,9 @@ export interface LogSignalSource {
  * `Pod`, `NodePool`, `error`) is the object `log_processed`, next to `kubernetes` metadata.
  *
  * - unschedulablePods: `could not schedule pod` for a pod of the burst namespace (K
- *   pkg/controllers/provisioning/scheduling/scheduler.go:302): limits reached, no type or offering fits.
+ *   pkg/controllers/provisioning/scheduling/scheduler.go:302): limits reached, no type or offering fits. Not the
+ *   headroom placeholders: preempted during every burst, they wait whenever the pool is full, which the NodePool
+ *   limit alarm reports.
  * - launchFailures: `failed launching nodeclaim` (insufficient capacity or a NodeClass gone not ready, K
  *   pkg/controllers/nodeclaim/lifecycle/launch.go:87,99) and controller-runtime's `Reconciler error` from
  *   `nodeclaim.lifecycle` for every other launch error (launch.go:116).
@@ -46,7 +49,7 @@ export function logSignalPatterns(s: LogSignalSource): Record<FailureClass | "he
     const error = `${from} && $.log_processed.level = "ERROR"`;
     const message = (m: string) => `$.log_processed.message = "${m}"`;
     return {
-        unschedulablePods: `{ ${error} && ${message("could not schedule pod")} && $.log_processed.Pod.namespace = "${s.burstNamespace}" }`,
+        unschedulablePods: `{ ${error} && ${message("could not schedule pod")} && $.log_processed.Pod.namespace = "${s.burstNamespace}" && $.log_processed.Pod.name != "${HEADROOM_DEPLOYMENT}-*" }`,
         launchFailures: `{ ${error} && (${message("failed launching nodeclaim")} || (${message("Reconciler error")} && $.log_processed.controller = "nodeclaim.lifecycle")) }`,
         nodePoolNotReady: `{ ${error} && ${message("ignoring nodepool, not ready")} && $.log_processed.NodePool.name = "${s.nodePoolName}" }`,
         heartbeat: `{ ${from} && (${["DEBUG", "INFO", "WARN", "ERROR"].map((l) => `$.log_processed.level = "${l}"`).join(" || ")}) }`,

@@ -78,6 +78,12 @@ export const ORDINARY_LINES = [
     line("INFO", "no dynamic nodepools found", { controller: "provisioner" }),
     // Another NodePool (GC Notify's old one, say) not ready is not this program's.
     line("ERROR", "ignoring nodepool, not ready", { controller: "provisioner", NodePool: { name: "some-other-pool" } }),
+    // A headroom placeholder preempted by a burst, waiting while the pool is at its limit.
+    line("ERROR", "could not schedule pod", {
+        controller: "provisioner",
+        Pod: { name: "celery-headroom-5b9c8d7f6-k2l3m", namespace: "notification-canada-ca" },
+        error: 'incompatible with nodepool "notify-karpenter", daemonset overhead={"cpu":"600m","memory":"800Mi","pods":"5"}, all available instance types exceed limits for nodepool',
+    }),
     // A pod of another namespace Karpenter cannot place.
     line("ERROR", "could not schedule pod", {
         controller: "provisioner",
