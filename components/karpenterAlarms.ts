@@ -238,7 +238,6 @@ function resolve(name: string, args: KarpenterAlarmsArgs): Resolved {
         ...logSignalProblems(signalSource(a)),
         ...burstAlarmNameProblems(a.clusterName, a.burstDeployments).map((p) => `burstDeployments[${p.index}] ${p.message}`),
         ...(new Set(a.burstDeployments).size !== a.burstDeployments.length ? ["burstDeployments must be distinct"] : []),
-        ...(a.ruleNames[SPOT_RULE] === undefined ? [`ruleNames must include "${SPOT_RULE}" (got ${Object.keys(a.ruleNames).join(", ")})`] : []),
         ...(a.topicArns
             ? []
             : SEVERITIES.filter((s) => (a.subscriptions?.[s] ?? []).length === 0).map(
@@ -249,7 +248,7 @@ function resolve(name: string, args: KarpenterAlarmsArgs): Resolved {
     return a;
 }
 
-/** The EventBridge rule label of EC2 Spot interruption warnings (components/controllerPolicy.ts interruptionRules). */
+/** The EventBridge rule label of EC2 Spot interruption warnings (components/controllerPolicy.ts interruptionRules), for the dashboard. */
 const SPOT_RULE = "spot-interruption";
 
 const signalSource = (a: Pick<Resolved, "karpenterNamespace" | "karpenterContainer" | "burstNamespace" | "nodePoolName">) => ({
