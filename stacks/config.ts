@@ -257,7 +257,7 @@ function alarmTopicProblems(a: { topicArns?: object; topicNames?: object; subscr
 }
 
 /** The partition of a region: alarm actions must be in the alarm's own region and partition. */
-export function partitionOf(region: string): string {
+function partitionOf(region: string): string {
     return region.startsWith("cn-") ? "aws-cn" : region.startsWith("us-gov-") ? "aws-us-gov" : "aws";
 }
 
