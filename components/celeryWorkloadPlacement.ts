@@ -1,6 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { PodScheduling, Taint, Toleration } from "./scheduling";
+import { NodeSelectorRequirement, PodScheduling, Taint, Toleration, requireInEveryTerm } from "./scheduling";
 
 /** Pinned like Karpenter: GC Notify's version, whose taint keys and config format this file was written for. */
 export const NIDHOGG_CHART = "oci://ghcr.io/pelotech/charts/nidhogg";
@@ -102,9 +102,26 @@ export function burstPodTemplate(a: CeleryWorkloadPlacementArgs, deployment: str
     };
 }
 
-/** The pod template fields a stable Deployment gets: stable nodes only, high priority in the pod spec. */
+/**
+ * Karpenter skips a pending pod that requires this, without a log line at info level (kubernetes-sigs/karpenter
+ * v1.14.1 pkg/controllers/provisioning/provisioner.go:203-212, 570-580). Without it Karpenter considers every
+ * unschedulable pod, and a stable pod waiting for the full on-demand group logs `could not schedule pod` forever.
+ */
+export const NOT_ON_KARPENTER_NODES: NodeSelectorRequirement = { key: "karpenter.sh/nodepool", operator: "DoesNotExist" };
+
+/**
+ * The pod template fields a stable Deployment gets: stable nodes only, never a Karpenter node, high priority. The
+ * charts give stable Deployments no node affinity, and the terms list is replaced whole (server-side apply treats
+ * it as atomic), so the patch's terms are the pod's terms: each carries the requirement.
+ */
 export function stablePodTemplate(a: CeleryWorkloadPlacementArgs) {
-    return { spec: { nodeSelector: a.stableNodeSelector, priorityClassName: a.priorityClasses.high.name } };
+    return {
+        spec: {
+            nodeSelector: a.stableNodeSelector,
+            affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: requireInEveryTerm(undefined, NOT_ON_KARPENTER_NODES) } } },
+            priorityClassName: a.priorityClasses.high.name,
+        },
+    };
 }
 
 /** A node daemonset's pod template: it must run on new ephemeral nodes, first. */
@@ -123,14 +140,17 @@ export function daemonSetPodTemplate(a: CeleryWorkloadPlacementArgs, ds: NodeDae
     };
 }
 
+/** The headroom Deployment's name; its pods are named `celery-headroom-<hash>-<hash>`. */
+export const HEADROOM_DEPLOYMENT = "celery-headroom";
+
 /** Placeholder pods shaped like one burst Celery pod, lowest priority, so any real pod preempts them. */
 export function headroomDeployment(a: CeleryWorkloadPlacementArgs) {
-    const labels = { app: "celery-headroom", [a.burstPodLabel]: "true" };
+    const labels = { app: HEADROOM_DEPLOYMENT, [a.burstPodLabel]: "true" };
     return {
-        metadata: { name: "celery-headroom", namespace: a.namespace },
+        metadata: { name: HEADROOM_DEPLOYMENT, namespace: a.namespace },
         spec: {
             replicas: a.headroom.pods,
-            selector: { matchLabels: { app: "celery-headroom" } },
+            selector: { matchLabels: { app: HEADROOM_DEPLOYMENT } },
             template: {
                 metadata: { labels },
                 spec: {

@@ -1,8 +1,20 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import {
+    FAILURE_CLASSES,
+    FailureClass,
+    KARPENTER_CONTAINER,
+    KARPENTER_METRICS,
+    METRIC_DIMENSIONS,
+    PROMETHEUS_NAMESPACE,
+    SPOT_INTERRUPTED_REASON,
+    logSignalPatterns,
+    logSignalProblems,
+} from "./karpenterSignals";
 
 /** Which notification target an alarm goes to (GC Notify: the alert-warning or alert-critical SNS topic). */
 export type AlarmSeverity = "warning" | "critical";
+export const SEVERITIES: AlarmSeverity[] = ["warning", "critical"];
 
 /** When an alarm fires: CloudWatch's period, M of N and threshold, and who hears about it. */
 export interface AlarmRule {
@@ -19,17 +31,36 @@ export interface AlarmRule {
 }
 
 /** The alarms this component creates; each has its own rule. */
-export type AlarmKind = "controllerDown" | "provisioningFailures" | "queueAge" | "failedInvocations" | "burstReplicas" | "spotInterruptions";
+export type AlarmKind =
+    | "controllerDown"
+    | FailureClass
+    | "heartbeat"
+    | "nodePoolLimit"
+    | "queueAge"
+    | "failedInvocations"
+    | "burstReplicas"
+    | "spotInterruptions";
 
 /**
- * Defaults of every rule, shared with the config schema. The provisioning-failure alarm fires when failures were
- * logged in 4 of the last 6 five-minute periods: Karpenter's daily "unable to provision" errors clear within
- * minutes (at most 2 or 3 periods), a starved or broken provisioner keeps failing and alarms after 20 minutes.
+ * Defaults of every rule, shared with the config schema. The log thresholds follow Karpenter's logging rate: the
+ * provisioner requeues every pending pod every 10 s (K pkg/controllers/provisioning/controller.go:70-77) and logs one
+ * `could not schedule pod` per loop, so one pod stuck for a whole 5-minute period writes about 28-30 lines.
  */
 export const DEFAULT_RULES: Record<AlarmKind, AlarmRule> = {
     // GC Notify's karpenter-replicas-unavailable: Minimum over 300 s, 2 periods, >= 1.
     controllerDown: { period: 300, evaluationPeriods: 2, datapointsToAlarm: 2, threshold: 1, notify: "warning" },
-    provisioningFailures: { period: 300, evaluationPeriods: 6, datapointsToAlarm: 4, threshold: 1, notify: "warning" },
+    // 20 lines: two thirds of one pod stuck all period. 3 of 4: an offering blackout after an ICE (3 min, A
+    // pkg/cache/cache.go:31) touches at most 2 periods; a pod nothing can place keeps failing.
+    unschedulablePods: { period: 300, evaluationPeriods: 4, datapointsToAlarm: 3, threshold: 20, notify: "warning" },
+    // One line per failed launch; Karpenter retries another offering within seconds, so only failures in most
+    // periods mean launches keep failing.
+    launchFailures: { period: 300, evaluationPeriods: 4, datapointsToAlarm: 3, threshold: 1, notify: "warning" },
+    // Logged on every provisioning loop while pods wait; a NodeClass that is not Ready stays so until someone acts.
+    nodePoolNotReady: { period: 300, evaluationPeriods: 2, datapointsToAlarm: 2, threshold: 1, notify: "warning" },
+    // An idle Karpenter logs nothing at info; a day without one line is a broken pipeline, not a quiet cluster.
+    heartbeat: { period: 3600, evaluationPeriods: 24, datapointsToAlarm: 24, threshold: 1, notify: "warning" },
+    // Percent of the NodePool's cpu or memory limit in use.
+    nodePoolLimit: { period: 300, evaluationPeriods: 3, datapointsToAlarm: 3, threshold: 90, notify: "warning" },
     // The queue keeps messages 300 s; Karpenter normally reads them within seconds.
     queueAge: { period: 60, evaluationPeriods: 5, datapointsToAlarm: 3, threshold: 120, notify: "warning" },
     failedInvocations: { period: 300, evaluationPeriods: 1, datapointsToAlarm: 1, threshold: 1, notify: "warning" },
@@ -38,24 +69,48 @@ export const DEFAULT_RULES: Record<AlarmKind, AlarmRule> = {
     spotInterruptions: { period: 3600, evaluationPeriods: 1, datapointsToAlarm: 1, threshold: 10, notify: "warning" },
 };
 
-/** Log terms that mark a launch or scheduling failure in Karpenter v1's controller logs. */
-export const DEFAULT_FAILURE_PATTERNS = ["failed launching nodeclaim", "could not schedule pod", "InsufficientInstanceCapacity"];
-
-/** Where the replica metrics come from: kube-state-metrics scraped by the CloudWatch agent (Container Insights). */
+/** Where the Deployment replica metrics come from, with the dimension names that source uses. */
 export interface ReplicaMetricSource {
-    /** CloudWatch namespace of the kube-state-metrics series. @default "ContainerInsights/Prometheus" */
+    /** CloudWatch namespace of the series. @default "ContainerInsights/Prometheus" */
     namespace: string;
     /** Unavailable replicas of a Deployment. @default "kube_deployment_status_replicas_unavailable" */
     replicasUnavailable: string;
-    /** Desired replicas of a Deployment, for the dashboard. @default "kube_deployment_spec_replicas" */
+    /**
+     * Replicas of a Deployment, for the dashboard. @default "kube_deployment_status_replicas": GC Notify's scrape
+     * keeps only `kube_deployment_status_replicas.*` of kube-state-metrics (notification-manifests
+     * helmfile/charts/aws-cloudwatch/templates/prometheus-configmap.yaml:39-43), so `kube_deployment_spec_replicas`
+     * never reaches CloudWatch there.
+     */
     desiredReplicas: string;
+    /** Dimension names of the cluster, namespace and Deployment. @default ClusterName, namespace, deployment */
+    dimensions?: { cluster: string; namespace: string; deployment: string };
 }
 
+/** GC Notify's: kube-state-metrics scraped by its CloudWatch agent in Prometheus mode (cwagent-prometheus), as EMF. */
 export const DEFAULT_METRIC_SOURCE: ReplicaMetricSource = {
-    namespace: "ContainerInsights/Prometheus",
+    namespace: PROMETHEUS_NAMESPACE,
     replicasUnavailable: "kube_deployment_status_replicas_unavailable",
-    desiredReplicas: "kube_deployment_spec_replicas",
+    desiredReplicas: "kube_deployment_status_replicas",
+    dimensions: { cluster: "ClusterName", namespace: "namespace", deployment: "deployment" },
 };
+
+/**
+ * Container Insights' own names (the add-on with enhanced observability), for a cluster without kube-state-metrics:
+ * namespace ContainerInsights, dimensions ClusterName, Namespace and PodName (the Deployment's name). AWS, CloudWatch
+ * User Guide, "Amazon EKS and Kubernetes Container Insights with enhanced observability metrics".
+ */
+export const CONTAINER_INSIGHTS_METRIC_SOURCE: ReplicaMetricSource = {
+    namespace: "ContainerInsights",
+    replicasUnavailable: "status_replicas_unavailable",
+    desiredReplicas: "replicas_desired",
+    dimensions: { cluster: "ClusterName", namespace: "Namespace", deployment: "PodName" },
+};
+
+/** An SNS subscription endpoint of a created topic. */
+export interface Subscription {
+    protocol: "email" | "https";
+    endpoint: string;
+}
 
 export interface KarpenterAlarmsArgs {
     /** The EKS cluster name: part of every alarm, topic and dashboard name, and the ClusterName dimension. */
@@ -66,27 +121,30 @@ export interface KarpenterAlarmsArgs {
     accountId: pulumi.Input<string>;
     partition: pulumi.Input<string>;
     /**
-     * Existing SNS topics to notify (GC Notify: alert-warning and alert-critical). When absent, the component
-     * creates two KMS-encrypted topics, `<cluster>-karpenter-warning` and `<cluster>-karpenter-critical`.
+     * Existing SNS topics to notify (GC Notify: alert-warning and alert-critical), in the cluster's region: someone
+     * is subscribed to them. When absent, the component creates two KMS-encrypted topics,
+     * `<cluster>-karpenter-warning` and `<cluster>-karpenter-critical`, subscribed to `subscriptions`.
      */
     topicArns?: Record<AlarmSeverity, pulumi.Input<string>>;
+    /** Endpoints of the created topics; each needs at least one, or its alarms reach nobody. */
+    subscriptions?: Record<AlarmSeverity, Subscription[]>;
     /** Where replica metrics come from. @default DEFAULT_METRIC_SOURCE */
     metricSource?: ReplicaMetricSource;
     /** Namespace and Deployment of the Karpenter controller. @default "karpenter" and "karpenter" */
     karpenterNamespace?: string;
     karpenterDeployment?: string;
+    /** The controller's container name in its pods. @default KARPENTER_CONTAINER */
+    karpenterContainer?: string;
+    /** The NodePool whose readiness, usage and interruptions the alarms watch. */
+    nodePoolName: string;
     /** The log group the controller's container logs go to (GC Notify: Fluent Bit to Container Insights). */
     logGroupName: string;
     /** Create that log group (one week's retention), where no log shipper has: a scratch account. @default false */
     createLogGroup?: boolean;
-    /** Terms whose presence in a log event marks a provisioning failure (case-sensitive). @default DEFAULT_FAILURE_PATTERNS */
-    failurePatterns?: string[];
     /** The interruption queue's name. */
     queueName: pulumi.Input<string>;
     /** The EventBridge rules that feed the queue, by a short label used in alarm names (`spot-interruption`, ...). */
     ruleNames: Record<string, pulumi.Input<string>>;
-    /** Label in `ruleNames` of the EC2 Spot interruption warning rule. @default "spot-interruption" */
-    spotInterruptionRule?: string;
     /** Namespace of the burst Celery Deployments. @default "notification-canada-ca" */
     burstNamespace?: string;
     /** Burst Celery Deployments that Karpenter's spot nodes serve; one alarm each. @default [] */
@@ -122,15 +180,25 @@ export function alarmRuleProblems(rule: AlarmRule): { key: keyof AlarmRule; mess
 /** CloudWatch's limit on alarm names. */
 export const MAX_ALARM_NAME = 255;
 
+/** The kebab-case part of an alarm or metric filter name for a failure class. */
+const SIGNAL_SLUG: Record<FailureClass | "heartbeat", string> = {
+    unschedulablePods: "unschedulable-pods",
+    launchFailures: "launch-failures",
+    nodePoolNotReady: "nodepool-not-ready",
+    heartbeat: "log-heartbeat",
+};
+
 /** The alarm names for a cluster: fixed ones by kind, failed invocations by rule label, burst ones by Deployment. */
 export function alarmNames(clusterName: string, ruleLabels: string[], burstDeployments: string[]) {
+    const byLabel = (labels: string[], name: (l: string) => string) => Object.fromEntries(labels.map((l) => [l, name(l)])) as Record<string, string>;
     return {
         controllerDown: `${clusterName}-karpenter-replicas-unavailable`,
-        provisioningFailures: `${clusterName}-karpenter-provisioning-failures`,
+        ...(Object.fromEntries(Object.entries(SIGNAL_SLUG).map(([k, slug]) => [k, `${clusterName}-karpenter-${slug}`])) as Record<FailureClass | "heartbeat", string>),
+        nodePoolLimit: `${clusterName}-karpenter-nodepool-near-limit`,
         queueAge: `${clusterName}-karpenter-interruption-queue-age`,
-        spotInterruptions: `${clusterName}-karpenter-spot-interruption-rate`,
-        failedInvocations: Object.fromEntries(ruleLabels.map((l) => [l, `${clusterName}-karpenter-${l}-failed-invocations`])) as Record<string, string>,
-        burstReplicas: Object.fromEntries(burstDeployments.map((d) => [d, `${clusterName}-${d}-replicas-unavailable`])) as Record<string, string>,
+        spotInterruptions: `${clusterName}-karpenter-spot-interruptions`,
+        failedInvocations: byLabel(ruleLabels, (l) => `${clusterName}-karpenter-${l}-failed-invocations`),
+        burstReplicas: byLabel(burstDeployments, (d) => `${clusterName}-${d}-replicas-unavailable`),
     };
 }
 
@@ -146,47 +214,54 @@ export function burstAlarmNameProblems(clusterName: string, burstDeployments: st
         }));
 }
 
-/**
- * A CloudWatch Logs filter pattern that matches a log event containing any of `terms`: `?"a" ?"b"`. Quoted terms
- * match exact, case-sensitive substrings, so they match Karpenter's JSON lines and Fluent Bit's wrapped copies alike.
- */
-export function filterPattern(terms: string[]): string {
-    return terms.length === 1 ? `"${terms[0]}"` : terms.map((t) => `?"${t}"`).join(" ");
+/** The args with their defaults, every rule filled in. */
+type Resolved = Required<Omit<KarpenterAlarmsArgs, "topicArns" | "subscriptions" | "rules">> &
+    Pick<KarpenterAlarmsArgs, "topicArns" | "subscriptions"> & { rules: Record<AlarmKind, AlarmRule> };
+
+/** Defaults applied and every input checked; throws one message listing every problem, before any child exists. */
+function resolve(name: string, args: KarpenterAlarmsArgs): Resolved {
+    const rules = Object.fromEntries((Object.keys(DEFAULT_RULES) as AlarmKind[]).map((k) => [k, args.rules?.[k] ?? DEFAULT_RULES[k]])) as Record<AlarmKind, AlarmRule>;
+    const a: Resolved = {
+        metricSource: DEFAULT_METRIC_SOURCE,
+        karpenterNamespace: "karpenter",
+        karpenterDeployment: "karpenter",
+        karpenterContainer: KARPENTER_CONTAINER,
+        createLogGroup: false,
+        burstNamespace: "notification-canada-ca",
+        burstDeployments: [],
+        ...(Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)) as KarpenterAlarmsArgs),
+        rules,
+    };
+    const problems = [
+        ...(Object.keys(rules) as AlarmKind[]).flatMap((k) => alarmRuleProblems(rules[k]).map((p) => `rules.${k}.${p.key} ${p.message}`)),
+        ...(rules.nodePoolLimit.threshold > 100 ? [`rules.nodePoolLimit.threshold must be a percentage of the limit, at most 100 (got ${rules.nodePoolLimit.threshold})`] : []),
+        ...logSignalProblems(signalSource(a)),
+        ...burstAlarmNameProblems(a.clusterName, a.burstDeployments).map((p) => `burstDeployments[${p.index}] ${p.message}`),
+        ...(new Set(a.burstDeployments).size !== a.burstDeployments.length ? ["burstDeployments must be distinct"] : []),
+        ...(a.topicArns
+            ? []
+            : SEVERITIES.filter((s) => (a.subscriptions?.[s] ?? []).length === 0).map(
+                  (s) => `subscriptions.${s} must list at least one endpoint when topicArns is not given: the created ${s} topic would notify nobody`,
+              )),
+    ];
+    if (problems.length > 0) throw new Error(`KarpenterAlarms ${name}: ${problems.join("; ")}`);
+    return a;
 }
 
-/** The problems of a list of filter terms, each as a "must be" sentence with the index of the term (-1: the list). */
-export function filterTermProblems(terms: string[]): { index: number; message: string }[] {
-    const problems: { index: number; message: string }[] = [];
-    if (terms.length === 0) problems.push({ index: -1, message: "must be at least one term (got [])" });
-    terms.forEach((t, index) => {
-        if (t.length === 0 || /["\\]/.test(t)) problems.push({ index, message: `must be a non-empty log term without double quotes or backslashes (got ${JSON.stringify(t)})` });
-    });
-    const pattern = filterPattern(terms);
-    if (pattern.length > 1024) problems.push({ index: -1, message: `must be terms that make a filter pattern of at most 1024 characters (got ${pattern.length})` });
-    return problems;
-}
+/** The EventBridge rule label of EC2 Spot interruption warnings (components/controllerPolicy.ts interruptionRules), for the dashboard. */
+const SPOT_RULE = "spot-interruption";
+
+const signalSource = (a: Pick<Resolved, "karpenterNamespace" | "karpenterContainer" | "burstNamespace" | "nodePoolName">) => ({
+    namespace: a.karpenterNamespace,
+    container: a.karpenterContainer,
+    burstNamespace: a.burstNamespace,
+    nodePoolName: a.nodePoolName,
+});
 
 /**
- * Whether CloudWatch Logs would count `event` for a term filter pattern: quoted terms are case-sensitive
- * substrings; `?` terms are alternatives (any one matches), plain terms are all required.
- */
-export function filterPatternMatches(pattern: string, event: string): boolean {
-    const terms = [...pattern.matchAll(/(\?)?"([^"]*)"/g)].map((m) => ({ optional: m[1] === "?", text: m[2] }));
-    if (terms.length === 0) throw new Error(`not a term filter pattern: ${pattern}`);
-    const optional = terms.filter((t) => t.optional);
-    const required = terms.filter((t) => !t.optional);
-    if (optional.length > 0 && required.length > 0) throw new Error(`mixes ?-terms and plain terms: ${pattern}`);
-    return optional.length > 0 ? optional.some((t) => event.includes(t.text)) : required.every((t) => event.includes(t.text));
-}
-
-const COMPARISON = "GreaterThanOrEqualToThreshold";
-
-/**
- * CloudWatch alarms that say when Karpenter is down or cannot provision nodes, when interruption handling is stuck
- * and when burst capacity is unhealthy, with their notification topics and a dashboard per cluster.
- *
- * Provisioning failures are counted by a Logs metric filter and alarm only when they persist (M of N periods), so
- * Karpenter's daily transient "unable to provision" errors stay silent.
+ * CloudWatch alarms that say when Karpenter is down, cannot place burst pods, cannot launch nodes, ignores its
+ * NodePool, nears the NodePool's limits or goes silent in the logs; when interruption handling is stuck; and when
+ * burst capacity is unhealthy. With their notification topics and a dashboard per cluster.
  */
 export class KarpenterAlarms extends pulumi.ComponentResource {
     /** Alarm and OK notification targets, by severity. */
@@ -195,218 +270,274 @@ export class KarpenterAlarms extends pulumi.ComponentResource {
     public readonly alarmNames: string[];
     public readonly alarmArns: pulumi.Output<string>[];
     public readonly dashboardName: string;
-    /** The metric filter's pattern, as CloudWatch Logs receives it. */
-    public readonly failurePattern: string;
+    /** The metric filters' JSON patterns by failure class (and heartbeat), as CloudWatch Logs receives them. */
+    public readonly logPatterns: Record<FailureClass | "heartbeat", string>;
 
     constructor(name: string, args: KarpenterAlarmsArgs, opts?: pulumi.ComponentResourceOptions) {
         super("notify-karpenter:index:KarpenterAlarms", name, {}, opts);
-        const rules = Object.fromEntries(
-            (Object.keys(DEFAULT_RULES) as AlarmKind[]).map((k) => [k, args.rules?.[k] ?? DEFAULT_RULES[k]]),
-        ) as Record<AlarmKind, AlarmRule>;
-        const terms = args.failurePatterns ?? DEFAULT_FAILURE_PATTERNS;
-        const burstDeployments = args.burstDeployments ?? [];
-        const spotLabel = args.spotInterruptionRule ?? "spot-interruption";
-        const problems = [
-            ...(Object.keys(rules) as AlarmKind[]).flatMap((k) => alarmRuleProblems(rules[k]).map((p) => `rules.${k}.${p.key} ${p.message}`)),
-            ...filterTermProblems(terms).map((p) => `failurePatterns${p.index < 0 ? "" : `[${p.index}]`} ${p.message}`),
-            ...burstAlarmNameProblems(args.clusterName, burstDeployments).map((p) => `burstDeployments[${p.index}] ${p.message}`),
-            ...(new Set(burstDeployments).size !== burstDeployments.length ? ["burstDeployments must be distinct"] : []),
-            ...(args.ruleNames[spotLabel] === undefined ? [`spotInterruptionRule "${spotLabel}" must be one of ruleNames (${Object.keys(args.ruleNames).join(", ")})`] : []),
-        ];
-        if (problems.length > 0) throw new Error(`KarpenterAlarms ${name}: ${problems.join("; ")}`);
-
-        const cluster = args.clusterName;
-        const source = args.metricSource ?? DEFAULT_METRIC_SOURCE;
-        const karpenterNamespace = args.karpenterNamespace ?? "karpenter";
-        const karpenterDeployment = args.karpenterDeployment ?? "karpenter";
-        const burstNamespace = args.burstNamespace ?? "notification-canada-ca";
-        const names = alarmNames(cluster, Object.keys(args.ruleNames), burstDeployments);
+        const a = resolve(name, args);
         const child = { parent: this };
+        this.topicArns = notificationTopics(name, a, child);
+        this.logPatterns = logSignalPatterns(signalSource(a));
+        const filters = logMetricFilters(name, a, this.logPatterns, child);
 
-        // Notification targets: the given topics, or two created here. CloudWatch can publish to an encrypted
-        // topic only when the key lets it, which AWS's managed aws/sns key does not: hence a key of our own.
-        if (args.topicArns) {
-            this.topicArns = { warning: pulumi.output(args.topicArns.warning), critical: pulumi.output(args.topicArns.critical) };
-        } else {
-            const key = new aws.kms.Key(
-                `${name}-topics-key`,
-                {
-                    description: `Encrypts the Karpenter alarm topics of ${cluster}`,
-                    enableKeyRotation: true,
-                    policy: pulumi.all([args.partition, args.accountId]).apply(([p, a]) => JSON.stringify(topicKeyPolicy(p, a))),
-                },
-                child,
-            );
-            new aws.kms.Alias(`${name}-topics-key-alias`, { name: `alias/${cluster}-karpenter-alarms`, targetKeyId: key.keyId }, child);
-            const topic = (severity: AlarmSeverity) =>
-                new aws.sns.Topic(`${name}-${severity}-topic`, { name: `${cluster}-karpenter-${severity}`, kmsMasterKeyId: key.arn }, child).arn;
-            this.topicArns = { warning: topic("warning"), critical: topic("critical") };
-        }
+        const names = alarmNames(a.clusterName, Object.keys(a.ruleNames), a.burstDeployments);
+        const specs = [...controllerAlarms(a, names, filters), ...capacityAlarms(a, names), ...interruptionAlarms(a, names)];
+        const alarms = specs.map((s) => metricAlarm(name, s, a.rules[s.kind], this.topicArns, this));
+        this.alarmNames = specs.map((s) => s.name);
+        this.alarmArns = alarms.map((x) => x.arn);
 
-        // Provisioning failures, counted from the controller's logs. A period without a match counts 0, so the
-        // alarm sees real zeros between failures and M of N means "failing most of the time", not "failed once".
-        this.failurePattern = filterPattern(terms);
-        const failureMetric = { namespace: `NotifyKarpenter/${cluster}`, name: "ProvisioningFailures" };
-        // A metric filter needs its log group to exist; on a created log group it waits for it.
-        const logGroupName = args.createLogGroup
-            ? new aws.cloudwatch.LogGroup(`${name}-log-group`, { name: args.logGroupName, retentionInDays: 7 }, child).name
-            : args.logGroupName;
-        const metricFilter = new aws.cloudwatch.LogMetricFilter(
-            `${name}-provisioning-failures-filter`,
-            {
-                name: `${cluster}-karpenter-provisioning-failures`,
-                logGroupName,
-                pattern: this.failurePattern,
-                metricTransformation: { namespace: failureMetric.namespace, name: failureMetric.name, value: "1", defaultValue: "0", unit: "Count" },
-            },
-            child,
-        );
-
-        const alarms: aws.cloudwatch.MetricAlarm[] = [];
-        const created: string[] = [];
-        const alarm = (
-            role: string,
-            alarmName: string,
-            rule: AlarmRule,
-            metric: { namespace: string; metricName: string; statistic: string; dimensions?: Record<string, pulumi.Input<string>> },
-            description: string,
-            treatMissingData: "breaching" | "notBreaching",
-            okAction: boolean,
-            dependsOn: pulumi.Resource[] = [],
-        ) => {
-            const target = this.topicArns[rule.notify];
-            const a = new aws.cloudwatch.MetricAlarm(
-                `${name}-${role}`,
-                {
-                    name: alarmName,
-                    alarmDescription: description,
-                    ...metric,
-                    period: rule.period,
-                    evaluationPeriods: rule.evaluationPeriods,
-                    datapointsToAlarm: rule.datapointsToAlarm,
-                    threshold: rule.threshold,
-                    comparisonOperator: COMPARISON,
-                    treatMissingData,
-                    alarmActions: [target],
-                    okActions: okAction ? [target] : [],
-                },
-                { parent: this, dependsOn },
-            );
-            alarms.push(a);
-            created.push(alarmName);
-            return a;
-        };
-        const replicasMetric = (namespace: string, deployment: string) => ({
-            namespace: source.namespace,
-            metricName: source.replicasUnavailable,
-            statistic: "Minimum",
-            dimensions: { ClusterName: cluster, namespace, deployment },
-        });
-
-        // Karpenter not running. No data means the controller or the metrics pipeline is gone: both alarm.
-        alarm(
-            "controller-down",
-            names.controllerDown,
-            rules.controllerDown,
-            replicasMetric(karpenterNamespace, karpenterDeployment),
-            `Karpenter on ${cluster} has had unavailable replicas (or no metric) for ${describe(rules.controllerDown)}: new nodes cannot be launched and burst Celery pods stay pending.`,
-            "breaching",
-            true,
-        );
-        alarm(
-            "provisioning-failures",
-            names.provisioningFailures,
-            rules.provisioningFailures,
-            { namespace: failureMetric.namespace, metricName: failureMetric.name, statistic: "Sum" },
-            `Karpenter on ${cluster} logged launch or scheduling failures (metric filter ${cluster}-karpenter-provisioning-failures) in ${describe(rules.provisioningFailures)}; a blip that clears within minutes does not alarm.`,
-            "notBreaching",
-            true,
-            [metricFilter],
-        );
-
-        // Interruption handling stuck: Karpenter stopped reading its queue, or EventBridge cannot deliver to it.
-        alarm(
-            "queue-age",
-            names.queueAge,
-            rules.queueAge,
-            { namespace: "AWS/SQS", metricName: "ApproximateAgeOfOldestMessage", statistic: "Maximum", dimensions: { QueueName: args.queueName } },
-            `Karpenter on ${cluster} has not read its interruption queue for ${rules.queueAge.threshold} s (${describe(rules.queueAge)}): spot nodes are not drained before reclaim.`,
-            "notBreaching",
-            true,
-        );
-        for (const [label, ruleName] of Object.entries(args.ruleNames)) {
-            alarm(
-                `${label}-failed-invocations`,
-                names.failedInvocations[label],
-                rules.failedInvocations,
-                { namespace: "AWS/Events", metricName: "FailedInvocations", statistic: "Sum", dimensions: { RuleName: ruleName } },
-                `EventBridge could not deliver ${label} events to Karpenter's interruption queue on ${cluster} (${describe(rules.failedInvocations)}).`,
-                "notBreaching",
-                true,
-            );
-        }
-
-        // Burst capacity: burst Celery replicas that stay unavailable, and spot interruptions too frequent to bear.
-        // A Deployment that reports nothing is not a capacity problem; the controller alarm covers a lost pipeline.
-        for (const deployment of burstDeployments) {
-            alarm(
-                `${deployment}-replicas-unavailable`,
-                names.burstReplicas[deployment],
-                rules.burstReplicas,
-                replicasMetric(burstNamespace, deployment),
-                `${burstNamespace}/${deployment} on ${cluster} has had unavailable replicas for ${describe(rules.burstReplicas)}: Karpenter is down, starved or cannot find spot capacity.`,
-                "notBreaching",
-                true,
-            );
-        }
-        // EventBridge sees every spot interruption warning in the account and region, so this counts the spot pool
-        // as a whole. It is a rate, not a state, so there is no OK notification.
-        alarm(
-            "spot-interruption-rate",
-            names.spotInterruptions,
-            rules.spotInterruptions,
-            { namespace: "AWS/Events", metricName: "MatchedEvents", statistic: "Sum", dimensions: { RuleName: args.ruleNames[spotLabel] } },
-            `At least ${rules.spotInterruptions.threshold} spot interruption warnings per ${rules.spotInterruptions.period} s near ${cluster} (${describe(rules.spotInterruptions)}): widen the NodePool's instance types and zones.`,
-            "notBreaching",
-            false,
-        );
-
-        this.alarmNames = created;
-        this.alarmArns = alarms.map((a) => a.arn);
-
-        this.dashboardName = `${cluster}-karpenter`;
+        this.dashboardName = `${a.clusterName}-karpenter`;
         new aws.cloudwatch.Dashboard(
             `${name}-dashboard`,
             {
                 dashboardName: this.dashboardName,
                 dashboardBody: pulumi
-                    .all([pulumi.output(args.queueName), pulumi.all(args.ruleNames), pulumi.all(this.alarmArns)])
-                    .apply(([queueName, ruleNames, alarmArns]) =>
-                        JSON.stringify(
-                            dashboardBody({
-                                cluster,
-                                region: args.region,
-                                source,
-                                burstNamespace,
-                                burstDeployments,
-                                failureMetric,
-                                queueName,
-                                ruleNames,
-                                alarmArns,
-                            }),
-                        ),
-                    ),
+                    .all([pulumi.output(a.queueName), pulumi.all(a.ruleNames), pulumi.all(this.alarmArns)])
+                    .apply(([queueName, ruleNames, alarmArns]) => JSON.stringify(dashboardBody({ ...a, cluster: a.clusterName, source: a.metricSource, queueName, ruleNames, alarmArns }))),
             },
             child,
         );
 
-        this.registerOutputs({ topicArns: this.topicArns, alarmNames: this.alarmNames, alarmArns: this.alarmArns, dashboardName: this.dashboardName });
+        this.registerOutputs({ topicArns: this.topicArns, alarmNames: this.alarmNames, alarmArns: this.alarmArns, dashboardName: this.dashboardName, logPatterns: this.logPatterns });
     }
+}
+
+/**
+ * The given topics, or two created here with their subscriptions. CloudWatch can publish to an encrypted topic only
+ * when the key lets it, which AWS's managed aws/sns key does not: hence a key of our own.
+ */
+function notificationTopics(name: string, a: Resolved, child: pulumi.CustomResourceOptions): Record<AlarmSeverity, pulumi.Output<string>> {
+    if (a.topicArns) return { warning: pulumi.output(a.topicArns.warning), critical: pulumi.output(a.topicArns.critical) };
+    const cluster = a.clusterName;
+    const key = new aws.kms.Key(
+        `${name}-topics-key`,
+        {
+            description: `Encrypts the Karpenter alarm topics of ${cluster}`,
+            enableKeyRotation: true,
+            policy: pulumi.all([a.partition, a.accountId]).apply(([p, id]) => JSON.stringify(topicKeyPolicy(p, id))),
+        },
+        child,
+    );
+    new aws.kms.Alias(`${name}-topics-key-alias`, { name: `alias/${cluster}-karpenter-alarms`, targetKeyId: key.keyId }, child);
+    const topic = (severity: AlarmSeverity) => {
+        const t = new aws.sns.Topic(`${name}-${severity}-topic`, { name: `${cluster}-karpenter-${severity}`, kmsMasterKeyId: key.arn }, child);
+        a.subscriptions![severity].forEach(
+            (s, i) => new aws.sns.TopicSubscription(`${name}-${severity}-subscription-${i}`, { topic: t.arn, protocol: s.protocol, endpoint: s.endpoint }, child),
+        );
+        return t.arn;
+    };
+    return { warning: topic("warning"), critical: topic("critical") };
+}
+
+/** A metric per failure class and one for the heartbeat. A period with log events but no match counts 0. */
+function logMetricFilters(name: string, a: Resolved, patterns: Record<FailureClass | "heartbeat", string>, child: pulumi.CustomResourceOptions) {
+    // A metric filter needs its log group to exist; on a created log group it waits for it.
+    const logGroupName = a.createLogGroup ? new aws.cloudwatch.LogGroup(`${name}-log-group`, { name: a.logGroupName, retentionInDays: 7 }, child).name : a.logGroupName;
+    const names = alarmNames(a.clusterName, [], []);
+    return Object.fromEntries(
+        (Object.keys(patterns) as (FailureClass | "heartbeat")[]).map((k) => [
+            k,
+            new aws.cloudwatch.LogMetricFilter(
+                `${name}-${SIGNAL_SLUG[k]}-filter`,
+                {
+                    name: names[k],
+                    logGroupName,
+                    pattern: patterns[k],
+                    metricTransformation: { namespace: logMetricNamespace(a.clusterName), name: LOG_METRIC[k], value: "1", defaultValue: "0", unit: "Count" },
+                },
+                child,
+            ),
+        ]),
+    ) as Record<FailureClass | "heartbeat", aws.cloudwatch.LogMetricFilter>;
+}
+
+const logMetricNamespace = (cluster: string) => `NotifyKarpenter/${cluster}`;
+/** The metric each log filter writes. */
+export const LOG_METRIC: Record<FailureClass | "heartbeat", string> = {
+    unschedulablePods: "UnschedulableBurstPodLines",
+    launchFailures: "LaunchFailureLines",
+    nodePoolNotReady: "NodePoolNotReadyLines",
+    heartbeat: "KarpenterLogLines",
+};
+
+type Metric = { namespace: string; metricName: string; statistic: string; dimensions?: Record<string, pulumi.Input<string>> };
+type MetricQuery = aws.types.input.cloudwatch.MetricAlarmMetricQuery;
+
+/** One alarm before its rule is applied: what it measures, how it reads missing data, what it says. */
+interface AlarmSpec {
+    kind: AlarmKind;
+    role: string;
+    name: string;
+    description: string;
+    metric: Metric | { metricQueries: MetricQuery[] };
+    /** @default GreaterThanOrEqualToThreshold */
+    comparison?: "GreaterThanOrEqualToThreshold" | "LessThanThreshold";
+    treatMissingData: "breaching" | "notBreaching";
+    /** A rate, not a state, has no OK notification. @default true */
+    okAction?: boolean;
+    dependsOn?: pulumi.Resource[];
+}
+
+function metricAlarm(name: string, s: AlarmSpec, rule: AlarmRule, topics: Record<AlarmSeverity, pulumi.Output<string>>, parent: pulumi.Resource) {
+    const target = topics[rule.notify];
+    return new aws.cloudwatch.MetricAlarm(
+        `${name}-${s.role}`,
+        {
+            name: s.name,
+            alarmDescription: s.description,
+            ...s.metric,
+            // A metric math alarm carries its period in its queries.
+            ...("metricQueries" in s.metric ? {} : { period: rule.period }),
+            evaluationPeriods: rule.evaluationPeriods,
+            datapointsToAlarm: rule.datapointsToAlarm,
+            threshold: rule.threshold,
+            comparisonOperator: s.comparison ?? "GreaterThanOrEqualToThreshold",
+            treatMissingData: s.treatMissingData,
+            alarmActions: [target],
+            okActions: s.okAction === false ? [] : [target],
+        },
+        { parent, dependsOn: s.dependsOn },
+    );
 }
 
 /** "3 of 5 periods of 300 s", for alarm descriptions. */
 function describe(r: AlarmRule): string {
     return `${r.datapointsToAlarm} of ${r.evaluationPeriods} periods of ${r.period} s`;
+}
+
+function replicasMetric(a: Resolved, namespace: string, deployment: string): Metric {
+    const s = a.metricSource;
+    const d = s.dimensions ?? DEFAULT_METRIC_SOURCE.dimensions!;
+    return { namespace: s.namespace, metricName: s.replicasUnavailable, statistic: "Minimum", dimensions: { [d.cluster]: a.clusterName, [d.namespace]: namespace, [d.deployment]: deployment } };
+}
+
+/** Karpenter down, silent in the logs, or failing in one of the ways its logs show. */
+function controllerAlarms(a: Resolved, names: ReturnType<typeof alarmNames>, filters: Record<FailureClass | "heartbeat", aws.cloudwatch.LogMetricFilter>): AlarmSpec[] {
+    const cluster = a.clusterName;
+    const r = a.rules;
+    const logMetric = (k: FailureClass | "heartbeat"): Metric => ({ namespace: logMetricNamespace(cluster), metricName: LOG_METRIC[k], statistic: "Sum" });
+    const what: Record<FailureClass, string> = {
+        unschedulablePods: `could not place pods of ${a.burstNamespace} ("could not schedule pod": NodePool limits reached, or no instance type or offering fits) with at least ${r.unschedulablePods.threshold} lines, about ${Math.ceil((r.unschedulablePods.threshold * 10) / 60)} pod-minutes at one line per pod every 10 s,`,
+        launchFailures: `failed to launch nodes ("failed launching nodeclaim" or "Reconciler error" from nodeclaim.lifecycle: insufficient capacity, launch template, IAM or fleet errors)`,
+        nodePoolNotReady: `ignored NodePool ${a.nodePoolName} as not ready (its EC2NodeClass is not Ready: AMI, subnets, security groups or instance profile), so it launches nothing,`,
+    };
+    return [
+        {
+            kind: "controllerDown",
+            role: "controller-down",
+            name: names.controllerDown,
+            description: `Karpenter on ${cluster} has had unavailable replicas (or no metric) for ${describe(r.controllerDown)}: new nodes cannot be launched and burst Celery pods stay pending.`,
+            metric: replicasMetric(a, a.karpenterNamespace, a.karpenterDeployment),
+            // No data means the controller or the metrics pipeline is gone: both alarm.
+            treatMissingData: "breaching",
+        },
+        ...FAILURE_CLASSES.map(
+            (k): AlarmSpec => ({
+                kind: k,
+                role: SIGNAL_SLUG[k],
+                name: names[k],
+                description: `Karpenter on ${cluster} ${what[k]} in ${describe(r[k])} (metric filter ${names[k]}). A blip that clears within minutes does not alarm.`,
+                metric: logMetric(k),
+                treatMissingData: "notBreaching",
+                dependsOn: [filters[k]],
+            }),
+        ),
+        {
+            kind: "heartbeat",
+            role: SIGNAL_SLUG.heartbeat,
+            name: names.heartbeat,
+            description:
+                `No Karpenter log line from ${cluster} reached ${a.logGroupName} for ${describe(r.heartbeat)} (fewer than ${r.heartbeat.threshold} a period, or no log events at all): ` +
+                `the log pipeline (Fluent Bit, its JSON parsing, the container name) is broken and the failure alarms are blind.`,
+            metric: logMetric("heartbeat"),
+            comparison: "LessThanThreshold",
+            treatMissingData: "breaching",
+            dependsOn: [filters.heartbeat],
+        },
+    ];
+}
+
+/** NodePool usage against its limits, burst replicas unavailable, and this cluster's spot interruptions. */
+function capacityAlarms(a: Resolved, names: ReturnType<typeof alarmNames>): AlarmSpec[] {
+    const cluster = a.clusterName;
+    const r = a.rules;
+    return [
+        {
+            kind: "nodePoolLimit",
+            role: "nodepool-near-limit",
+            name: names.nodePoolLimit,
+            description: `NodePool ${a.nodePoolName} on ${cluster} has used at least ${r.nodePoolLimit.threshold}% of its cpu or memory limit for ${describe(r.nodePoolLimit)}: at 100% Karpenter launches nothing more and burst pods stay pending. Raise nodePool.limits or reduce the burst.`,
+            metric: { metricQueries: nodePoolShareQueries(cluster, a.nodePoolName, r.nodePoolLimit.period) },
+            treatMissingData: "notBreaching",
+        },
+        // A Deployment that reports nothing is not a capacity problem; the controller alarm covers a lost pipeline.
+        ...a.burstDeployments.map(
+            (d): AlarmSpec => ({
+                kind: "burstReplicas",
+                role: `${d}-replicas-unavailable`,
+                name: names.burstReplicas[d],
+                description: `${a.burstNamespace}/${d} on ${cluster} has had unavailable replicas for ${describe(r.burstReplicas)}: Karpenter is down, starved or cannot find spot capacity, or a launched node never became Ready.`,
+                metric: replicasMetric(a, a.burstNamespace, d),
+                treatMissingData: "notBreaching",
+            }),
+        ),
+        {
+            kind: "spotInterruptions",
+            role: "spot-interruptions",
+            name: names.spotInterruptions,
+            description: `Karpenter on ${cluster} deleted at least ${r.spotInterruptions.threshold} of its ${a.nodePoolName} nodes for spot interruptions per ${r.spotInterruptions.period} s (${describe(r.spotInterruptions)}): widen the NodePool's instance types and zones.`,
+            metric: {
+                namespace: PROMETHEUS_NAMESPACE,
+                metricName: KARPENTER_METRICS.nodeClaimsDisrupted,
+                statistic: "Sum",
+                dimensions: { ClusterName: cluster, nodepool: a.nodePoolName, reason: SPOT_INTERRUPTED_REASON },
+            },
+            treatMissingData: "notBreaching",
+            okAction: false,
+        },
+    ];
+}
+
+/** Percent of the NodePool's cpu and of its memory limit in use, and the larger of the two (the alarm's value). */
+export function nodePoolShareQueries(cluster: string, nodePool: string, period: number): MetricQuery[] {
+    const gauge = (id: string, metricName: string, resource: string): MetricQuery => ({
+        id,
+        returnData: false,
+        metric: { namespace: PROMETHEUS_NAMESPACE, metricName, stat: "Maximum", period, dimensions: { ClusterName: cluster, nodepool: nodePool, resource_type: resource } },
+    });
+    return [
+        gauge("cpu_used", KARPENTER_METRICS.nodePoolUsage, "cpu"),
+        gauge("cpu_limit", KARPENTER_METRICS.nodePoolLimit, "cpu"),
+        gauge("mem_used", KARPENTER_METRICS.nodePoolUsage, "memory"),
+        gauge("mem_limit", KARPENTER_METRICS.nodePoolLimit, "memory"),
+        { id: "share", expression: "MAX([100 * cpu_used / cpu_limit, 100 * mem_used / mem_limit])", label: `${nodePool} % of limit`, returnData: true },
+    ];
+}
+
+/** Interruption handling stuck: Karpenter stopped reading its queue, or EventBridge cannot deliver to it. */
+function interruptionAlarms(a: Resolved, names: ReturnType<typeof alarmNames>): AlarmSpec[] {
+    const cluster = a.clusterName;
+    return [
+        {
+            kind: "queueAge",
+            role: "queue-age",
+            name: names.queueAge,
+            description: `Karpenter on ${cluster} has not read its interruption queue for ${a.rules.queueAge.threshold} s (${describe(a.rules.queueAge)}): spot nodes are not drained before reclaim.`,
+            metric: { namespace: "AWS/SQS", metricName: "ApproximateAgeOfOldestMessage", statistic: "Maximum", dimensions: { QueueName: a.queueName } },
+            treatMissingData: "notBreaching",
+        },
+        ...Object.entries(a.ruleNames).map(
+            ([label, ruleName]): AlarmSpec => ({
+                kind: "failedInvocations",
+                role: `${label}-failed-invocations`,
+                name: names.failedInvocations[label],
+                description: `EventBridge could not deliver ${label} events to Karpenter's interruption queue on ${cluster} (${describe(a.rules.failedInvocations)}).`,
+                metric: { namespace: "AWS/Events", metricName: "FailedInvocations", statistic: "Sum", dimensions: { RuleName: ruleName } },
+                treatMissingData: "notBreaching",
+            }),
+        ),
+    ];
 }
 
 /** The account may administer the key; CloudWatch alarms may use it to publish to the topics it encrypts. */
@@ -433,36 +564,44 @@ export interface DashboardInput {
     source: ReplicaMetricSource;
     burstNamespace: string;
     burstDeployments: string[];
-    failureMetric: { namespace: string; name: string };
+    nodePoolName: string;
+    rules: Record<AlarmKind, AlarmRule>;
     queueName: string;
     ruleNames: Record<string, string>;
     alarmArns: string[];
 }
 
 /**
- * The dashboard: nodes, burst replicas, provisioning failures, interruption events and queue age over time, and
- * the alarms' states, so the scaling curves of a load test can be read in one place.
+ * The dashboard: the alarms' states; nodes and burst replicas; each failure class and the log heartbeat; NodePool
+ * usage against its limit; interruptions and queue age; so a load test's scaling curves read in one place.
  */
 export function dashboardBody(d: DashboardInput) {
-    const graph = (title: string, metrics: unknown[][], y: number, x: number, stat = "Maximum", period = 60) => ({
+    const graph = (title: string, metrics: unknown[][], y: number, x: number, stat = "Maximum", period = 60, extra: Record<string, unknown> = {}) => ({
         type: "metric",
         x,
         y,
         width: 12,
         height: 6,
-        properties: { title, region: d.region, view: "timeSeries", stacked: false, stat, period, metrics },
+        properties: { title, region: d.region, view: "timeSeries", stacked: false, stat, period, metrics, ...extra },
     });
+    const dims = d.source.dimensions ?? DEFAULT_METRIC_SOURCE.dimensions!;
     const deploymentMetric = (metric: string, deployment: string, label: string) => [
         d.source.namespace,
         metric,
-        "ClusterName",
+        dims.cluster,
         d.cluster,
-        "namespace",
+        dims.namespace,
         d.burstNamespace,
-        "deployment",
+        dims.deployment,
         deployment,
         { label },
     ];
+    const logs = logMetricNamespace(d.cluster);
+    const share = nodePoolShareQueries(d.cluster, d.nodePoolName, 300);
+    const gauges = share.filter((q) => q.metric).map((q) => {
+        const m = q.metric as { namespace: string; metricName: string; dimensions: Record<string, string> };
+        return [m.namespace, m.metricName, "ClusterName", d.cluster, "nodepool", d.nodePoolName, "resource_type", m.dimensions.resource_type, { id: q.id, visible: false }];
+    });
     return {
         widgets: [
             {
@@ -480,28 +619,62 @@ export function dashboardBody(d: DashboardInput) {
                 ? []
                 : [
                       graph(
-                          "Burst Celery replicas: desired and unavailable (pending)",
+                          "Burst Celery replicas: total and unavailable (pending)",
                           d.burstDeployments.flatMap((dep) => [
-                              deploymentMetric(d.source.desiredReplicas, dep, `${dep} desired`),
+                              deploymentMetric(d.source.desiredReplicas, dep, `${dep} replicas`),
                               deploymentMetric(d.source.replicasUnavailable, dep, `${dep} unavailable`),
                           ]),
                           4,
                           12,
                       ),
                   ]),
-            graph("Provisioning failures (log events)", [[d.failureMetric.namespace, d.failureMetric.name, { label: "failures" }]], 10, 0, "Sum", 300),
             graph(
-                "Interruption events (EventBridge matched and failed)",
-                Object.entries(d.ruleNames).flatMap(([label, rule]) => [
-                    ["AWS/Events", "MatchedEvents", "RuleName", rule, { label: `${label} matched` }],
-                    ["AWS/Events", "FailedInvocations", "RuleName", rule, { label: `${label} failed` }],
-                ]),
+                "Karpenter failures by class (log lines per 5 min)",
+                FAILURE_CLASSES.map((k) => [logs, LOG_METRIC[k], { label: SIGNAL_SLUG[k] }]),
                 10,
+                0,
+                "Sum",
+                300,
+            ),
+            graph("Karpenter log heartbeat (lines per hour)", [[logs, LOG_METRIC.heartbeat, { label: "lines" }]], 10, 12, "Sum", 3600, {
+                annotations: { horizontal: [{ label: "alarm below", value: d.rules.heartbeat.threshold }] },
+            }),
+            graph(
+                `NodePool ${d.nodePoolName}: % of its cpu and memory limit in use`,
+                [
+                    ...gauges,
+                    [{ expression: "100 * cpu_used / cpu_limit", label: "cpu %", id: "cpu" }],
+                    [{ expression: "100 * mem_used / mem_limit", label: "memory %", id: "memory" }],
+                ],
+                16,
+                0,
+                "Maximum",
+                300,
+                { yAxis: { left: { min: 0, max: 100 } }, annotations: { horizontal: [{ label: "alarm at", value: d.rules.nodePoolLimit.threshold }] } },
+            ),
+            graph(
+                "Spot interruptions: this cluster's nodes (Karpenter) and the account's warnings (EventBridge)",
+                [
+                    [PROMETHEUS_NAMESPACE, KARPENTER_METRICS.nodeClaimsDisrupted, "ClusterName", d.cluster, "nodepool", d.nodePoolName, "reason", SPOT_INTERRUPTED_REASON, { label: "this cluster's nodes" }],
+                    ...(d.ruleNames[SPOT_RULE] ? [["AWS/Events", "MatchedEvents", "RuleName", d.ruleNames[SPOT_RULE], { label: "account-wide warnings" }]] : []),
+                ],
+                16,
                 12,
                 "Sum",
                 300,
             ),
-            graph("Interruption queue: age of oldest message (s)", [["AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", d.queueName, { label: "age" }]], 16, 0),
+            graph(
+                "Interruption events (EventBridge matched and failed, account-wide)",
+                Object.entries(d.ruleNames).flatMap(([label, rule]) => [
+                    ["AWS/Events", "MatchedEvents", "RuleName", rule, { label: `${label} matched` }],
+                    ["AWS/Events", "FailedInvocations", "RuleName", rule, { label: `${label} failed` }],
+                ]),
+                22,
+                0,
+                "Sum",
+                300,
+            ),
+            graph("Interruption queue: age of oldest message (s)", [["AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", d.queueName, { label: "age" }]], 22, 12),
         ],
     };
 }

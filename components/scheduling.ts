@@ -27,6 +27,16 @@ export interface NodeSelectorTerm {
     matchFields?: NodeSelectorRequirement[];
 }
 
+/**
+ * `terms` with `requirement` added to every term (one term of it alone when there are none). kube-scheduler ORs the
+ * terms of a required node affinity, so a requirement in only some terms constrains nothing; Karpenter reads only
+ * the first term (kubernetes-sigs/karpenter v1.14.1 pkg/scheduling/requirements.go:104-108).
+ */
+export function requireInEveryTerm(terms: NodeSelectorTerm[] | undefined, requirement: NodeSelectorRequirement): NodeSelectorTerm[] {
+    if (!terms || terms.length === 0) return [{ matchExpressions: [requirement] }];
+    return terms.map((t) => ({ ...t, matchExpressions: [...(t.matchExpressions ?? []), requirement] }));
+}
+
 /** The scheduling fields of a pod spec (a pod template's `spec`). */
 export interface PodScheduling {
     nodeSelector?: Record<string, string>;

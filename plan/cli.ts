@@ -7,6 +7,7 @@ import { policies } from "../policy/policies";
 import { ConfigError, StackConfig, loadConfig } from "../stacks/config";
 import { createStack } from "../stacks/createStack";
 import { policyConfigFor } from "../stacks/policyConfig";
+import { cloudwatchAgentFile } from "./cloudwatchAgent";
 import { diffStacks, renderDiff } from "./diff";
 import { PROJECT_DIR, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun";
@@ -76,6 +77,7 @@ async function planStack(stack: string, out: string, dir: string, pack: Policies
         "manifests.yaml": manifestsYaml(resources),
         "policy-config.json": JSON.stringify(policyConfig, null, 2) + "\n",
         "policy-report.json": JSON.stringify({ violations: report.violations }, null, 2) + "\n",
+        "cwagent-prometheus-karpenter.json": cloudwatchAgentFile(cfg),
     };
     fs.mkdirSync(out, { recursive: true });
     for (const [file, text] of Object.entries(files)) fs.writeFileSync(path.join(out, file), text);

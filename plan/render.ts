@@ -131,12 +131,18 @@ function keySetting(r: RecordedResource): string | undefined {
         case "aws:eks/accessEntry:AccessEntry":
             return `EKS access entry ${i.type} for ${i.principalArn}`;
         case "aws:cloudwatch/metricAlarm:MetricAlarm": {
-            const dims = Object.entries(i.dimensions ?? {}).map(([k, v]) => `${k}=${v}`).join(",");
+            const dims = (d: Record<string, string> | undefined) => Object.entries(d ?? {}).map(([k, v]) => `${k}=${v}`).join(",");
+            const metric = (m: any, stat: string) => `${stat} of ${m.namespace} ${m.metricName}${dims(m.dimensions) ? `{${dims(m.dimensions)}}` : ""}`;
+            const math = i.metricQueries?.find((q: any) => q.returnData);
+            const period = i.period ?? i.metricQueries?.find((q: any) => q.metric)?.metric.period;
+            const op = i.comparisonOperator === "LessThanThreshold" ? "<" : ">=";
             return (
-                `alarm ${i.name}: ${i.statistic} of ${i.namespace} ${i.metricName}${dims ? `{${dims}}` : ""} >= ${i.threshold}` +
-                ` in ${i.datapointsToAlarm} of ${i.evaluationPeriods} x ${i.period}s, missing data ${i.treatMissingData} -> ${(i.alarmActions ?? []).join(", ")}`
+                `alarm ${i.name}: ${math ? math.expression : metric(i, i.statistic)} ${op} ${i.threshold}` +
+                ` in ${i.datapointsToAlarm} of ${i.evaluationPeriods} x ${period}s, missing data ${i.treatMissingData} -> ${(i.alarmActions ?? []).join(", ")}`
             );
         }
+        case "aws:sns/topicSubscription:TopicSubscription":
+            return `SNS subscription ${i.protocol} ${i.endpoint} to ${i.topic}`;
         case "aws:cloudwatch/logMetricFilter:LogMetricFilter":
             return `log metric filter ${i.name} on ${i.logGroupName}: ${i.pattern} -> ${i.metricTransformation.namespace} ${i.metricTransformation.name}`;
         case "aws:sns/topic:Topic":
@@ -151,7 +157,7 @@ function keySetting(r: RecordedResource): string | undefined {
                 i.spec.replicas !== undefined ? `${i.spec.replicas} replicas` : undefined,
                 t.tolerations ? `tolerates ${t.tolerations.map((x: any) => (x.key ? `${x.key}${x.value ? `=${x.value}` : ""}` : "everything")).join(", ")}` : undefined,
                 t.nodeSelector ? `nodeSelector ${Object.entries(t.nodeSelector).map(([k, v]) => `${k}=${v}`).join(",")}` : undefined,
-                t.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution ? "requires ephemeral nodes" : undefined,
+                t.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution ? `requires ${requiredTerms(t.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms)}` : undefined,
                 t.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution ? "prefers ephemeral nodes" : undefined,
                 `priority ${t.priorityClassName}`,
                 t.terminationGracePeriodSeconds !== undefined ? `grace ${t.terminationGracePeriodSeconds}s` : undefined,
@@ -179,4 +185,9 @@ function trustedBy(policy: string): string {
 
 function actionCount(policy: string): number {
     return JSON.parse(policy).Statement.flatMap((s: any) => [].concat(s.Action)).length;
+}
+
+/** Required node selector terms as "a In x and b DoesNotExist or ...". */
+function requiredTerms(terms: { matchExpressions?: { key: string; operator: string; values?: string[] }[] }[]): string {
+    return terms.map((t) => (t.matchExpressions ?? []).map((e) => `${e.key} ${e.operator}${e.values ? ` ${e.values.join("|")}` : ""}`).join(" and ")).join(" or ");
 }

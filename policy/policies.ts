@@ -239,15 +239,41 @@ export const sqsQueueTlsOnly: StackValidationPolicy = {
 
 // ---- Alarms -----------------------------------------------------------------------------------------------------
 
+const ALARM_TYPES = ["aws:cloudwatch/metricAlarm:MetricAlarm", "aws:cloudwatch/compositeAlarm:CompositeAlarm"];
+
 export const alarmHasAction: ResourceValidationPolicy = {
     name: "alarm-has-action",
     description: "Every CloudWatch alarm notifies someone: at least one alarm action, and actions enabled.",
     enforcementLevel: "mandatory",
-    validateResource: ofTypes(["aws:cloudwatch/metricAlarm:MetricAlarm", "aws:cloudwatch/compositeAlarm:CompositeAlarm"], (p, args, report) => {
+    validateResource: ofTypes(ALARM_TYPES, (p, args, report) => {
         // Only the count of actions is read: topic ARNs are unknown at preview when the topics are new.
         if (list(p.alarmActions).length === 0) report(`alarm ${p.name ?? p.alarmName ?? args.name} has no alarmActions, so it would fire unseen; notify an SNS topic`);
         if (p.actionsEnabled === false) report(`alarm ${p.name ?? p.alarmName ?? args.name} has actionsEnabled: false, so it would fire unseen`);
     }),
+};
+
+/**
+ * Every SNS topic the stack creates that an alarm notifies has a subscription: a topic nobody is subscribed to
+ * turns every alarm on it into silence. Matched by dependency, not by ARN: a new topic's ARN is unknown at preview.
+ * Topics the stack does not create (GC Notify's alert topics, given by ARN) are subscribed where they are managed.
+ */
+export const alarmTopicsSubscribed: StackValidationPolicy = {
+    name: "alarm-topics-subscribed",
+    description: "Every SNS topic the stack creates for alarms has at least one subscription, so an alarm reaches someone.",
+    enforcementLevel: "mandatory",
+    validateStack: (args, report) => {
+        const topics = args.resources.filter((r) => r.type === "aws:sns/topic:Topic");
+        const dependsOn = (r: { dependencies: { urn: string }[] }, urn: string) => r.dependencies.some((d) => d.urn === urn);
+        const alarms = args.resources.filter((r) => ALARM_TYPES.includes(r.type));
+        const subscriptions = args.resources.filter((r) => r.type === "aws:sns/topicSubscription:TopicSubscription");
+        const notified = topics.filter((t) => alarms.some((a) => dependsOn(a, t.urn)));
+        if (notified.length === 0) args.notApplicable("no created topic is an alarm's target");
+        for (const topic of notified) {
+            if (!subscriptions.some((s) => dependsOn(s, topic.urn))) {
+                report(`SNS topic ${topic.props.name ?? topic.name} is notified by alarms but has no subscription, so they would fire unseen; subscribe an endpoint (alarms.subscriptions) or notify an existing topic (alarms.topicNames)`, topic.urn);
+            }
+        }
+    },
 };
 
 // ---- Karpenter controller placement -----------------------------------------------------------------------------
@@ -462,6 +488,7 @@ export const policies = [
     sqsQueueEncrypted,
     sqsQueueTlsOnly,
     alarmHasAction,
+    alarmTopicsSubscribed,
     karpenterControllerOnStableNodes,
     iamNoUnscopedEc2Mutation,
 ];

@@ -3,16 +3,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { nodePoolProblems } from "../components/ephemeralNodePool";
 import { nodePoolArgs, placementArgs } from "./componentArgs";
-import {
-    AlarmRule,
-    DEFAULT_FAILURE_PATTERNS,
-    DEFAULT_METRIC_SOURCE,
-    DEFAULT_RULES,
-    alarmRuleProblems,
-    burstAlarmNameProblems,
-    filterTermProblems,
-    isValidPeriod,
-} from "../components/karpenterAlarms";
+import { AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms";
 import { STABLE_NODE_LABELS } from "../components/createdCluster";
 import { controllerNameProblems } from "../components/karpenterController";
 import { SHUTDOWN_MARGIN_SECONDS, placementProblems } from "../components/celeryWorkloadPlacement";
@@ -184,7 +175,20 @@ export function approvedInstanceTypes(p: Infer<typeof nodePool>): string[] {
 }
 
 const snsTopicArn = text("an SNS topic ARN such as arn:aws:sns:ca-central-1:123456789012:alert-warning", /^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$/, 400);
+const snsTopicName = text("an SNS topic name (letters, digits, _ and -, at most 256 characters)", /^[A-Za-z0-9_-]+$/, 256);
 const metricName = text("a CloudWatch metric name (at most 255 characters)", /^[^\s]+$/, 255);
+const dimensionName = text("a CloudWatch dimension name (at most 255 characters)", /^[^\s:]+$/, 255);
+const subscription = object(
+    {
+        protocol: oneOf("email", "https"),
+        endpoint: text("an email address or an https URL, at most 512 characters", /^\S+$/, 512),
+    },
+    (s, path) =>
+        (s.protocol === "email" ? /^[^@\s]+@[^@\s]+\.[^@\s]+$/ : /^https:\/\/[^\s/]+/).test(s.endpoint)
+            ? []
+            : [{ path: `${path}.endpoint`, message: `must be ${s.protocol === "email" ? "an email address" : "an https:// URL"} for protocol ${s.protocol} (got ${got(s.endpoint)})` }],
+);
+const subscriptions = list(subscription, { min: 1, max: 10 });
 
 /** One alarm's rule: CloudWatch's period, N, M and threshold, checked against CloudWatch's limits. */
 function alarmRule(defaults: AlarmRule, threshold: Schema<number>) {
@@ -203,34 +207,70 @@ function alarmRule(defaults: AlarmRule, threshold: Schema<number>) {
 
 const alarms = object(
     {
-        /** Existing topics (GC Notify: alert-warning, alert-critical); without them the component creates two. */
+        /** Existing topics by ARN (GC Notify: alert-warning, alert-critical), in the cluster's region and partition. */
         topicArns: optional(object({ warning: snsTopicArn, critical: snsTopicArn })),
+        /** Existing topics by name, in the cluster's account and region. */
+        topicNames: optional(object({ warning: snsTopicName, critical: snsTopicName })),
+        /** Without existing topics the component creates two; each needs someone subscribed. */
+        subscriptions: optional(object({ warning: subscriptions, critical: subscriptions })),
         /** The log group of the controller's container logs (Fluent Bit: /aws/containerinsights/<cluster>/application). */
         logGroupName: text("a CloudWatch Logs group name (letters, digits and _-./#, at most 512 characters)", /^[.\-_/#A-Za-z0-9]+$/, 512),
         /** Create the log group: only where no log shipper (Fluent Bit) creates it, such as a scratch account. */
         createLogGroup: optional(boolean(), false),
-        failurePatterns: optional(
-            list(text("a log term of at most 200 characters without double quotes or backslashes", /^[^"\\]+$/, 200), { min: 1, max: 20, unique: true }),
-            DEFAULT_FAILURE_PATTERNS,
-        ),
         metricSource: optional(
             object({
                 namespace: text("a CloudWatch namespace (at most 255 characters)", /^[A-Za-z0-9._\-/#][A-Za-z0-9 ._\-/#:]*$/, 255),
                 replicasUnavailable: metricName,
                 desiredReplicas: metricName,
+                /** Dimension names; Container Insights' own metrics use ClusterName, Namespace, PodName. */
+                dimensions: optional(object({ cluster: dimensionName, namespace: dimensionName, deployment: dimensionName }), DEFAULT_METRIC_SOURCE.dimensions!),
             }),
             DEFAULT_METRIC_SOURCE,
         ),
         controllerDown: alarmRule(DEFAULT_RULES.controllerDown, integer(1, 10)),
-        provisioningFailures: alarmRule(DEFAULT_RULES.provisioningFailures, integer(1, 10000)),
+        unschedulablePods: alarmRule(DEFAULT_RULES.unschedulablePods, integer(1, 100000)),
+        launchFailures: alarmRule(DEFAULT_RULES.launchFailures, integer(1, 10000)),
+        nodePoolNotReady: alarmRule(DEFAULT_RULES.nodePoolNotReady, integer(1, 10000)),
+        heartbeat: alarmRule(DEFAULT_RULES.heartbeat, integer(1, 10000)),
+        nodePoolLimit: alarmRule(DEFAULT_RULES.nodePoolLimit, integer(1, 100)),
         // The queue keeps a message 300 s, so an older message never exists.
         queueAge: alarmRule(DEFAULT_RULES.queueAge, integer(1, 299)),
         failedInvocations: alarmRule(DEFAULT_RULES.failedInvocations, integer(1, 10000)),
         burstReplicas: alarmRule(DEFAULT_RULES.burstReplicas, integer(1, 1000)),
         spotInterruptions: alarmRule(DEFAULT_RULES.spotInterruptions, integer(1, 10000)),
     },
-    (a, path) => filterTermProblems(a.failurePatterns).map((p) => ({ path: `${path}.failurePatterns`, message: p.message })),
+    (a, path) => alarmTopicProblems(a, path),
 );
+
+/** Alarms must reach someone: existing topics (by ARN or by name), or created topics with a subscriber each. */
+function alarmTopicProblems(a: { topicArns?: object; topicNames?: object; subscriptions?: object }, path: string): Issue[] {
+    const given = (["topicArns", "topicNames", "subscriptions"] as const).filter((k) => a[k] !== undefined);
+    if (given.length === 0) {
+        return [
+            {
+                path: `${path}.subscriptions`,
+                message: `is required when neither topicArns nor topicNames is given: the created ${SEVERITIES.join(" and ")} topics would have nobody subscribed and every alarm would fire unseen (give at least one endpoint each, or GC Notify's topics alert-warning and alert-critical in topicNames)`,
+            },
+        ];
+    }
+    return given.length > 1 ? [{ path: `${path}.${given[1]}`, message: `must not be given with ${given[0]}: give one of topicArns, topicNames or subscriptions` }] : [];
+}
+
+/** The partition of a region: alarm actions must be in the alarm's own region and partition. */
+function partitionOf(region: string): string {
+    return region.startsWith("cn-") ? "aws-cn" : region.startsWith("us-gov-") ? "aws-us-gov" : "aws";
+}
+
+/** Each topic ARN outside the cluster's region or partition: CloudWatch alarm actions must be in the alarm's region. */
+function topicRegionProblems(s: { cluster: { region: string }; alarms: { topicArns?: Record<string, string> } }): Issue[] {
+    const expected = `arn:${partitionOf(s.cluster.region)}:sns:${s.cluster.region}:`;
+    return Object.entries(s.alarms.topicArns ?? {})
+        .filter(([, arn]) => !arn.startsWith(expected))
+        .map(([severity, arn]) => ({
+            path: `alarms.topicArns.${severity}`,
+            message: `must be a topic in the cluster's region ${s.cluster.region} (an ARN starting ${expected}): CloudWatch alarm actions must be in the alarm's region (got ${got(arn)})`,
+        }));
+}
 
 const deploymentName = text("a Deployment name (lowercase letters, digits, - and ., at most 253 characters)", /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 253);
 const countOrPercent = leaf<number | string>("a pod count, or a percentage from 0% to 100% such as 25%", (v) => (Number.isInteger(v) && (v as number) >= 0) || (typeof v === "string" && /^(100|[1-9]?[0-9])%$/.test(v)));
@@ -387,6 +427,7 @@ export const stackSchema = object(
             message: p.message,
         })),
         ...placementConfigProblems(s),
+        ...topicRegionProblems(s),
         ...(s.cluster.create ? createdCapacityProblems(s.cluster.create, s.nodePool.zones, s.controller.replicas) : []),
         ...capacityConfigProblems(s),
     ],

@@ -1,6 +1,7 @@
 // Turns one validated stack config into providers and components. Staging and production run this same code.
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
 import { interruptionRules } from "../components/controllerPolicy";
 import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement";
 import { EphemeralNodePool } from "../components/ephemeralNodePool";
@@ -49,6 +50,8 @@ export function createStack(cfg: StackConfig) {
     const placement = new CeleryWorkloadPlacement("celery-placement", placementArgs(cfg, [...controller.ready, pool]), { providers });
     // Names carry the plain cluster name from config, so every alarm name is known at preview.
     const a = cfg.alarms;
+    // Topics by name are the cluster account's, in its region: where CloudWatch may publish.
+    const topicArn = (topic: string) => pulumi.interpolate`arn:${cluster.partition}:sns:${cfg.cluster.region}:${cluster.accountId}:${topic}`;
     const alarms = new KarpenterAlarms(
         "karpenter-alarms",
         {
@@ -56,21 +59,25 @@ export function createStack(cfg: StackConfig) {
             region: cfg.cluster.region,
             accountId: cluster.accountId,
             partition: cluster.partition,
-            topicArns: a.topicArns,
+            topicArns: a.topicArns ?? (a.topicNames && { warning: topicArn(a.topicNames.warning), critical: topicArn(a.topicNames.critical) }),
+            subscriptions: a.subscriptions,
             metricSource: a.metricSource,
             karpenterNamespace: controller.namespace,
             karpenterDeployment: controller.deploymentName,
+            nodePoolName: cfg.nodePool.name,
             logGroupName: a.logGroupName,
             createLogGroup: a.createLogGroup,
-            failurePatterns: a.failurePatterns,
             queueName: controller.queueName,
             ruleNames: Object.fromEntries(interruptionRules.map((r, i) => [r.suffix, controller.ruleNames[i]])),
-            spotInterruptionRule: "spot-interruption",
             burstNamespace: cfg.placement.namespace,
             burstDeployments: cfg.placement.burst.deployments.map((d) => d.name),
             rules: {
                 controllerDown: a.controllerDown,
-                provisioningFailures: a.provisioningFailures,
+                unschedulablePods: a.unschedulablePods,
+                launchFailures: a.launchFailures,
+                nodePoolNotReady: a.nodePoolNotReady,
+                heartbeat: a.heartbeat,
+                nodePoolLimit: a.nodePoolLimit,
                 queueAge: a.queueAge,
                 failedInvocations: a.failedInvocations,
                 burstReplicas: a.burstReplicas,
@@ -94,7 +101,7 @@ export function createStack(cfg: StackConfig) {
         alarmTopicArns: alarms.topicArns,
         alarmNames: alarms.alarmNames,
         alarmDashboardName: alarms.dashboardName,
-        provisioningFailurePattern: alarms.failurePattern,
+        alarmLogPatterns: alarms.logPatterns,
         priorityClassNames: placement.priorityClassNames,
         admissionPolicyName: placement.admissionPolicyName,
         headroomPods: placement.headroomPods,

@@ -32,14 +32,15 @@ describe("stack diff (npm run plan -- --diff)", () => {
     });
 
     it("lists the resources that one stack has and exits 1, and each changed input", async () => {
-        // Existing topics in production: it creates no topics and no key for them.
-        const topics = { warning: "arn:aws:sns:ca-central-1:123456789012:alert-warning", critical: "arn:aws:sns:ca-central-1:123456789012:alert-critical" };
-        const dir = fixture("production", (doc) => {
-            doc.setIn(["config", "notify-karpenter:alarms", "topicArns"], doc.createNode(topics));
+        // Created topics in staging, subscribed by email: production notifies GC Notify's existing topics instead.
+        const endpoint = [{ protocol: "email", endpoint: "oncall@example.org" }];
+        const dir = fixture("staging", (doc) => {
+            doc.deleteIn(["config", "notify-karpenter:alarms", "topicNames"]);
+            doc.setIn(["config", "notify-karpenter:alarms", "subscriptions"], doc.createNode({ warning: endpoint, critical: endpoint }));
             doc.setIn(["config", "notify-karpenter:nodePool", "limits", "memory"], "2000Gi");
         });
         const { exitCode, output } = await plan(["--diff", "staging", "production"], dir);
-        expect(exitCode).to.equal(1);
+        expect(exitCode, output).to.equal(1);
         expect(output).to.include(
             [
                 "Only in staging:",
@@ -47,11 +48,13 @@ describe("stack diff (npm run plan -- --diff)", () => {
                 "  aws:kms/key:Key karpenter-alarms-topics-key",
                 "  aws:sns/topic:Topic karpenter-alarms-critical-topic",
                 "  aws:sns/topic:Topic karpenter-alarms-warning-topic",
+                "  aws:sns/topicSubscription:TopicSubscription karpenter-alarms-critical-subscription-0",
+                "  aws:sns/topicSubscription:TopicSubscription karpenter-alarms-warning-subscription-0",
                 "Only in production: none",
             ].join("\n"),
         );
-        expect(output).to.include("    spec.limits.memory: 1000Gi → 2000Gi");
-        expect(output).to.match(/^4 resources only in one stack; \d+ inputs differ/m);
+        expect(output).to.include("    spec.limits.memory: 2000Gi → 1000Gi");
+        expect(output).to.match(/^6 resources only in one stack; \d+ inputs differ/m);
     });
 
     it("refuses an unknown stack and mixed arguments", async () => {

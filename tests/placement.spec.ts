@@ -1,11 +1,12 @@
 import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
 import { CeleryWorkloadPlacement, DEPLOYMENT_LABEL, admissionPolicySpec } from "../components/celeryWorkloadPlacement";
-import { NodeModel, schedulingProblems } from "../components/scheduling";
+import { NodeModel, requireInEveryTerm, schedulingProblems } from "../components/scheduling";
 import { parseStackConfig } from "../stacks/config";
 import { nodePoolArgs, placementArgs } from "../stacks/componentArgs";
 import { renderNodePool } from "../components/ephemeralNodePool";
 import { runOffline } from "../plan/offlineRuntime";
+import { summary } from "../plan/render";
 import { ephemeralNodesOf, podTemplatesOf } from "../plan/placementCheck";
 import { BURST_DEPLOYMENTS, STACKS, buildStack, configErrorOf, errorOf, patchSections, rawConfig, section, stackConfig } from "./helpers";
 
@@ -109,10 +110,21 @@ for (const stack of STACKS) {
             for (const p of patched) {
                 expect(p.inputs.metadata).to.deep.include({ namespace: NS, annotations: patchForce });
                 // GC Notify's API chart set priorityClassName on the Deployment spec, where Kubernetes ignores it.
+                // karpenter.sh/nodepool DoesNotExist: Karpenter ignores the pod (provisioner.go:203-212, 570-580).
                 expect(p.inputs.spec).to.deep.equal({
-                    template: { spec: { nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" }, priorityClassName: "high-priority" } },
+                    template: {
+                        spec: {
+                            nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" },
+                            affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: "karpenter.sh/nodepool", operator: "DoesNotExist" }] }] } } },
+                            priorityClassName: "high-priority",
+                        },
+                    },
                 });
             }
+            expect(summary(stack, r.resources)).to.include(
+                `patch Deployment ${NS}/notify-api: nodeSelector eks.amazonaws.com/capacityType=ON_DEMAND, requires karpenter.sh/nodepool DoesNotExist, priority high-priority`,
+            );
+            expect(summary(stack, r.resources)).to.include(`requires ${EPHEMERAL} In true`);
         });
 
         it("makes node agents tolerate ephemeral nodes at system-node-critical, and guarantees the CloudWatch agent its CPU", () => {
@@ -230,6 +242,7 @@ for (const stack of STACKS) {
                 expect(schedulingProblems(t.spec, nodes.ready)).to.deep.equal([
                     `does not tolerate the taint ${EPHEMERAL}=true:NoSchedule`,
                     "nodeSelector eks.amazonaws.com/capacityType=ON_DEMAND does not match",
+                    "required node affinity does not match",
                 ]);
                 expect(schedulingProblems(t.spec, STABLE_NODE)).to.deep.equal([]);
             }
@@ -312,6 +325,26 @@ describe("the ephemeral node model", () => {
         expect(schedulingProblems({ tolerations: everything, nodeSelector: { "kubernetes.io/arch": "arm64" } }, nodes.ready)).to.deep.equal(["nodeSelector kubernetes.io/arch=arm64 does not match"]);
         expect(schedulingProblems({ tolerations: everything, nodeSelector: { "node.kubernetes.io/instance-type": "m7i.4xlarge" } }, nodes.ready)).to.have.length(1);
         expect(schedulingProblems({ tolerations: everything, nodeSelector: { "karpenter.sh/capacity-type": "on-demand" } }, nodes.ready)).to.have.length(1);
+    });
+});
+
+describe("keeping a pod off Karpenter's nodes (karpenter.sh/nodepool DoesNotExist)", () => {
+    const [nodes] = ephemeralNodesOf([renderNodePool(nodePoolArgs(stackConfig("production"), "node-role"), "node-role").nodePool]);
+    const everything = [{ operator: "Exists" as const }];
+    const notKarpenter = { key: "karpenter.sh/nodepool", operator: "DoesNotExist" as const };
+    const required = (nodeSelectorTerms: any[]) => ({ tolerations: everything, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms } } } });
+    const zoneTerm = { matchExpressions: [{ key: "topology.kubernetes.io/zone", operator: "In" as const, values: ["ca-central-1a"] }] };
+    const anyTerm = { matchExpressions: [{ key: "kubernetes.io/os", operator: "In" as const, values: ["linux"] }] };
+
+    it("adds the requirement to every existing term, since kube-scheduler ORs terms and Karpenter reads only the first", () => {
+        expect(requireInEveryTerm(undefined, notKarpenter)).to.deep.equal([{ matchExpressions: [notKarpenter] }]);
+        expect(requireInEveryTerm([zoneTerm, anyTerm], notKarpenter)).to.deep.equal([
+            { matchExpressions: [...zoneTerm.matchExpressions, notKarpenter] },
+            { matchExpressions: [...anyTerm.matchExpressions, notKarpenter] },
+        ]);
+        // As a new term of its own, it would be ORed away: the pod still fits a Karpenter node through the other term.
+        expect(schedulingProblems(required([zoneTerm, { matchExpressions: [notKarpenter] }]), nodes.ready)).to.deep.equal([]);
+        expect(schedulingProblems(required(requireInEveryTerm([zoneTerm, anyTerm], notKarpenter)), nodes.ready)).to.deep.equal(["required node affinity does not match"]);
     });
 });
 

@@ -86,7 +86,7 @@ describe("offline plan (npm run plan)", () => {
                 "  [advisory] no-nodepools-advisory: kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool",
             ].join("\n"),
         );
-        expect(fs.readdirSync(out).sort()).to.deep.equal(["manifests.yaml", "policy-config.json", "policy-report.json", "preview.json"]);
+        expect(fs.readdirSync(out).sort()).to.deep.equal(["cwagent-prometheus-karpenter.json", "manifests.yaml", "policy-config.json", "policy-report.json", "preview.json"]);
         const [violation] = JSON.parse(fs.readFileSync(path.join(out, "policy-report.json"), "utf8")).violations;
         expect(violation.urn).to.match(/^urn:pulumi:staging::notify-karpenter::.*kubernetes:karpenter\.sh\/v1:NodePool::celery-burst-node-pool$/);
 

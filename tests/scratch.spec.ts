@@ -127,19 +127,22 @@ describe("scratch stack (cluster.mode: create)", () => {
         expect(nodeClass.securityGroupSelectorTerms).to.deep.equal([{ tags: DISCOVERY }]);
     });
 
-    it("creates the log group that the provisioning-failure filter reads, since nothing ships logs there yet", () => {
+    it("creates the log group that the Karpenter log filters read, since nothing ships logs there yet", () => {
         const logGroup = r.get("aws:cloudwatch/logGroup:LogGroup", "karpenter-alarms-log-group");
         expect(logGroup.inputs).to.deep.equal({ name: `/aws/containerinsights/${CLUSTER}/application`, retentionInDays: 7 });
-        const filter = r.get("aws:cloudwatch/logMetricFilter:LogMetricFilter", "karpenter-alarms-provisioning-failures-filter");
-        expect(filter.inputs.logGroupName).to.equal(logGroup.inputs.name);
-        expect(filter.dependencies).to.include(logGroup.urn);
+        const filters = r.byType("aws:cloudwatch/logMetricFilter:LogMetricFilter");
+        expect(filters).to.have.length(4);
+        for (const filter of filters) {
+            expect(filter.inputs.logGroupName).to.equal(logGroup.inputs.name);
+            expect(filter.dependencies).to.include(logGroup.urn);
+        }
     });
 
     it("installs the same Karpenter, node pool and alarm resources as staging given the same options", async () => {
         // Staging reuses GC Notify's node role, has its spot role and log group already, and places GC Notify's pods.
         const staging = await buildStack("staging", {
             controller: { existingNodeRoleName: undefined, createSpotServiceLinkedRole: true },
-            alarms: { createLogGroup: true },
+            alarms: { createLogGroup: true, topicNames: undefined, subscriptions: section("scratch", "alarms").subscriptions },
             placement: section("scratch", "placement"),
         });
         const installed = (resources: RecordedResource[]) =>
