@@ -96,7 +96,7 @@ export function durationMinutes(d: string): number {
     return [...d.matchAll(/([0-9]+)([hm])/g)].reduce((sum, [, n, u]) => sum + Number(n) * (u === "h" ? 60 : 1), 0);
 }
 
-/** "0" and "0%" allow no disruption; percentages round up (nodepool.go:395), so any other value allows one. */
+/** "0" and "0%" allow no disruption; percentages round up (nodepool.go:396), so any other value allows one. */
 const allowsNone = (b: DisruptionBudget) => /^0+%?$/.test(b.nodes);
 
 /**
