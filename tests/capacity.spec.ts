@@ -70,6 +70,7 @@ describe("capacity config section", () => {
         ["a spot discount as a percentage", { spotDiscount: 60 }, /capacity\.spotDiscount must be a number from 0 to 0\.95 \(got 60\)/],
         ["a baseline above the peak", { baselineCeleryPods: 61 }, /capacity\.baselineCeleryPods must be at most nodePool\.capacityCheck\.peakCeleryPods \(60\) \(got 61\)/],
         ["a misspelled HPA key", { hpaScaleUp: { pod: 6 } }, /capacity\.hpaScaleUp\.pod is not a known key \(did you mean "pods"\?\)/],
+        ["a burst start that is not a local time", { burstStart: "2pm" }, /capacity\.burstStart must be a local time such as 09:30 \(got "2pm"\)/],
         ["a missing launch time", { nodeLaunchSeconds: undefined }, /capacity\.nodeLaunchSeconds is required: it must be an integer from 10 to 1800/],
     ];
     for (const [what, patch, expected] of bad) {
@@ -77,6 +78,14 @@ describe("capacity config section", () => {
             expect(errorOf(() => parseStackConfig("staging", withCapacity(patch)))).to.match(expected);
         });
     }
+
+    it("burstStart places the day's bursts in sendingHours' time zone: 14:00 Eastern keeps production's nodes 1.5 h", () => {
+        const cfg = parseStackConfig("production", rawConfig("production", "capacity", { burstStart: "14:00" }));
+        const report = capacityReport(capacityInputs(cfg)!);
+        if (typeof report === "string") throw new Error(report);
+        // 14:00 EDT is 18:00 UTC; 3.5 h of peak to 21:30 UTC; the budget window closes at 23:00 UTC.
+        expect(report.costs.configured).to.deep.include({ burstStartUtc: 18 * 60, keptHours: 1.5, releaseUtc: 23 * 60 });
+    });
 
     it("needs the pod size and peak from nodePool.capacityCheck", () => {
         const raw = rawConfig("staging", "nodePool", { capacityCheck: undefined });
