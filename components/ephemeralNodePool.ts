@@ -241,10 +241,18 @@ export function nodeResources(type: string, kubelet: Pick<EphemeralNodePoolArgs,
 /** Pain the config invites but Karpenter would accept: these go to Pulumi's log so they show in `preview`. */
 export function nodePoolWarnings(a: EphemeralNodePoolArgs): string[] {
     const warnings: string[] = [];
-    if (a.spotToSpotConsolidation && a.instanceTypes.length < 15) {
-        warnings.push(
-            `NodePool "${a.name}" allows ${a.instanceTypes.length} instance types; spot-to-spot consolidation needs at least 15 cheaper options, so Karpenter will not replace spot nodes with spot`,
-        );
+    // kubernetes-sigs/karpenter v1.14.1 pkg/controllers/disruption/consolidation.go: WhenEmpty skips every
+    // non-empty node (:130-134) and empty ones are deleted, not replaced (emptiness.go:42-58); a single spot node is
+    // replaced only with at least 15 cheaper compatible types (:48, :311-315).
+    if (a.spotToSpotConsolidation && (a.capacityTypes ?? ["spot"]).includes("spot")) {
+        if ((a.consolidationPolicy ?? "WhenEmpty") === "WhenEmpty" || a.consolidateAfter === "Never") {
+            const why = a.consolidateAfter === "Never" ? "consolidateAfter is Never" : "consolidationPolicy is WhenEmpty, which never disrupts a node that still has pods";
+            warnings.push(`NodePool "${a.name}": spot-to-spot consolidation does nothing here: it replaces a running spot node with a cheaper one, and ${why}`);
+        } else if (a.instanceTypes.length < 16) {
+            warnings.push(
+                `NodePool "${a.name}" allows ${a.instanceTypes.length} instance types; Karpenter replaces a single spot node only when at least 15 compatible types are cheaper than it, so it never does here (several nodes at once it still may)`,
+            );
+        }
     }
     const c = a.capacityCheck;
     if (!c) return warnings;

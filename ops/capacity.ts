@@ -1,7 +1,9 @@
 // The capacity and cost model behind `npm run capacity`: how many burst Celery pods each approved instance type
 // holds, how many nodes the peak needs and whether the NodePool limits allow them, how fast a burst ramps up, and
-// what the burst capacity costs with Karpenter and spot against a static on-demand group. Pure functions of config.
-import { NodeResources, nodeResources, quantityValue } from "../components/ephemeralNodePool";
+// what the burst capacity costs with Karpenter and spot against a static on-demand group, under the NodePool's
+// disruption policy and budgets. Pure functions of config.
+import { DisruptionBudget, NodeResources, nodeResources, quantityValue } from "../components/ephemeralNodePool";
+import { SPAN_FROM, SendingHours, forbiddenInSpan, sendingWindow, yearDays } from "../components/disruptionBudgets";
 import { CapacityConfig, StackConfig, approvedInstanceTypes, durationSeconds } from "../stacks/config";
 
 export interface CapacityInputs {
@@ -25,6 +27,11 @@ export interface CapacityInputs {
     consolidationPolicy: StackConfig["nodePool"]["consolidationPolicy"];
     /** How long a node lives before Karpenter replaces it (expireAfter); undefined for Never. */
     expireAfterSeconds?: number;
+    /** The NodePool's disruption budgets: when they forbid Underutilized, nodes kept after a burst wait. */
+    budgets: DisruptionBudget[];
+    sendingHours: SendingHours;
+    /** Local time (sendingHours.timeZone) the day's bursts begin; by default when sending hours begin. */
+    burstStart: string;
     burstHoursPerDay: number;
     prices: CapacityConfig["prices"];
     spotDiscount: number;
@@ -54,6 +61,9 @@ export function capacityInputs(cfg: StackConfig): CapacityInputs | undefined {
         emptyNodeSeconds: p.consolidateAfter === "Never" ? undefined : durationSeconds(p.consolidateAfter),
         consolidationPolicy: p.consolidationPolicy,
         expireAfterSeconds: p.expireAfter === "Never" ? undefined : durationSeconds(p.expireAfter),
+        budgets: p.budgets,
+        sendingHours: p.sendingHours,
+        burstStart: c.burstStart ?? p.sendingHours.start,
         burstHoursPerDay: c.burstHoursPerDay,
         prices: c.prices,
         spotDiscount: c.spotDiscount,
@@ -228,28 +238,67 @@ export interface Daily {
     savingPercent: number;
 }
 
+/** The policies the report compares. */
+export interface Policy {
+    consolidationPolicy: CapacityInputs["consolidationPolicy"];
+    emptyNodeSeconds?: number;
+    expireAfterSeconds?: number;
+    budgets: DisruptionBudget[];
+}
+
+/** One policy's day (the costliest of the model year): the burst, then the nodes it leaves, then the baseline. */
+export interface PolicyDay {
+    /** The costliest day, "2026-07-01": with budgets in UTC and bursts in local time, days differ by season. */
+    date: string;
+    /** When the burst begins and when the kept nodes go, in minutes since 00:00 UTC of that day. */
+    burstStartUtc: number;
+    /** When the nodes kept after the burst go; undefined when they stay until the next day's burst. */
+    releaseUtc?: number;
+    /** What removes them: consolidation once the budgets allow Underutilized, or expiry. */
+    releasedBy?: "consolidation" | "expiry";
+    /** Hours at the peak (the burst and consolidateAfter), at the after-burst count, at the baseline. */
+    peakHours: number;
+    keptHours: number;
+    baselineHours: number;
+    /** Node-hours above the baseline after the burst: (after-burst nodes - baseline nodes) x kept hours. */
+    keptNodeHours: number;
+    daily: Daily;
+}
+
+/** Nodes that expireAfter drains together, at once and regardless of budgets. */
+export interface ExpiryWave {
+    nodes: number;
+    /** Minutes since 00:00 UTC, and local (sendingHours.timeZone), on the costliest day's schedule. */
+    atUtc: number;
+    atLocal: number;
+    /** Whether it falls within sending hours on any day of the model year. */
+    inSendingHours: boolean;
+}
+
 export interface Costs {
     baseline: Tier;
     peak: Tier;
     /**
-     * The nodes left once a burst is over, until they expire. WhenEmpty removes only empty nodes, and when the HPAs
-     * scale down, the ReplicaSet controller deletes pods from the nodes with the most of them first, so the baseline
-     * and headroom pods that remain end up spread out: at worst one per node, min(peak nodes, baseline + headroom
-     * pods). The other policies also consolidate underutilized nodes, back to the baseline.
+     * The nodes left once a burst is over, until consolidation may remove underutilized nodes or they expire. Only
+     * empty nodes go before that, and when the HPAs scale down, the ReplicaSet controller deletes pods from the
+     * nodes with the most of them first, so the baseline and headroom pods that remain end up spread out: at worst
+     * one per node, min(peak nodes, baseline + headroom pods).
      */
     afterBurst: Tier;
     /** An always-on on-demand group sized for the peak, of the cheapest on-demand type per pod. */
     static: { type: string; nodes: number; hourly: number };
-    /** Hours a day the peak nodes run: the burst, plus the time an emptied node waits before consolidation. */
-    peakHoursPerDay: number;
-    /** Hours a day at the after-burst count: with WhenEmpty, until expireAfter since the burst began (when its nodes were launched); else 0. */
-    afterBurstHoursPerDay: number;
-    /** The rest of the day, at the baseline. */
-    baselineHoursPerDay: number;
-    daily: Daily;
-    /** With WhenEmpty, the day if the nodes went back to the baseline after consolidateAfter, as WhenEmptyOrUnderutilized would do; else undefined. */
-    optimistic?: Daily;
+    /** The configured policy. */
+    configured: PolicyDay;
+    /** WhenEmpty with the same consolidateAfter and expireAfter. */
+    whenEmpty: PolicyDay;
+    /** Back to the baseline 30 minutes after each burst: what consolidation without budgets would do. */
+    backToBaseline: PolicyDay;
+    /** The configured policy's expiry, or undefined with expireAfter Never. */
+    expiry?: ExpiryWave;
 }
+
+const DAY = 1440;
+const MINUTE = 60_000;
 
 /** Hourly and daily cost of the burst capacity; the stable node group costs the same either way and is left out. */
 export function costs(m: CapacityInputs, fits: TypeFit[], chosen: TypeFit): Costs {
@@ -257,31 +306,110 @@ export function costs(m: CapacityInputs, fits: TypeFit[], chosen: TypeFit): Cost
     const tier = (pods: number, count = nodes(pods)) => ({ pods, nodes: count, hourly: count * chosen.spotHourly });
     const baseline = tier(m.baselinePods + m.headroomPods);
     const peak = tier(m.peakPods + m.headroomPods);
-    const whenEmpty = m.consolidationPolicy === "WhenEmpty";
     // One remaining pod per node at worst, on at most the nodes the peak had.
-    const afterBurst = whenEmpty ? tier(m.baselinePods + m.headroomPods, Math.min(peak.nodes, m.baselinePods + m.headroomPods)) : baseline;
+    const afterBurst = tier(m.baselinePods + m.headroomPods, Math.max(baseline.nodes, Math.min(peak.nodes, m.baselinePods + m.headroomPods)));
     const onDemand = [...fits].filter((f) => f.podsPerNode > 0).sort((a, b) => a.onDemandHourly / a.podsPerNode - b.onDemandHourly / b.podsPerNode || a.type.localeCompare(b.type))[0];
     const staticNodes = nodesFor(m.peakPods, onDemand.podsPerNode);
     const staticGroup = { type: onDemand.type, nodes: staticNodes, hourly: staticNodes * onDemand.onDemandHourly };
-    const staticDaily = staticGroup.hourly * 24;
-    const daily = (karpenter: number): Daily => ({ karpenter, static: staticDaily, saving: staticDaily - karpenter, savingPercent: staticDaily > 0 ? (100 * (staticDaily - karpenter)) / staticDaily : 0 });
-
-    const peakHoursPerDay = m.emptyNodeSeconds === undefined ? 24 : Math.min(24, m.burstHoursPerDay + m.emptyNodeSeconds / 3600);
-    const rest = 24 - peakHoursPerDay;
-    const expireHours = m.expireAfterSeconds === undefined ? Infinity : m.expireAfterSeconds / 3600;
-    const afterBurstHoursPerDay = whenEmpty ? Math.min(rest, Math.max(0, expireHours - peakHoursPerDay)) : 0;
-    const baselineHoursPerDay = rest - afterBurstHoursPerDay;
+    const tiers = { baseline, peak, afterBurst, staticDaily: staticGroup.hourly * 24 };
+    const configured = policyDay(m, tiers, m);
     return {
         baseline,
         peak,
         afterBurst,
         static: staticGroup,
-        peakHoursPerDay,
-        afterBurstHoursPerDay,
-        baselineHoursPerDay,
-        daily: daily(peak.hourly * peakHoursPerDay + afterBurst.hourly * afterBurstHoursPerDay + baseline.hourly * baselineHoursPerDay),
-        optimistic: whenEmpty ? daily(peak.hourly * peakHoursPerDay + baseline.hourly * rest) : undefined,
+        configured,
+        whenEmpty: policyDay(m, tiers, { ...m, consolidationPolicy: "WhenEmpty" }, configured.date),
+        backToBaseline: policyDay(m, tiers, { consolidationPolicy: "WhenEmptyOrUnderutilized", emptyNodeSeconds: 1800, budgets: [] }, configured.date),
+        expiry: expiryWave(m, tiers, configured),
     };
+}
+
+interface Tiers {
+    baseline: Tier;
+    peak: Tier;
+    afterBurst: Tier;
+    staticDaily: number;
+}
+
+/** Each day's burst (minutes since SPAN_FROM) begins at the local burstStart. */
+function burstStarts(m: CapacityInputs): { day: Date; start: number }[] {
+    return yearDays().map((day) => ({ day, start: sendingWindow({ ...m.sendingHours, start: m.burstStart }, day, SPAN_FROM).start }));
+}
+
+/**
+ * A day under a policy, from one burst's start to the next: the peak until the burst ends and consolidateAfter
+ * passes (then empty nodes go), the after-burst nodes until they go, then the baseline. WhenEmpty keeps them until
+ * they expire (launched when the burst began); the other policies consolidate them at the first minute the budgets
+ * allow Underutilized (or at expiry, if sooner). Computed for every day of the model year (or `date`, "2026-07-01");
+ * the costliest is kept.
+ */
+export function policyDay(m: CapacityInputs, t: Tiers, policy: Policy, date?: string): PolicyDay {
+    const forbidden = forbiddenInSpan(policy.budgets, "Underutilized");
+    const burst = Math.round(m.burstHoursPerDay * 60);
+    let worst: PolicyDay | undefined;
+    for (const { day, start } of burstStarts(m).filter((b) => date === undefined || b.day.toISOString().startsWith(date))) {
+        const peakEnd = policy.emptyNodeSeconds === undefined ? start + DAY : Math.min(start + DAY, start + burst + policy.emptyNodeSeconds / 60);
+        const expiry = policy.expireAfterSeconds === undefined ? Infinity : start + policy.expireAfterSeconds / 60;
+        let consolidation = Infinity;
+        if (policy.consolidationPolicy !== "WhenEmpty" && policy.emptyNodeSeconds !== undefined) {
+            for (let x = peakEnd; x < start + DAY; x++) {
+                if (!forbidden[x]) {
+                    consolidation = x;
+                    break;
+                }
+            }
+        }
+        const release = Math.min(consolidation, expiry);
+        const keptEnd = Math.max(peakEnd, Math.min(start + DAY, release));
+        const peakHours = (peakEnd - start) / 60;
+        const keptHours = (keptEnd - peakEnd) / 60;
+        const baselineHours = 24 - peakHours - keptHours;
+        const karpenter = t.peak.hourly * peakHours + t.afterBurst.hourly * keptHours + t.baseline.hourly * baselineHours;
+        const dayStart = (day.getTime() - SPAN_FROM.getTime()) / MINUTE;
+        const released = release < start + DAY;
+        const candidate: PolicyDay = {
+            date: day.toISOString().slice(0, 10),
+            burstStartUtc: start - dayStart,
+            releaseUtc: released ? Math.max(peakEnd, release) - dayStart : undefined,
+            releasedBy: released ? (consolidation <= expiry ? "consolidation" : "expiry") : undefined,
+            peakHours,
+            keptHours,
+            baselineHours,
+            keptNodeHours: (t.afterBurst.nodes - t.baseline.nodes) * keptHours,
+            daily: daily(karpenter, t.staticDaily),
+        };
+        if (!worst || candidate.daily.karpenter > worst.daily.karpenter + 1e-9) worst = candidate;
+    }
+    return worst!;
+}
+
+function daily(karpenter: number, staticDaily: number): Daily {
+    return { karpenter, static: staticDaily, saving: staticDaily - karpenter, savingPercent: staticDaily > 0 ? (100 * (staticDaily - karpenter)) / staticDaily : 0 };
+}
+
+/**
+ * The nodes of one burst that expire together, expireAfter after the burst began: the peak's nodes if that comes
+ * before empty ones go, the after-burst nodes if before they are released, else at most the baseline's nodes (the
+ * ones consolidation kept). Undefined with expireAfter Never.
+ */
+export function expiryWave(m: CapacityInputs, t: Tiers, day: PolicyDay): ExpiryWave | undefined {
+    if (m.expireAfterSeconds === undefined) return undefined;
+    const after = m.expireAfterSeconds / 60;
+    const peakEnd = day.peakHours * 60;
+    const released = day.releaseUtc === undefined ? Infinity : day.releaseUtc - day.burstStartUtc;
+    const nodes = after < peakEnd ? t.peak.nodes : after < released || day.releasedBy === "expiry" ? t.afterBurst.nodes : t.baseline.nodes;
+    const inSendingHours = burstStarts(m).some(({ day: d, start }) => {
+        const at = start + after;
+        return [-1, 0, 1, 2].some((k) => {
+            const shifted = new Date(d.getTime() + (Math.floor(after / DAY) + k) * DAY * MINUTE);
+            const w = sendingWindow(m.sendingHours, shifted, SPAN_FROM);
+            return at >= w.start && at < w.end;
+        });
+    });
+    const atUtc = (day.burstStartUtc + after) % DAY;
+    const offset = sendingWindow(m.sendingHours, new Date(`${day.date}T00:00:00Z`), SPAN_FROM).offset;
+    return { nodes, atUtc, atLocal: (atUtc + offset + DAY) % DAY, inSendingHours };
 }
 
 export interface CapacityReport {

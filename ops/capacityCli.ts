@@ -4,7 +4,8 @@ import * as path from "path";
 import { VM_MEMORY_OVERHEAD, instanceShape } from "../components/ephemeralNodePool";
 import { StackConfig } from "../stacks/config";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { CapacityReport, Daily, capacityInputs, capacityReport } from "./capacity";
+import { MODEL_YEAR, utcClock } from "../components/disruptionBudgets";
+import { CapacityReport, Daily, PolicyDay, capacityInputs, capacityReport } from "./capacity";
 import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, valueOf } from "./args";
 import { toCsv } from "./csv";
 import { lineChart, steps } from "./svg";
@@ -100,32 +101,52 @@ export function render(cfg: StackConfig, report: CapacityReport): string[] {
             [
                 ["baseline, Karpenter spot", `${m.baselinePods} + ${m.headroomPods} headroom`, `${c.baseline.nodes} x ${chosen.type}`, money(c.baseline.hourly)],
                 ["peak, Karpenter spot", `${m.peakPods} + ${m.headroomPods} headroom`, `${c.peak.nodes} x ${chosen.type}`, money(c.peak.hourly)],
-                ...(c.optimistic ? [[`after a burst, ${p.consolidationPolicy}`, `${m.baselinePods} + ${m.headroomPods} headroom`, `${c.afterBurst.nodes} x ${chosen.type}`, money(c.afterBurst.hourly)]] : []),
+                [`after a burst, until released`, `${m.baselinePods} + ${m.headroomPods} headroom`, `${c.afterBurst.nodes} x ${chosen.type}`, money(c.afterBurst.hourly)],
                 ["static on-demand group for the peak", `${m.peakPods}`, `${c.static.nodes} x ${c.static.type}`, money(c.static.hourly)],
             ],
         ),
-        ...afterBurstLines(cfg, report),
-        `  Karpenter ${money(c.daily.karpenter)}, static group ${money(c.daily.static)}: Karpenter ${saving(c.daily, money)}.`,
-        ...(c.optimistic
-            ? [`  Optimistic (back to the baseline ${p.consolidateAfter} after a burst, as WhenEmptyOrUnderutilized would do): Karpenter ${money(c.optimistic.karpenter)}, ${saving(c.optimistic, money, "saving")}.`]
-            : []),
+        `After a burst only empty nodes go until the nodes are released (consolidation, once the budgets allow Underutilized,`,
+        `or expiry): the HPAs' scale-down deletes pods from the most crowded nodes first, so the ${m.baselinePods + m.headroomPods} pods that remain can hold up to`,
+        `${plural(c.afterBurst.nodes, "node")} (one pod each${c.afterBurst.nodes === c.peak.nodes ? ": every node of the peak" : ""}).`,
+        "",
+        ...policyLines(cfg, report, money),
     ];
     return lines;
 }
 
-/** Why the nodes stay after a burst (WhenEmpty), and the hours of the day at each count. */
-function afterBurstLines(cfg: StackConfig, r: CapacityReport): string[] {
+/** The disruption policy's day beside WhenEmpty and "back to the baseline 30 minutes after a burst", the expiry wave and the goal. */
+function policyLines(cfg: StackConfig, r: CapacityReport, money: (n: number) => string): string[] {
     const { inputs: m, costs: c } = r;
     const p = cfg.nodePool;
-    const h = (hours: number) => `${Number(hours.toFixed(1))} h`;
-    const peak = `${h(c.peakHoursPerDay)} at peak (${m.burstHoursPerDay} h of bursts${m.emptyNodeSeconds === undefined ? "; consolidateAfter is Never, so all day" : ` plus ${p.consolidateAfter} before emptied nodes go`})`;
-    if (!c.optimistic) return [`Per day: ${peak}, ${h(c.baselineHoursPerDay)} at baseline (${p.consolidationPolicy} consolidates underutilized nodes too):`];
-    const remaining = m.baselinePods + m.headroomPods;
+    const h = (hours: number) => `${Number(hours.toFixed(2))}`;
+    const at = (d: PolicyDay) =>
+        d.releaseUtc === undefined ? "at the next burst" : `${utcClock(d.releaseUtc)} UTC, ${d.releasedBy}`;
+    const row = (name: string, d: PolicyDay) => [name, h(d.peakHours), h(d.keptHours), h(d.baselineHours), h(d.keptNodeHours), at(d), money(d.daily.karpenter)];
+    const over = (100 * (c.configured.daily.karpenter - c.backToBaseline.daily.karpenter)) / c.backToBaseline.daily.karpenter;
+    const expiry = c.expiry;
+    const allowedNodeHours = (0.15 * c.backToBaseline.daily.karpenter) / r.chosen.spotHourly;
+    const budgets = p.budgets.filter((b) => b.nodes.replace("%", "") === "0" && (!b.reasons || b.reasons.includes("Underutilized")));
     return [
-        `After a burst, WhenEmpty removes only empty nodes, and the HPAs' scale-down deletes pods from the most crowded nodes first:`,
-        `the ${remaining} pods that remain can hold up to ${plural(c.afterBurst.nodes, "node")} (one pod each${c.afterBurst.nodes === c.peak.nodes ? ": every node of the peak" : ""}) ` +
-            (m.expireAfterSeconds === undefined ? "for good (expireAfter is Never)." : `until the nodes expire (expireAfter ${p.expireAfter}).`),
-        `Per day: ${peak}, ${h(c.afterBurstHoursPerDay)} after a burst, ${h(c.baselineHoursPerDay)} at baseline:`,
+        `Disruption policy, per day (the costliest of ${MODEL_YEAR}: ${c.configured.date}): bursts begin at ${m.burstStart} ${m.sendingHours.timeZone} (${utcClock(c.configured.burstStartUtc)} UTC) and last ${m.burstHoursPerDay} h;`,
+        `sending hours ${m.sendingHours.start}-${m.sendingHours.end} ${m.sendingHours.timeZone}; Underutilized forbidden by ${budgets.length ? budgets.map((b) => `"${b.schedule ?? "always"}" for ${b.duration ?? "ever"}`).join(", ") : "no budget"} (UTC).`,
+        ...table(
+            ["policy", "peak h", "kept h", "baseline h", "kept node-h", "kept nodes go", "per day"],
+            [
+                row(`configured: ${p.consolidationPolicy}, consolidateAfter ${p.consolidateAfter}, expireAfter ${p.expireAfter}`, c.configured),
+                row(`WhenEmpty, consolidateAfter ${p.consolidateAfter}, expireAfter ${p.expireAfter}`, c.whenEmpty),
+                row(`back to baseline 30 minutes after a burst`, c.backToBaseline),
+            ],
+        ),
+        `  peak h: the burst and consolidateAfter; kept h: at the after-burst count; kept node-h: nodes above the baseline x kept h.`,
+        expiry === undefined
+            ? `Expiry: none (expireAfter Never); drift replaces nodes, and the budgets keep it out of sending hours.`
+            : `Expiry wave: ${plural(expiry.nodes, "node")} of one burst expire together at ${utcClock(expiry.atUtc)} UTC (${utcClock(expiry.atLocal)} local), regardless of budgets; ` +
+              (expiry.inSendingHours ? "INSIDE sending hours on some days." : "outside sending hours."),
+        `  Karpenter ${money(c.configured.daily.karpenter)}, static group ${money(c.configured.daily.static)}: Karpenter ${saving(c.configured.daily, money)}.`,
+        `  Goal: within 15 % of back to baseline 30 minutes after a burst (${money(c.backToBaseline.daily.karpenter)}): ${over >= 0 ? `${Math.round(over)} % more` : `${Math.round(-over)} % less`}, ${over <= 15 ? "met" : "NOT met"}.`,
+        ...(over <= 15
+            ? []
+            : [`  It allows ${h(allowedNodeHours)} kept node-hours a day, not ${h(c.configured.keptNodeHours)}: bursts ending nearer the end of the budget window, or fewer nodes kept after one.`]),
     ];
 }
 

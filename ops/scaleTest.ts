@@ -332,7 +332,7 @@ function scaleDownLines(run: Run, down: number, before: number): string[] {
         `  nodes the test used or caused: ${s.scope.length}; ${[gone, `kept: ${s.kept.length}`, ...(s.empty.length ? [`empty but still up: ${s.empty.length}`] : [])].join("; ")}`,
     ];
     if (s.kept.length) {
-        const why = run.consolidationPolicy === "WhenEmpty" ? "WhenEmpty removes only empty nodes" : `not empty; ${run.consolidationPolicy ?? "the policy"} may still consolidate them`;
+        const why = run.consolidationPolicy === "WhenEmpty" ? "WhenEmpty removes only empty nodes" : `not empty; ${run.consolidationPolicy ?? "the policy"} may still consolidate them once the budgets allow Underutilized`;
         lines.push(`  kept, holding burst pods from outside the test (${why}):`);
         for (const k of s.kept) lines.push(`    ${nodeText(k.node)}: ${holdersText(k.pods, run.up)}`);
     }

@@ -2,6 +2,7 @@
 // components receive plain values from it and never see config keys.
 import * as pulumi from "@pulumi/pulumi";
 import { nodePoolProblems } from "../components/ephemeralNodePool";
+import { disruptionProblems } from "../components/disruptionBudgets";
 import { nodePoolArgs, placementArgs } from "./componentArgs";
 import { AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms";
 import { STABLE_NODE_LABELS } from "../components/createdCluster";
@@ -115,9 +116,9 @@ const nodePool = object(
         zones: list(zone, { min: 1, max: 10, unique: true }),
         capacityTypes: optional(list(oneOf("spot", "on-demand"), { min: 1, max: 2, unique: true }), ["spot"] as ("spot" | "on-demand")[]),
         ephemeralKey: optional(text("a label key such as notification-canada-ca/ephemeral", labelKey, 316), "notification-canada-ca/ephemeral"),
-        expireAfter: optional(text("a duration such as 24h, or Never", /^(([0-9]+(s|m|h))+|Never)$/, 32), "24h"),
+        expireAfter: optional(text("a duration such as 36h, or Never", /^(([0-9]+(s|m|h))+|Never)$/, 32), "Never"),
         terminationGracePeriod: optional(duration, "1h"),
-        consolidationPolicy: optional(oneOf("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"), "WhenEmpty"),
+        consolidationPolicy: optional(oneOf("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"), "WhenEmptyOrUnderutilized"),
         consolidateAfter: optional(text("a duration such as 30m, or Never", /^(([0-9]+(s|m|h))+|Never)$/, 32), "30m"),
         budgets: optional(
             list(
@@ -129,8 +130,20 @@ const nodePool = object(
                 }),
                 { min: 1, max: 50 },
             ),
-            // Karpenter's own default; the other budget keys are absent.
-            [{ nodes: "10%" } as { nodes: string; reasons?: ("Underutilized" | "Empty" | "Drifted")[]; schedule?: string; duration?: string }],
+            // Karpenter's own default, and no Underutilized or Drifted disruption in the default sendingHours.
+            [
+                { nodes: "10%" },
+                { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" },
+            ] as { nodes: string; reasons?: ("Underutilized" | "Empty" | "Drifted")[]; schedule?: string; duration?: string }[],
+        ),
+        /** When batches run (GC Notify: 08:00-18:00 Eastern): no Underutilized disruption, no expiry, no drift then. */
+        sendingHours: optional(
+            object({
+                start: text("a local time such as 08:00", /^([01][0-9]|2[0-3]):[0-5][0-9]$/, 5),
+                end: text("a local time such as 18:00", /^([01][0-9]|2[0-3]):[0-5][0-9]$/, 5),
+                timeZone: text("an IANA time zone such as America/Toronto", /^[A-Za-z_]+(\/[A-Za-z0-9_+-]+)*$/, 64),
+            }),
+            { start: "08:00", end: "18:00", timeZone: "America/Toronto" },
         ),
         limits: object({ cpu: quantity, memory: quantity }),
         weight: optional(integer(1, 100), 10),
@@ -159,13 +172,15 @@ const nodePool = object(
             return [{ path: `${path}.instanceTypes`, message: "or instanceFamilies with instanceSizes (but not both forms) must list the approved instance types" }];
         }
         // Karpenter accepts such a budget and it silently does nothing: WhenEmpty never consolidates underused nodes.
-        return p.consolidationPolicy !== "WhenEmpty"
-            ? []
-            : p.budgets.flatMap((b, i) =>
-                  b.reasons?.includes("Underutilized")
-                      ? [{ path: `${path}.budgets[${i}].reasons`, message: "must not list Underutilized with consolidationPolicy WhenEmpty, which never disrupts a node for that reason: the budget would do nothing (use Empty or Drifted)" }]
-                      : [],
-              );
+        const inert =
+            p.consolidationPolicy !== "WhenEmpty"
+                ? []
+                : p.budgets.flatMap((b, i) =>
+                      b.reasons?.includes("Underutilized")
+                          ? [{ path: `${path}.budgets[${i}].reasons`, message: "must not list Underutilized with consolidationPolicy WhenEmpty, which never disrupts a node for that reason: the budget would do nothing (use Empty or Drifted)" }]
+                          : [],
+                  );
+        return [...inert, ...disruptionProblems(p).map((d) => ({ path: `${path}.${d.key}`, message: d.message }))];
     },
 );
 
@@ -370,6 +385,8 @@ const capacity = object({
     nodeLaunchSeconds: integer(10, 1800),
     /** Hours a day at peak, for the daily cost. */
     burstHoursPerDay: number(0, 24),
+    /** Local time (nodePool.sendingHours.timeZone) the day's bursts begin; by default when sending hours begin, the costliest case. */
+    burstStart: optional(text("a local time such as 09:30", /^([01][0-9]|2[0-3]):[0-5][0-9]$/, 5)),
     prices: object({
         asOf: text("a date such as 2026-11-01", /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/, 10),
         currency: text("a currency code such as USD", /^[A-Z]{3}$/, 3),

@@ -26,6 +26,9 @@ const base = (): CapacityInputs => ({
     emptyNodeSeconds: 1800,
     consolidationPolicy: "WhenEmpty",
     expireAfterSeconds: 24 * 3600,
+    budgets: [],
+    sendingHours: { start: "08:00", end: "18:00", timeZone: "America/Toronto" },
+    burstStart: "08:00",
     burstHoursPerDay: 2,
     prices: { asOf: "2026-11-01", currency: "USD", region: "ca-central-1", onDemandHourly: { "c7i.xlarge": 0.2, "m7i.xlarge": 0.25, "r7i.xlarge": 0.3 } },
     spotDiscount: 0.5,
@@ -67,6 +70,7 @@ describe("capacity config section", () => {
         ["a spot discount as a percentage", { spotDiscount: 60 }, /capacity\.spotDiscount must be a number from 0 to 0\.95 \(got 60\)/],
         ["a baseline above the peak", { baselineCeleryPods: 61 }, /capacity\.baselineCeleryPods must be at most nodePool\.capacityCheck\.peakCeleryPods \(60\) \(got 61\)/],
         ["a misspelled HPA key", { hpaScaleUp: { pod: 6 } }, /capacity\.hpaScaleUp\.pod is not a known key \(did you mean "pods"\?\)/],
+        ["a burst start that is not a local time", { burstStart: "2pm" }, /capacity\.burstStart must be a local time such as 09:30 \(got "2pm"\)/],
         ["a missing launch time", { nodeLaunchSeconds: undefined }, /capacity\.nodeLaunchSeconds is required: it must be an integer from 10 to 1800/],
     ];
     for (const [what, patch, expected] of bad) {
@@ -74,6 +78,14 @@ describe("capacity config section", () => {
             expect(errorOf(() => parseStackConfig("staging", withCapacity(patch)))).to.match(expected);
         });
     }
+
+    it("burstStart places the day's bursts in sendingHours' time zone: 14:00 Eastern keeps production's nodes 1.5 h", () => {
+        const cfg = parseStackConfig("production", rawConfig("production", "capacity", { burstStart: "14:00" }));
+        const report = capacityReport(capacityInputs(cfg)!);
+        if (typeof report === "string") throw new Error(report);
+        // 14:00 EDT is 18:00 UTC; 3.5 h of peak to 21:30 UTC; the budget window closes at 23:00 UTC.
+        expect(report.costs.configured).to.deep.include({ burstStartUtc: 18 * 60, keptHours: 1.5, releaseUtc: 23 * 60 });
+    });
 
     it("needs the pod size and peak from nodePool.capacityCheck", () => {
         const raw = rawConfig("staging", "nodePool", { capacityCheck: undefined });
@@ -146,17 +158,20 @@ describe("capacity model", () => {
         expect(c.peak).to.deep.equal({ pods: 16, nodes: 4, hourly: 0.5 });
         expect(c.static).to.deep.equal({ type: "m7i.xlarge", nodes: 4, hourly: 1 });
         // WhenEmpty: the 4 baseline pods that survive the scale-down can sit one per node on all 4 peak nodes, and
-        // none of those empties, so they stay until expireAfter (24 h after the burst began: the rest of the day).
+        // none of those empties, so they stay until expireAfter (24 h after the burst began: the next burst).
         expect(c.afterBurst).to.deep.equal({ pods: 4, nodes: 4, hourly: 0.5 });
         // 2 h of burst plus 30 min until emptied nodes go, then 21.5 h after the burst: 0.5 x 24 against 1 x 24.
-        expect([c.peakHoursPerDay, c.afterBurstHoursPerDay, c.baselineHoursPerDay]).to.deep.equal([2.5, 21.5, 0]);
-        expect(c.daily.karpenter).to.be.closeTo(12, 1e-9);
-        expect(c.daily.saving).to.be.closeTo(12, 1e-9);
-        expect(c.daily.savingPercent).to.be.closeTo(50, 1e-9);
-        // Were the nodes back to the baseline 30 min after the burst: 0.125 x 21.5 + 0.5 x 2.5.
-        expect(c.optimistic!.karpenter).to.be.closeTo(3.9375, 1e-9);
-        expect(c.optimistic!.saving).to.be.closeTo(20.0625, 1e-9);
-        expect(c.optimistic!.savingPercent).to.be.closeTo(83.59, 0.01);
+        expect(c.configured).to.deep.include({ peakHours: 2.5, keptHours: 21.5, baselineHours: 0, keptNodeHours: 3 * 21.5, releaseUtc: undefined });
+        expect(c.configured.daily.karpenter).to.be.closeTo(12, 1e-9);
+        expect(c.configured.daily.saving).to.be.closeTo(12, 1e-9);
+        expect(c.configured.daily.savingPercent).to.be.closeTo(50, 1e-9);
+        expect(c.whenEmpty.daily.karpenter).to.be.closeTo(12, 1e-9);
+        // Back to the baseline 30 min after the burst: 0.125 x 21.5 + 0.5 x 2.5.
+        expect(c.backToBaseline).to.deep.include({ peakHours: 2.5, keptHours: 0, baselineHours: 21.5, releasedBy: "consolidation" });
+        expect(c.backToBaseline.daily.karpenter).to.be.closeTo(3.9375, 1e-9);
+        expect(c.backToBaseline.daily.savingPercent).to.be.closeTo(83.59, 0.01);
+        // The 4 kept nodes were launched by the burst at 08:00 Eastern and expire together at the next one.
+        expect(c.expiry).to.deep.equal({ nodes: 4, atUtc: 13 * 60, atLocal: 8 * 60, inSendingHours: true });
     });
 
     it("WhenEmpty: after a burst, at most one node per remaining pod, until the nodes expire; then the baseline", () => {
@@ -167,30 +182,50 @@ describe("capacity model", () => {
         // Baseline: 3 pods on 1 node; peak: 17 pods on 5 nodes; after: the 3 remaining pods on 3 of those 5.
         expect([c.baseline.nodes, c.peak.nodes, c.afterBurst.nodes]).to.deep.equal([1, 5, 3]);
         // Peak 2.5 h; the nodes expire 12 h after the burst began, so 9.5 h after it; 12 h at the baseline.
-        expect([c.peakHoursPerDay, c.afterBurstHoursPerDay, c.baselineHoursPerDay]).to.deep.equal([2.5, 9.5, 12]);
+        expect(c.configured).to.deep.include({ peakHours: 2.5, keptHours: 9.5, baselineHours: 12, releasedBy: "expiry" });
         // 0.625 x 2.5 + 0.375 x 9.5 + 0.125 x 12 = 1.5625 + 3.5625 + 1.5; the static group is 4 m7i on demand, 24 a day.
-        expect(c.daily.karpenter).to.be.closeTo(6.625, 1e-9);
-        expect(c.daily.savingPercent).to.be.closeTo(72.40, 0.01);
-        // expireAfter Never: the spread nodes stay the whole rest of the day.
+        expect(c.configured.daily.karpenter).to.be.closeTo(6.625, 1e-9);
+        expect(c.configured.daily.savingPercent).to.be.closeTo(72.40, 0.01);
+        // Every day costs the same, so the first of 2026 (EST, UTC-5) is shown: the burst at 13:00 UTC, the 3 kept
+        // nodes expiring at 01:00 UTC, 20:00 Eastern, outside sending hours (in summer too: 20:00 EDT).
+        expect(c.configured).to.deep.include({ date: "2026-01-01", burstStartUtc: 13 * 60, releaseUtc: 25 * 60 });
+        expect(c.expiry).to.deep.equal({ nodes: 3, atUtc: 60, atLocal: 20 * 60, inSendingHours: false });
+        // expireAfter Never: the spread nodes stay the whole rest of the day, and nothing expires.
         const never = costs({ ...m, expireAfterSeconds: undefined }, fits, chosenType(fits)!);
-        expect([never.afterBurstHoursPerDay, never.baselineHoursPerDay]).to.deep.equal([21.5, 0]);
-        expect(never.daily.karpenter).to.be.closeTo(0.625 * 2.5 + 0.375 * 21.5, 1e-9);
+        expect(never.configured).to.deep.include({ keptHours: 21.5, baselineHours: 0, releaseUtc: undefined });
+        expect(never.configured.daily.karpenter).to.be.closeTo(0.625 * 2.5 + 0.375 * 21.5, 1e-9);
+        expect(never.expiry).to.equal(undefined);
     });
 
-    it("WhenEmptyOrUnderutilized and Balanced: back to the baseline after consolidateAfter; Never keeps the peak all day", () => {
+    it("WhenEmptyOrUnderutilized with Underutilized forbidden 12:00-23:00 UTC: nodes kept until the window closes, longest on summer days", () => {
+        const m = { ...base(), instanceTypes: ["c7i.xlarge", "m7i.xlarge", "r7i.xlarge"], pod: { cpu: 1, memoryGiB: 3 } };
+        const budgets = [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }];
+        const fits = typeFits(m);
+        const c = costs({ ...m, consolidationPolicy: "WhenEmptyOrUnderutilized", budgets, expireAfterSeconds: undefined }, fits, chosenType(fits)!);
+        // EDT (from 8 March 2026): the burst begins at 08:00 EDT = 12:00 UTC, its empty nodes go at 14:30 UTC, and
+        // the 4 spread nodes wait for 23:00 UTC: 8.5 h; in winter the burst begins at 13:00 UTC, so 7.5 h.
+        expect(c.configured).to.deep.include({ date: "2026-03-08", burstStartUtc: 12 * 60, releaseUtc: 23 * 60, releasedBy: "consolidation" });
+        expect(c.configured).to.deep.include({ peakHours: 2.5, keptHours: 8.5, baselineHours: 13, keptNodeHours: 3 * 8.5 });
+        // 0.5 x 2.5 + 0.5 x 8.5 + 0.125 x 13.
+        expect(c.configured.daily.karpenter).to.be.closeTo(7.125, 1e-9);
+        // The same day back to baseline: 0.5 x 2.5 + 0.125 x 21.5, the nodes gone at 14:30 UTC.
+        expect(c.backToBaseline).to.deep.include({ date: "2026-03-08", releaseUtc: 14 * 60 + 30 });
+        expect(c.backToBaseline.daily.karpenter).to.be.closeTo(3.9375, 1e-9);
+        expect(c.expiry).to.equal(undefined);
+        // Without the budget it is the back-to-baseline day; a 24 h expiry then drains the 1 surviving node at 08:00 Eastern.
+        const free = costs({ ...m, consolidationPolicy: "WhenEmptyOrUnderutilized" }, fits, chosenType(fits)!);
+        expect(free.configured.daily.karpenter).to.be.closeTo(3.9375, 1e-9);
+        expect(free.expiry).to.deep.include({ nodes: 1, atLocal: 8 * 60, inSendingHours: true });
+    });
+
+    it("consolidateAfter Never keeps the peak all day, whatever the policy", () => {
         const m = { ...base(), instanceTypes: ["c7i.xlarge", "m7i.xlarge", "r7i.xlarge"], pod: { cpu: 1, memoryGiB: 3 } };
         const fits = typeFits(m);
-        for (const consolidationPolicy of ["WhenEmptyOrUnderutilized", "Balanced"] as const) {
-            const c = costs({ ...m, consolidationPolicy }, fits, chosenType(fits)!);
-            expect(c.afterBurst).to.deep.equal(c.baseline);
-            expect([c.peakHoursPerDay, c.afterBurstHoursPerDay, c.baselineHoursPerDay]).to.deep.equal([2.5, 0, 21.5]);
-            // 0.125 x 21.5 + 0.5 x 2.5, as the optimistic figure above; no second figure.
-            expect(c.daily.karpenter).to.be.closeTo(3.9375, 1e-9);
-            expect(c.optimistic).to.equal(undefined);
+        for (const consolidationPolicy of ["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] as const) {
+            const never = costs({ ...m, consolidationPolicy, emptyNodeSeconds: undefined }, fits, chosenType(fits)!);
+            expect(never.configured).to.deep.include({ peakHours: 24, keptHours: 0, baselineHours: 0 });
+            expect(never.configured.daily.karpenter).to.be.closeTo(12, 1e-9);
         }
-        const never = costs({ ...m, emptyNodeSeconds: undefined }, fits, chosenType(fits)!);
-        expect([never.peakHoursPerDay, never.afterBurstHoursPerDay, never.baselineHoursPerDay]).to.deep.equal([24, 0, 0]);
-        expect(never.daily.karpenter).to.be.closeTo(12, 1e-9);
     });
 
     it("limits too low: says so, says what would do, and the ramp stops short", () => {
@@ -232,9 +267,13 @@ describe("npm run capacity", () => {
             expect(r.output).to.match(/^NodePool limits allow \d+ nodes of .*: enough for the peak, with every approved type\.$/m);
             expect(r.output).to.match(/^The HPAs ask for \d+ pods at t=\d+ s; all run at t=\d+ s/m);
             expect(r.output).to.match(/^ {2}static on-demand group for the peak +\d+ +\d+ x \S+ +USD \d+\.\d\d$/m);
-            expect(r.output).to.match(/^ {2}after a burst, WhenEmpty +\d+ \+ \d+ headroom +\d+ x \S+ +USD \d+\.\d\d$/m);
+            expect(r.output).to.match(/^ {2}after a burst, until released +\d+ \+ \d+ headroom +\d+ x \S+ +USD \d+\.\d\d$/m);
+            expect(r.output).to.match(/^ {2}configured: WhenEmptyOrUnderutilized, consolidateAfter \d+m, expireAfter Never +[0-9. ]+ 23:00 UTC, consolidation +USD \d+\.\d\d$/m);
+            expect(r.output).to.match(/^ {2}WhenEmpty, consolidateAfter \d+m, expireAfter Never +[0-9. ]+ at the next burst +USD \d+\.\d\d$/m);
+            expect(r.output).to.match(/^ {2}back to baseline 30 minutes after a burst +[0-9. ]+ \d\d:\d\d UTC, consolidation +USD \d+\.\d\d$/m);
+            expect(r.output).to.match(/^Expiry: none \(expireAfter Never\)/m);
             expect(r.output).to.match(/^ {2}Karpenter USD \d+\.\d\d, static group USD \d+\.\d\d: Karpenter saves USD \d+\.\d\d a day \(\d+ %\)\.$/m);
-            expect(r.output).to.match(/^ {2}Optimistic \(back to the baseline 30m after a burst, as WhenEmptyOrUnderutilized would do\): Karpenter USD \d+\.\d\d, saving USD \d+\.\d\d a day \(\d+ %\)\.$/m);
+            expect(r.output).to.match(/^ {2}Goal: within 15 % of back to baseline 30 minutes after a burst \(USD \d+\.\d\d\): \d+ % (more|less), (met|NOT met)\.$/m);
 
             const report = capacityReport(capacityInputs(stackConfig(stack))!);
             if (typeof report === "string") throw new Error(report);
@@ -254,43 +293,44 @@ describe("npm run capacity", () => {
         });
     }
 
-    it("staging's cost, as the README quotes it: WhenEmpty keeps the peak's nodes after a burst", async () => {
-        const r = await capacity(["--stack", "staging", "--out", tempDir()]);
+    it("production's disruption policy against WhenEmpty and back to baseline, by hand (docs/capacity.md quotes it)", async () => {
+        const r = await capacity(["--stack", "production", "--out", tempDir()]);
         const lines = r.output.split("\n");
-        const from = lines.indexOf("Cost per hour of the burst capacity (the stable node group costs the same either way):");
-        // m6a.xlarge spot is 0.1926 x 0.4 = 0.07704 an hour. 14 remaining pods can hold all 13 peak nodes, so the
-        // day is 13 nodes for 24 h: 24.04 against 12 on-demand m6a.xlarge at 0.1926 for 24 h, 55.47.
-        expect(lines.slice(from + 1, from + 11)).to.deep.equal([
-            "                                       pods             nodes            per hour",
-            "  baseline, Karpenter spot             12 + 2 headroom  3 x m6a.xlarge   USD 0.23",
-            "  peak, Karpenter spot                 60 + 2 headroom  13 x m6a.xlarge  USD 1.00",
-            "  after a burst, WhenEmpty             12 + 2 headroom  13 x m6a.xlarge  USD 1.00",
-            "  static on-demand group for the peak  60               12 x m6a.xlarge  USD 2.31",
-            "After a burst, WhenEmpty removes only empty nodes, and the HPAs' scale-down deletes pods from the most crowded nodes first:",
-            "the 14 pods that remain can hold up to 13 nodes (one pod each: every node of the peak) until the nodes expire (expireAfter 24h).",
-            "Per day: 3.5 h at peak (3 h of bursts plus 30m before emptied nodes go), 20.5 h after a burst, 0 h at baseline:",
-            "  Karpenter USD 24.04, static group USD 55.47: Karpenter saves USD 31.43 a day (57 %).",
-            // 3 nodes for 20.5 h and 13 for 3.5 h.
-            "  Optimistic (back to the baseline 30m after a burst, as WhenEmptyOrUnderutilized would do): Karpenter USD 8.24, saving USD 47.23 a day (85 %).",
+        const from = lines.findIndex((l) => l.startsWith("Disruption policy, per day"));
+        // m6a.2xlarge spot is 0.3852 x 0.4 = 0.15408 an hour: 9 peak nodes 1.38672, 2 baseline nodes 0.30816. The burst
+        // begins at 08:00 EDT = 12:00 UTC (the costliest days: the budget ends at 23:00 UTC all year); the peak holds
+        // 3.5 h; the 18 remaining pods can hold all 9 nodes until 23:00 UTC, 7.5 h: 1.38672 x 11 + 0.30816 x 13 = 19.26.
+        // WhenEmpty keeps them until the next burst: 1.38672 x 24 = 33.28. Back to baseline: 1.38672 x 3.5 + 0.30816 x 20.5 = 11.17.
+        expect(lines.slice(from, from + 12)).to.deep.equal([
+            "Disruption policy, per day (the costliest of 2026: 2026-03-08): bursts begin at 08:00 America/Toronto (12:00 UTC) and last 3 h;",
+            'sending hours 08:00-18:00 America/Toronto; Underutilized forbidden by "0 12 * * *" for 11h (UTC).',
+            "  policy                                                                         peak h  kept h  baseline h  kept node-h  kept nodes go             per day",
+            "  configured: WhenEmptyOrUnderutilized, consolidateAfter 30m, expireAfter Never     3.5     7.5          13         52.5  23:00 UTC, consolidation  USD 19.26",
+            "  WhenEmpty, consolidateAfter 30m, expireAfter Never                                3.5    20.5           0        143.5  at the next burst         USD 33.28",
+            "  back to baseline 30 minutes after a burst                                         3.5       0        20.5            0  15:30 UTC, consolidation  USD 11.17",
+            "  peak h: the burst and consolidateAfter; kept h: at the after-burst count; kept node-h: nodes above the baseline x kept h.",
+            "Expiry: none (expireAfter Never); drift replaces nodes, and the budgets keep it out of sending hours.",
+            "  Karpenter USD 19.26, static group USD 73.96: Karpenter saves USD 54.70 a day (74 %).",
+            "  Goal: within 15 % of back to baseline 30 minutes after a burst (USD 11.17): 72 % more, NOT met.",
+            // 15 % of 11.17 is 1.68, which buys 10.88 node-hours at 0.15408; 7 nodes above the baseline for 7.5 h is 52.5.
+            "  It allows 10.88 kept node-hours a day, not 52.5: bursts ending nearer the end of the budget window, or fewer nodes kept after one.",
+            "",
         ]);
     });
 
-    it("with WhenEmptyOrUnderutilized: no after-burst row, one line on why, one daily figure", async () => {
-        const dir = tempDir();
-        const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.production.yaml"), "utf8"));
-        doc.config["notify-karpenter:nodePool"].consolidationPolicy = "WhenEmptyOrUnderutilized";
-        fs.writeFileSync(path.join(dir, "Pulumi.production.yaml"), stringify(doc));
-        const r = await capacity(["--stack", "production", "--out", path.join(dir, "out")], dir);
-        expect(r.exitCode, r.output).to.equal(0);
-        expect(r.output).not.to.match(/after a burst, |Optimistic/);
-        expect(r.output).to.include(
-            [
-                "  static on-demand group for the peak  100               8 x m6a.2xlarge  USD 3.08",
-                "Per day: 3.5 h at peak (3 h of bursts plus 30m before emptied nodes go), 20.5 h at baseline (WhenEmptyOrUnderutilized consolidates underutilized nodes too):",
-                "  Karpenter USD 11.17, static group USD 73.96: Karpenter saves USD 62.79 a day (85 %).",
-                "",
-            ].join("\n"),
-        );
+    it("a later burst and the old WhenEmpty with a 24 h expiry: the expiry wave is named, with the whole burst in it", async () => {
+        // The config refuses a 24 h expiry (it drains in sending hours), so this feeds the model directly.
+        const cfg = stackConfig("production");
+        const m = { ...capacityInputs(cfg)!, consolidationPolicy: "WhenEmpty" as const, expireAfterSeconds: 24 * 3600, burstStart: "14:00" };
+        const report = capacityReport(m);
+        if (typeof report === "string") throw new Error(report);
+        expect(report.costs.expiry).to.deep.equal({ nodes: 9, atUtc: 19 * 60, atLocal: 14 * 60, inSendingHours: true });
+        // A burst at 14:00 EDT (18:00 UTC) under the configured policy keeps 9 nodes from 21:30 to 23:00 UTC only:
+        // 1.38672 x (3.5 + 1.5) + 0.30816 x 19 = 12.79, within 15 % of 11.17.
+        const later = capacityReport({ ...capacityInputs(cfg)!, burstStart: "14:00" });
+        if (typeof later === "string") throw new Error(later);
+        expect(later.costs.configured).to.deep.include({ keptHours: 1.5, releaseUtc: 23 * 60 });
+        expect(later.costs.configured.daily.karpenter).to.be.closeTo(12.79, 0.005);
     });
 
     it("exits 1 when the limits do not allow the peak, and says what would", async () => {

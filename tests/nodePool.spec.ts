@@ -2,7 +2,8 @@ import { expect } from "chai";
 import { EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolWarnings, quantityValue, renderNodePool } from "../components/ephemeralNodePool";
 import { KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate";
 import { nodePoolArgs } from "../stacks/componentArgs";
-import { STACKS, buildStack, configErrorOf, patchSections, stackConfig } from "./helpers";
+import { parseStackConfig } from "../stacks/config";
+import { STACKS, buildStack, configErrorOf, patchSections, rawConfig, stackConfig } from "./helpers";
 
 const FAMILIES = ["m7i", "m7a", "r7i", "r7a", "c7i", "c7a", "m6i", "m6a", "r6i", "r6a", "c6i", "c6a"];
 const expectedTypes = { staging: FAMILIES.map((f) => `${f}.xlarge`), production: FAMILIES.flatMap((f) => [`${f}.xlarge`, `${f}.2xlarge`]) };
@@ -50,13 +51,16 @@ for (const stack of STACKS) {
             ]);
             expect(spec.template.metadata.labels).to.deep.equal({ "notification-canada-ca/ephemeral": "true" });
             expect(spec.template.spec.taints).to.deep.equal([{ key: "notification-canada-ca/ephemeral", value: "true", effect: "NoSchedule" }]);
-            expect(spec.template.spec).to.include({ expireAfter: "24h", terminationGracePeriod: "1h" });
+            // No expiry: it ignores budgets (Karpenter v1.14.1 pkg/controllers/nodeclaim/expiration/controller.go:71-81).
+            expect(spec.template.spec).to.include({ expireAfter: "Never", terminationGracePeriod: "1h" });
             expect(spec.template.spec.nodeClassRef).to.deep.equal({ group: "karpenter.k8s.aws", kind: "EC2NodeClass", name: "notify-karpenter" });
             expect(spec.template).to.not.have.property("disruption");
+            // Underutilized and Drifted forbidden 12:00-23:00 UTC, every day: 08:00-18:00 Eastern in EST and EDT (budget
+            // schedules are UTC: pkg/apis/v1/nodepool.go:416); empty nodes still go, 10 % at a time.
             expect(spec.disruption).to.deep.equal({
-                consolidationPolicy: "WhenEmpty",
+                consolidationPolicy: "WhenEmptyOrUnderutilized",
                 consolidateAfter: "30m",
-                budgets: [{ nodes: "10%" }, { nodes: "0", reasons: ["Drifted"], schedule: "0 13 * * mon-fri", duration: "10h" }],
+                budgets: [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }],
             });
             expect(spec.limits).to.deep.equal(stack === "staging" ? { cpu: "400", memory: "1000Gi" } : { cpu: "1000", memory: "1000Gi" });
             expect(spec.weight).to.equal(10);
@@ -90,6 +94,9 @@ describe("Karpenter object validation (v1.14.1 schema and CEL rules)", () => {
         ["a requirement on a karpenter.k8s.aws label Karpenter does not allow", "nodePool", (o) => o.spec.template.spec.requirements.push({ key: "karpenter.k8s.aws/instance-price", operator: "Exists" }), "spec.template.spec.requirements[5].key", /label domain "karpenter\.k8s\.aws" is restricted/],
         ["a restricted karpenter.sh label", "nodePool", (o) => (o.spec.template.metadata.labels["karpenter.sh/custom"] = "x"), "spec.template.metadata.labels", /label domain "karpenter\.sh" is restricted/],
         ["a requirement on kubernetes.io/hostname", "nodePool", (o) => o.spec.template.spec.requirements.push({ key: "kubernetes.io/hostname", operator: "Exists" }), "spec.template.spec.requirements[5].key", /label "kubernetes\.io\/hostname" is restricted/],
+        ["expireAfter as a day", "nodePool", (o) => (o.spec.template.spec.expireAfter = "1d"), "spec.template.spec.expireAfter", /must match/],
+        ["a budget of nodes as a fraction", "nodePool", (o) => (o.spec.disruption.budgets[1].nodes = "0.5"), "spec.disruption.budgets[1].nodes", /must match/],
+        ["a budget schedule of four fields", "nodePool", (o) => (o.spec.disruption.budgets[1].schedule = "0 12 * *"), "spec.disruption.budgets[1].schedule", /must match/],
         ["consolidateAfter as a day", "nodePool", (o) => (o.spec.disruption.consolidateAfter = "1d"), "spec.disruption.consolidateAfter", /must match/],
         ["an unknown consolidation policy", "nodePool", (o) => (o.spec.disruption.consolidationPolicy = "WhenUnderutilized"), "spec.disruption.consolidationPolicy", /must be one of WhenEmpty, WhenEmptyOrUnderutilized, Balanced/],
         ["a weight above 100", "nodePool", (o) => (o.spec.weight = 101), "spec.weight", /must be at most 100/],
@@ -165,9 +172,21 @@ describe("EphemeralNodePool warnings", () => {
         expect(nodePoolWarnings(base())).to.deep.equal([]);
     });
 
-    it("warns when spot-to-spot consolidation has fewer than 15 types", () => {
-        expect(nodePoolWarnings({ ...base(), instanceTypes: expectedTypes.staging })[0]).to.match(/allows 12 instance types; spot-to-spot consolidation needs at least 15/);
+    it("warns that spot-to-spot does nothing under WhenEmpty, for that reason and not the type count", () => {
+        // consolidation.go:130-134 at v1.14.1: WhenEmpty skips every node that still has pods; a replacement needs one.
+        expect(nodePoolWarnings({ ...base(), consolidationPolicy: "WhenEmpty" })).to.deep.equal([
+            'NodePool "notify-karpenter": spot-to-spot consolidation does nothing here: it replaces a running spot node with a cheaper one, and consolidationPolicy is WhenEmpty, which never disrupts a node that still has pods',
+        ]);
+        expect(nodePoolWarnings({ ...base(), consolidateAfter: "Never" })[0]).to.match(/does nothing here: .* and consolidateAfter is Never$/);
+        expect(nodePoolWarnings({ ...base(), consolidationPolicy: "WhenEmpty", spotToSpotConsolidation: false })).to.deep.equal([]);
+    });
+
+    it("warns when too few types leave 15 cheaper ones for a single spot node (consolidation.go:48, :311-315)", () => {
+        expect(nodePoolWarnings({ ...base(), instanceTypes: expectedTypes.staging })[0]).to.equal(
+            'NodePool "notify-karpenter" allows 12 instance types; Karpenter replaces a single spot node only when at least 15 compatible types are cheaper than it, so it never does here (several nodes at once it still may)',
+        );
         expect(nodePoolWarnings({ ...base(), instanceTypes: expectedTypes.staging, spotToSpotConsolidation: false })).to.deep.equal([]);
+        expect(nodePoolWarnings({ ...base(), instanceTypes: expectedTypes.staging, capacityTypes: ["on-demand"] })).to.deep.equal([]);
     });
 
     it("warns when a type cannot fit one Celery pod next to the daemonsets", () => {
@@ -180,3 +199,70 @@ describe("EphemeralNodePool warnings", () => {
         expect(w[0]).to.match(/limits \(cpu 40, memory 1000Gi\) are below what 100 Celery pods need \(cpu 55/);
     });
 });
+
+describe("Disruption policy config: no Underutilized disruption, expiry or drift in sending hours", () => {
+    const pool = (patch: Record<string, unknown>) => errorOfConfig(() => parseStackConfig("staging", rawConfig("staging", "nodePool", patch)));
+    const budget = (schedule: string, duration: string, reasons = ["Underutilized", "Drifted"]) => ({ nodes: "0", reasons, schedule, duration });
+    const example = '{ nodes: "0", reasons: [Underutilized, Drifted], schedule: "0 12 * * *", duration: 11h }, which covers 08:00-18:00 Eastern in EST and EDT';
+
+    it("refuses WhenEmptyOrUnderutilized without a budget forbidding Underutilized in sending hours, in one line naming the key", () => {
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h", ["Drifted"])] })).to.equal(
+            `staging: notify-karpenter:nodePool.budgets must allow no Underutilized disruption (nodes "0") throughout sendingHours (08:00-18:00 America/Toronto), since consolidationPolicy is WhenEmptyOrUnderutilized: it is allowed on 2026-01-01 13:00 UTC (08:00 local), which would drain nodes under running batches; add a budget such as ${example}`,
+        );
+        // Balanced consolidates underutilized nodes too.
+        expect(pool({ consolidationPolicy: "Balanced", budgets: [{ nodes: "10%" }] })).to.match(/^staging: notify-karpenter:nodePool\.budgets must allow no Underutilized or Drifted disruption .* since consolidationPolicy is Balanced, and expireAfter is Never/);
+    });
+
+    it("refuses a UTC window that covers only winter time, or only weekdays (schedules are UTC: nodepool.go:416)", () => {
+        // 13:00-23:00 UTC is 08:00-18:00 EST, but 09:00-19:00 EDT: 08:00 EDT on the day clocks change is not covered.
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 13 * * *", "10h")] })).to.match(/throughout sendingHours .*: it is allowed on 2026-03-08 12:00 UTC \(08:00 local\)/);
+        // 3 January 2026 is a Saturday.
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * mon-fri", "11h")] })).to.match(/: it is allowed on 2026-01-03 13:00 UTC \(08:00 local\)/);
+        // A 10 % budget limits how many nodes go at once, not whether.
+        expect(pool({ budgets: [{ nodes: "10%" }, { nodes: "1", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }] })).to.match(/must allow no Underutilized or Drifted disruption/);
+    });
+
+    it("accepts two seasonal windows that cover EDT and EST, and the stack files' single 12:00-23:00 UTC window", () => {
+        // 12:00-22:00 UTC all year (08:00-18:00 EDT), plus 22:00-23:00 UTC from November to March (18:00 EST).
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "10h"), budget("0 22 * 1-3,11,12 *", "1h")] })).to.equal("");
+        expect(pool({})).to.equal("");
+    });
+
+    it("refuses an expireAfter that drains a burst's nodes in sending hours, and accepts one that ends at night", () => {
+        // Expiry ignores budgets (expiration/controller.go:71-81): 24 h after a burst at 08:00 is the next 08:00; so is 720 h.
+        expect(pool({ expireAfter: "24h" })).to.equal(
+            "staging: notify-karpenter:nodePool.expireAfter must not expire nodes launched during sendingHours (08:00-18:00 America/Toronto) inside them, since expiry ignores budgets and drains every node of a burst at once: with 24h, a node launched 2026-01-01 at 08:00 local expires at 08:00 local; use Never (with drift kept out of sending hours by a budget) or a length that ends at night, such as 36h",
+        );
+        expect(pool({ expireAfter: "720h" })).to.match(/expireAfter must not expire nodes .* with 720h/);
+        // 36 h: a node launched 08:00-18:00 expires 20:00-06:00, in EST and EDT.
+        expect(pool({ expireAfter: "36h" })).to.equal("");
+    });
+
+    it("refuses expireAfter Never without a budget keeping drift out of sending hours", () => {
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h", ["Underutilized"])] })).to.match(
+            /^staging: notify-karpenter:nodePool\.budgets must allow no Drifted disruption \(nodes "0"\) throughout sendingHours \(08:00-18:00 America\/Toronto\), since expireAfter is Never, so drift \(a new AMI, a changed NodePool\) is what replaces nodes: it is allowed on 2026-01-01 13:00 UTC/,
+        );
+    });
+
+    it("refuses a schedule Karpenter's cron cannot parse (it would block every disruption the budget governs) and an unknown time zone", () => {
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * 7", "11h")] })).to.equal(
+            'staging: notify-karpenter:nodePool.budgets[1].schedule must be a cron schedule Karpenter can parse, or Karpenter blocks every disruption it governs: "0 12 * * 7": field "7" is outside 0-6',
+        );
+        expect(pool({ sendingHours: { start: "08:00", end: "18:00", timeZone: "Eastern" } })).to.equal(
+            'staging: notify-karpenter:nodePool.sendingHours.timeZone must be an IANA time zone such as America/Toronto (got "Eastern")',
+        );
+    });
+
+    it("keeps Celery's grace period check: the node's terminationGracePeriod must cover the pods'", () => {
+        expect(pool({ terminationGracePeriod: "30s" })).to.match(/nodePool\.terminationGracePeriod must be at least the Celery grace period \(60 s\)/);
+    });
+});
+
+function errorOfConfig(fn: () => unknown): string {
+    try {
+        fn();
+        return "";
+    } catch (e) {
+        return (e as Error).message;
+    }
+}

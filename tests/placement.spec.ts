@@ -436,8 +436,8 @@ describe("placement config errors", () => {
     });
 
     it("rejects a disruption budget that can never apply: Underutilized under WhenEmpty", () => {
-        const budgets = [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized"], schedule: "0 13 * * mon-fri", duration: "10h" }];
-        expect(errorOf(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets })))).to.equal(
+        const budgets = [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }];
+        expect(errorOf(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets, consolidationPolicy: "WhenEmpty" })))).to.equal(
             "staging: notify-karpenter:nodePool.budgets[1].reasons must not list Underutilized with consolidationPolicy WhenEmpty, which never disrupts a node for that reason: the budget would do nothing (use Empty or Drifted)",
         );
         expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets, consolidationPolicy: "WhenEmptyOrUnderutilized" }))).to.not.throw();

@@ -196,7 +196,7 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
             "  NodeClaims, created to Ready: p50 88 s, max 88 s (the capacity model assumes 120 s: capacity.nodeLaunchSeconds)",
             "Scale-down (6 -> 0 at t=97 s): complete after 1850 s; consolidateAfter is 1800 s",
             "  nodes the test used or caused: 2; gone: 1, after 1850 s (Karpenter began removing it after 1805 s); kept: 1",
-            "  kept, holding burst pods from outside the test (WhenEmpty removes only empty nodes):",
+            "  kept, holding burst pods from outside the test (not empty; WhenEmptyOrUnderutilized may still consolidate them once the budgets allow Underutilized):",
             "    ip-10-0-1-1 (m6a.xlarge, there before the test): 2 headroom pods, 1 other burst pod (notification-canada-ca/notify-celery-email-send-burst-7c-x1)",
             "  ephemeral nodes: 1 before, 1 after",
             "Result: OK",
@@ -280,7 +280,7 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
         expect(lines.slice(6, 12)).to.deep.equal([
             "Scale-down (8 -> 0 at t=94 s): complete after 1851 s; consolidateAfter is 1800 s",
             "  nodes the test used or caused: 3; gone: 2, the last after 1851 s (Karpenter began removing them after 1805 s); kept: 1",
-            "  kept, holding burst pods from outside the test (WhenEmpty removes only empty nodes):",
+            "  kept, holding burst pods from outside the test (not empty; WhenEmptyOrUnderutilized may still consolidate them once the budgets allow Underutilized):",
             "    ip-10-0-3-3 (c6a.xlarge, launched at t=60 s): 2 headroom pods (all recreated during the test, after test pods preempted the ones before)",
             "  ephemeral nodes: 1 before, 1 after",
             "Result: OK",
@@ -301,7 +301,7 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
         expect(lines.slice(6, 15)).to.deep.equal([
             "Scale-down (8 -> 0 at t=94 s): NOT complete after 2700 s; consolidateAfter is 1800 s",
             "  nodes the test used or caused: 3; gone: 1, after 1850 s (Karpenter began removing it after 1805 s); kept: 1; empty but still up: 1",
-            "  kept, holding burst pods from outside the test (WhenEmpty removes only empty nodes):",
+            "  kept, holding burst pods from outside the test (not empty; WhenEmptyOrUnderutilized may still consolidate them once the budgets allow Underutilized):",
             "    ip-10-0-3-3 (c6a.xlarge, launched at t=60 s): 2 headroom pods (all recreated during the test, after test pods preempted the ones before)",
             "  empty but still up: no burst pod holds them, yet Karpenter has not removed them; kubectl describe node shows other pods and Karpenter's events:",
             "    ip-10-0-2-2 (c6a.xlarge, launched at t=60 s): no burst pod since t=95 s",

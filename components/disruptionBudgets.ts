@@ -1,0 +1,304 @@
+// A pure model of how Karpenter v1.14.1 reads a NodePool's disruption budgets over time, and of the sending hours
+// they must protect. Used by config validation (a budget that forbids Underutilized throughout sending hours, an
+// expireAfter that never lands a burst's nodes in them) and by the capacity model (when nodes kept after a burst go).
+import { DisruptionBudget } from "./ephemeralNodePool";
+
+export type DisruptionReason = "Underutilized" | "Empty" | "Drifted";
+
+/** Hours of the day when batches run, in a time zone: budgets (in UTC) must cover them in summer and winter time. */
+export interface SendingHours {
+    /** "08:00": local start. */
+    start: string;
+    /** "18:00": local end (exclusive). */
+    end: string;
+    /** IANA time zone, such as America/Toronto (Eastern: EST UTC-5 in winter, EDT UTC-4 in summer). */
+    timeZone: string;
+}
+
+const MINUTE = 60_000;
+const DAY_MINUTES = 1440;
+
+// --- cron, as robfig/cron v3's ParseStandard reads it (Karpenter v1.14.1 go.mod), with "TZ=UTC" prefixed
+// (kubernetes-sigs/karpenter v1.14.1 pkg/apis/v1/nodepool.go:416).
+const DESCRIPTORS: Record<string, string> = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+};
+const NAMES: Record<number, string[]> = {
+    3: ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
+    4: ["sun", "mon", "tue", "wed", "thu", "fri", "sat"],
+};
+const BOUNDS: [number, number][] = [
+    [0, 59],
+    [0, 23],
+    [1, 31],
+    [1, 12],
+    [0, 6],
+];
+
+export interface Cron {
+    fields: Set<number>[];
+    /** Day of month or day of week is `*` (or `?`): then both must match, else either (robfig/cron spec.go dayMatches). */
+    dayStar: boolean;
+}
+
+/** A 5-field cron schedule or descriptor; a string says why it does not parse. */
+export function parseCron(schedule: string): Cron | string {
+    const text = DESCRIPTORS[schedule.trim().toLowerCase()] ?? schedule.trim();
+    const parts = text.split(/\s+/);
+    if (parts.length !== 5) return `"${schedule}" has ${parts.length} fields, not 5 (minute hour day-of-month month day-of-week)`;
+    const fields: Set<number>[] = [];
+    for (let i = 0; i < 5; i++) {
+        const set = parseField(parts[i], i);
+        if (typeof set === "string") return `"${schedule}": ${set}`;
+        fields.push(set);
+    }
+    const star = (s: string) => s === "*" || s === "?" || s.startsWith("*/");
+    return { fields, dayStar: star(parts[2]) || star(parts[4]) };
+}
+
+function parseField(field: string, index: number): Set<number> | string {
+    const [min, max] = BOUNDS[index];
+    const value = (s: string) => {
+        const named = NAMES[index]?.indexOf(s.toLowerCase()) ?? -1;
+        if (named >= 0) return named + (index === 3 ? 1 : 0);
+        return /^[0-9]+$/.test(s) ? Number(s) : NaN;
+    };
+    const out = new Set<number>();
+    for (const item of field.split(",")) {
+        const m = /^(\*|\?|[A-Za-z0-9]+(?:-[A-Za-z0-9]+)?)(?:\/([0-9]+))?$/.exec(item);
+        if (!m) return `field "${field}" is not a value, range, list or step`;
+        let [lo, hi] = m[1] === "*" || m[1] === "?" ? [min, max] : m[1].split("-").map(value).concat([]);
+        if (hi === undefined) hi = m[2] ? max : lo;
+        const step = m[2] ? Number(m[2]) : 1;
+        if (!(lo >= min && hi <= max && lo <= hi) || step < 1) return `field "${field}" is outside ${min}-${max}`;
+        for (let v = lo; v <= hi; v += step) out.add(v);
+    }
+    return out;
+}
+
+/** Whether the schedule fires on a UTC calendar day (`d` at 00:00 UTC). */
+function dayMatches(c: Cron, d: Date): boolean {
+    const [, , dom, month, dow] = c.fields;
+    if (!month.has(d.getUTCMonth() + 1)) return false;
+    const domMatch = dom.has(d.getUTCDate());
+    const dowMatch = dow.has(d.getUTCDay());
+    return c.dayStar ? domMatch && dowMatch : domMatch || dowMatch;
+}
+
+/** "11h", "30m", "1h30m" (the CRD's budget duration pattern) in minutes. */
+export function durationMinutes(d: string): number {
+    return [...d.matchAll(/([0-9]+)([hm])/g)].reduce((sum, [, n, u]) => sum + Number(n) * (u === "h" ? 60 : 1), 0);
+}
+
+/** "0" and "0%" allow no disruption; percentages round up (nodepool.go:396), so any other value allows one. */
+const allowsNone = (b: DisruptionBudget) => /^0+%?$/.test(b.nodes);
+
+/**
+ * The minutes of a span (UTC, from `from`) in which Karpenter allows no disruption for `reason`: some active
+ * budget that applies to it (no reasons, or the reason listed; nodepool.go:364-376, the most restrictive wins)
+ * allows 0 nodes. A budget is active from each schedule hit for its duration (nodepool.go:412-425); one without a
+ * schedule always. Budgets whose schedule does not parse are ignored here (config validation refuses them).
+ */
+export function forbiddenMinutes(budgets: DisruptionBudget[], reason: DisruptionReason, from: Date, days: number): Uint8Array {
+    const total = days * DAY_MINUTES;
+    const out = new Uint8Array(total);
+    const diff = new Int32Array(total + 1);
+    for (const b of budgets.filter((b) => allowsNone(b) && (!b.reasons || b.reasons.includes(reason)))) {
+        if (b.schedule === undefined) return out.fill(1);
+        const cron = parseCron(b.schedule);
+        if (typeof cron === "string") continue;
+        const dur = durationMinutes(b.duration ?? "0m");
+        // Hits up to `dur` before the span still cover its start; walk whole days, then the matching hours and minutes.
+        const [minutes, hours] = cron.fields;
+        for (let day = -Math.ceil(dur / DAY_MINUTES); day < days; day++) {
+            if (!dayMatches(cron, new Date(from.getTime() + day * DAY_MINUTES * MINUTE))) continue;
+            for (const hour of hours) {
+                for (const minute of minutes) {
+                    const t = day * DAY_MINUTES + hour * 60 + minute;
+                    if (t + dur <= 0 || t >= total) continue;
+                    diff[Math.max(0, t)]++;
+                    diff[Math.min(total, t + dur)]--;
+                }
+            }
+        }
+    }
+    let active = 0;
+    for (let t = 0; t < total; t++) {
+        active += diff[t];
+        out[t] = active > 0 ? 1 : 0;
+    }
+    return out;
+}
+
+const formats = new Map<string, Intl.DateTimeFormat>();
+
+/** UTC offset of a time zone, in minutes, at an instant ("America/Toronto" in July: -240). */
+export function utcOffsetMinutes(timeZone: string, at: Date): number {
+    let format = formats.get(timeZone);
+    if (!format) {
+        format = new Intl.DateTimeFormat("en-US", { timeZone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit" });
+        formats.set(timeZone, format);
+    }
+    const parts = format.formatToParts(at);
+    const get = (t: string) => Number(parts.find((p) => p.type === t)!.value);
+    return Math.round((Date.UTC(get("year"), get("month") - 1, get("day"), get("hour"), get("minute")) - Math.floor(at.getTime() / MINUTE) * MINUTE) / MINUTE);
+}
+
+export function isTimeZone(timeZone: string): boolean {
+    try {
+        new Intl.DateTimeFormat("en-US", { timeZone });
+        return true;
+    } catch {
+        return false;
+    }
+}
+
+const offsets = new Map<string, number>();
+const clock = (s: string) => Number(s.slice(0, 2)) * 60 + Number(s.slice(3, 5));
+
+/** The sending-hours window of a local calendar day, as UTC minutes since `from`; DST changes at night, so noon's offset holds all day. */
+export function sendingWindow(h: SendingHours, day: Date, from: Date): { start: number; end: number; offset: number } {
+    const noon = day.getTime() + 12 * 60 * MINUTE;
+    const key = `${h.timeZone}|${noon}`;
+    let offset = offsets.get(key);
+    if (offset === undefined) offsets.set(key, (offset = utcOffsetMinutes(h.timeZone, new Date(noon))));
+    const base = (day.getTime() - from.getTime()) / MINUTE - offset;
+    const start = clock(h.start);
+    const end = clock(h.end) > start ? clock(h.end) : clock(h.end) + DAY_MINUTES;
+    return { start: base + start, end: base + end, offset };
+}
+
+/** The year the checks walk day by day (2026: EDT from 8 March, EST from 1 November), with two days either side. */
+export const MODEL_YEAR = 2026;
+export const SPAN_FROM = new Date(Date.UTC(MODEL_YEAR, 0, 1) - 2 * DAY_MINUTES * MINUTE);
+export const SPAN_DAYS = 365 + 4;
+export const yearDays = (): Date[] => Array.from({ length: 365 }, (_, i) => new Date(Date.UTC(MODEL_YEAR, 0, 1 + i)));
+
+export const utcClock = (minutes: number) => {
+    const m = ((Math.round(minutes) % DAY_MINUTES) + DAY_MINUTES) % DAY_MINUTES;
+    return `${String(Math.floor(m / 60)).padStart(2, "0")}:${String(m % 60).padStart(2, "0")}`;
+};
+
+/**
+ * The first instant of the model year, as "2026-03-08 12:30 UTC (08:30 local)", at which the budgets allow
+ * `reason` during sending hours; undefined when they forbid it throughout.
+ */
+export function firstUncovered(budgets: DisruptionBudget[], reason: DisruptionReason, h: SendingHours): string | undefined {
+    const forbidden = forbiddenInSpan(budgets, reason);
+    for (const day of yearDays()) {
+        const w = sendingWindow(h, day, SPAN_FROM);
+        for (let t = w.start; t < w.end; t++) {
+            if (!forbidden[t]) return `${day.toISOString().slice(0, 10)} ${utcClock(t)} UTC (${utcClock(t + w.offset)} local)`;
+        }
+    }
+    return undefined;
+}
+
+/**
+ * A node launched during sending hours that expires during sending hours (expireAfter ignores budgets and drains
+ * every node of one launch together: kubernetes-sigs/karpenter v1.14.1 pkg/controllers/nodeclaim/expiration/
+ * controller.go:71-81). Returns the first such launch as text, or undefined when none.
+ */
+export function expiryInSendingHours(expireAfterMinutes: number, h: SendingHours): string | undefined {
+    const windows = [-1, ...yearDays().map((_, i) => i), 365].map((i) => sendingWindow(h, new Date(Date.UTC(MODEL_YEAR, 0, 1 + i)), SPAN_FROM));
+    const extra = Math.ceil(expireAfterMinutes / DAY_MINUTES) + 2;
+    const later = Array.from({ length: extra }, (_, i) => sendingWindow(h, new Date(Date.UTC(MODEL_YEAR, 0, 366 + i)), SPAN_FROM));
+    const all = [...windows, ...later];
+    for (const w of windows.slice(1, -1)) {
+        const a = w.start + expireAfterMinutes;
+        const b = w.end + expireAfterMinutes;
+        const hit = all.find((x) => x.start < b && x.end > a);
+        if (hit) {
+            const launch = Math.max(w.start, hit.start - expireAfterMinutes);
+            const day = new Date(SPAN_FROM.getTime() + (launch + w.offset) * MINUTE).toISOString().slice(0, 10);
+            return `a node launched ${day} at ${utcClock(launch + w.offset)} local expires at ${utcClock(launch + expireAfterMinutes + hit.offset)} local`;
+        }
+    }
+    return undefined;
+}
+
+const cache = new Map<string, Uint8Array>();
+function memo(key: string, make: () => Uint8Array): Uint8Array {
+    let v = cache.get(key);
+    if (!v) cache.set(key, (v = make()));
+    return v;
+}
+
+/** forbiddenMinutes over the model year's span, computed once per budget list and reason. */
+export function forbiddenInSpan(budgets: DisruptionBudget[], reason: DisruptionReason): Uint8Array {
+    return memo(`${reason}|${JSON.stringify(budgets)}`, () => forbiddenMinutes(budgets, reason, SPAN_FROM, SPAN_DAYS));
+}
+
+/** One problem with a NodePool's disruption settings, keyed by the nodePool key it names. */
+export interface DisruptionProblem {
+    key: string;
+    message: string;
+}
+
+/**
+ * Disruption settings that would disturb running batches: consolidation that may replace a node during sending
+ * hours, an expiry that drains a burst's nodes inside them, drift left unbounded when nothing else rolls nodes.
+ */
+export function disruptionProblems(p: DisruptionSettings): DisruptionProblem[] {
+    const key = JSON.stringify([p.consolidationPolicy, p.consolidateAfter, p.expireAfter, p.budgets, p.sendingHours]);
+    let problems = checked.get(key);
+    if (!problems) checked.set(key, (problems = findDisruptionProblems(p)));
+    return problems;
+}
+
+export interface DisruptionSettings {
+    consolidationPolicy: "WhenEmpty" | "WhenEmptyOrUnderutilized" | "Balanced";
+    consolidateAfter: string;
+    expireAfter: string;
+    budgets: DisruptionBudget[];
+    sendingHours: SendingHours;
+}
+
+// Config is validated many times per run (program, plan, tests); the year's walk is the same each time.
+const checked = new Map<string, DisruptionProblem[]>();
+
+function findDisruptionProblems(p: DisruptionSettings): DisruptionProblem[] {
+    const h = p.sendingHours;
+    if (!isTimeZone(h.timeZone)) return [{ key: "sendingHours.timeZone", message: `must be an IANA time zone such as America/Toronto (got "${h.timeZone}")` }];
+    const unparsed = p.budgets.flatMap((b, i) => {
+        const c = b.schedule === undefined ? undefined : parseCron(b.schedule);
+        return typeof c === "string" ? [{ key: `budgets[${i}].schedule`, message: `must be a cron schedule Karpenter can parse, or Karpenter blocks every disruption it governs: ${c}` }] : [];
+    });
+    if (unparsed.length) return unparsed;
+    // A schedule without a duration (or the reverse) is the CRD's to refuse (NodePool validation names it).
+    if (p.budgets.some((b) => (b.schedule === undefined) !== (b.duration === undefined))) return [];
+    const hours = `sendingHours (${h.start}-${h.end} ${h.timeZone})`;
+    const example = `such as { nodes: "0", reasons: [Underutilized, Drifted], schedule: "0 12 * * *", duration: 11h }, which covers 08:00-18:00 Eastern in EST and EDT`;
+    const problems: DisruptionProblem[] = [];
+    // Consolidation may replace a node under a running batch; with no expiry, drift is what replaces nodes.
+    const needed: [DisruptionReason, string][] = [
+        ...(p.consolidationPolicy !== "WhenEmpty" && p.consolidateAfter !== "Never" ? [["Underutilized", `consolidationPolicy is ${p.consolidationPolicy}`] as [DisruptionReason, string]] : []),
+        ...(p.expireAfter === "Never" ? [["Drifted", "expireAfter is Never, so drift (a new AMI, a changed NodePool) is what replaces nodes"] as [DisruptionReason, string]] : []),
+    ];
+    const gaps = needed.flatMap(([reason, why]) => {
+        const gap = firstUncovered(p.budgets, reason, h);
+        return gap ? [{ reason, why, gap }] : [];
+    });
+    if (gaps.length) {
+        problems.push({
+            key: "budgets",
+            message: `must allow no ${gaps.map((g) => g.reason).join(" or ")} disruption (nodes "0") throughout ${hours}, since ${gaps.map((g) => g.why).join(", and ")}: it is allowed on ${gaps[0].gap}, which would drain nodes under running batches; add a budget ${example}`,
+        });
+    }
+    if (p.expireAfter !== "Never") {
+        const clash = expiryInSendingHours(durationMinutes(p.expireAfter.replace(/([0-9]+)s/g, "")), h);
+        if (clash) {
+            problems.push({
+                key: "expireAfter",
+                message: `must not expire nodes launched during ${hours} inside them, since expiry ignores budgets and drains every node of a burst at once: with ${p.expireAfter}, ${clash}; use Never (with drift kept out of sending hours by a budget) or a length that ends at night, such as 36h`,
+            });
+        }
+    }
+    return problems;
+}
