@@ -75,6 +75,14 @@ export const duplicateUrnMessage = (urn: string) => `Duplicate resource URN '${u
 /** An invoke answer that fails the lookup, as the provider would (for example "no AMI matched"). */
 export class InvokeFailure extends Error {}
 
+/** What the engine would report as the preview's error: a duplicate URN, a failed lookup, the program's own error. */
+export class PreviewError extends Error {
+    constructor(message: string) {
+        super(message);
+        this.name = "PreviewError";
+    }
+}
+
 export interface Recording {
     resources: RecordedResource[];
     /** Invokes (data-source calls) the mocks had no answer for. */
@@ -246,8 +254,9 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
         Error.stackTraceLimit = stackTraceLimit;
         process.off("unhandledRejection", onRejection);
     }
-    if (monitor.errors.length > 0) throw new Error(monitor.errors.join("\n"));
-    if (rejected.length > 0) throw rejected[0];
+    if (monitor.errors.length > 0) throw new PreviewError(monitor.errors.join("\n"));
+    // An error inside an apply reaches the engine through every input that depends on it; the cause is what matters.
+    if (rejected.length > 0) throw new PreviewError(String((rejected[0] as Error)?.message ?? rejected[0]).replace(/^(error serializing property "[^"]*": )+/, ""));
     return {
         outputs,
         resources,
