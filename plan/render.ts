@@ -68,7 +68,7 @@ export function summary(stack: string, resources: RecordedResource[]): string {
     lines.push("", "Key settings:");
     for (const r of custom) {
         const line = keySetting(r);
-        if (line) lines.push(`  ${line}`);
+        if (line) lines.push(`  ${line}${keptNote(r)}`);
     }
     lines.push(...placementLines(custom));
     return lines.join("\n");
@@ -176,6 +176,12 @@ function keySetting(r: RecordedResource): string | undefined {
         default:
             return undefined;
     }
+}
+
+/** What outlives a mistaken delete: protected (refused) and retained (left in the cluster) resources. */
+function keptNote(r: RecordedResource): string {
+    const notes = [r.options.protect ? "protected" : "", r.options.retainOnDelete ? "kept on delete" : ""].filter(Boolean);
+    return notes.length ? ` [${notes.join(", ")}]` : "";
 }
 
 function trustedBy(policy: string): string {

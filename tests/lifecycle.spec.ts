@@ -10,7 +10,7 @@ import { InvokeAnswer, InvokeFailure, PLACEHOLDERS, PROJECT, PreviewError, dupli
 import { placementArgs } from "../stacks/componentArgs";
 import { loadConfig } from "../stacks/config";
 import { createStack } from "../stacks/createStack";
-import { BURST_DEPLOYMENTS, buildStack, stackConfig } from "./helpers";
+import { BURST_DEPLOYMENTS, buildStack, configErrorOf, patchSections, stackConfig } from "./helpers";
 
 const ALL_STACKS = ["staging", "production", "scratch"] as const;
 const PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass";
@@ -97,6 +97,30 @@ describe("lifecycle options in preview.json", () => {
             expect(byType(steps[stack], "kubernetes:apps/v1:DaemonSetPatch").filter((p) => p.newState.customTimeouts)).to.have.length(4);
         }
     });
+});
+
+describe("lifecycle config", () => {
+    it("marks protected and retained resources in the plan's summary", async () => {
+        const out = fs.mkdtempSync(path.join(os.tmpdir(), "lifecycle-"));
+        try {
+            const result = await plan(["--stack", "production", "--out", out]);
+            expect(result.output).to.include("PriorityClass celery: 10 [protected, kept on delete]");
+            expect(result.output).to.match(/helm karpenter-crd: oci:\/\/public\.ecr\.aws\/karpenter\/karpenter-crd 1\.14\.1 in namespace karpenter \[protected, kept on delete\]/);
+        } finally {
+            fs.rmSync(out, { recursive: true, force: true });
+        }
+    });
+
+    for (const [key, value, message] of [
+        ["stableBatchSize", 0, "notify-karpenter:lifecycle.stableBatchSize must be an integer from 1 to 50 (got 0)"],
+        ["burstPatchTimeout", "20 minutes", 'notify-karpenter:lifecycle.burstPatchTimeout must be a duration such as 30s, 15m or 24h (got "20 minutes")'],
+        ["protect", "yes", 'notify-karpenter:lifecycle.protect must be true or false (got "yes")'],
+    ] as const) {
+        it(`refuses lifecycle.${key}: ${JSON.stringify(value)} in one line naming the key`, async () => {
+            const error = await configErrorOf("staging", patchSections("staging", { lifecycle: { [key]: value } }));
+            expect(error).to.equal(`staging: ${message}`);
+        });
+    }
 });
 
 describe("rollout order", () => {
