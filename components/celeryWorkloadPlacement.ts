@@ -67,6 +67,36 @@ export interface CeleryWorkloadPlacementArgs {
     headroom: { pods: number; cpu: string; memory: string };
     /** Resources to wait for before anything is patched (KarpenterController.ready, the node pool). */
     dependsOn?: pulumi.Resource[];
+    /** How the priority classes outlive mistakes and how the first rollout is paced. */
+    lifecycle: PlacementLifecycle;
+}
+
+export interface PlacementLifecycle {
+    /** Refuse to delete or replace the priority classes (production). */
+    protect: boolean;
+    /** Leave the priority classes in the cluster when Pulumi deletes them: pods that name a missing class are refused. */
+    retainOnDelete: boolean;
+    /** Stable Deployments patched at once; the next batch waits for this one to roll out. */
+    stableBatchSize: number;
+    /** How long to wait for a burst Deployment's rollout (new pods wait for a spot node and nidhogg), e.g. "20m". */
+    burstPatchTimeout: string;
+    /** How long to wait for a node daemonset's rollout on every node, e.g. "15m". */
+    daemonSetPatchTimeout: string;
+    /**
+     * A provider with `upsertExistingObjects` for the priority classes only, so `up` adopts classes of the same name
+     * (GC Notify's priority-classes release) instead of failing on AlreadyExists. @default the component's provider
+     */
+    priorityClassProvider?: k8s.Provider;
+}
+
+/** The name of a burst Deployment's PodDisruptionBudget: not the chart's own budget's name (the Deployment's). */
+export function burstBudgetName(deployment: string): string {
+    return `${deployment}-ephemeral`;
+}
+
+/** Consecutive slices of at most `size` items. */
+export function batches<T>(items: T[], size: number): T[][] {
+    return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 }
 
 /** The startup taint nidhogg manages for one daemonset: removed once its pod runs on the node. */
@@ -147,7 +177,8 @@ export const HEADROOM_DEPLOYMENT = "celery-headroom";
 export function headroomDeployment(a: CeleryWorkloadPlacementArgs) {
     const labels = { app: HEADROOM_DEPLOYMENT, [a.burstPodLabel]: "true" };
     return {
-        metadata: { name: HEADROOM_DEPLOYMENT, namespace: a.namespace },
+        // Not awaited: the pods wait for spot capacity, and a spot shortage must not fail `up`; the burst alarm watches it.
+        metadata: { name: HEADROOM_DEPLOYMENT, namespace: a.namespace, annotations: { "pulumi.com/skipAwait": "true" } },
         spec: {
             replicas: a.headroom.pods,
             selector: { matchLabels: { app: HEADROOM_DEPLOYMENT } },
@@ -282,12 +313,23 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
         const child = { parent: this, dependsOn: args.dependsOn };
 
         const pcs = args.priorityClasses;
+        const life = args.lifecycle;
         const priorityClass = (role: string, pc: PriorityClassSpec, description: string, preemptionPolicy?: string) =>
             new k8s.scheduling.v1.PriorityClass(
                 `${name}-priority-${role}`,
-                // Forced: when a migration adopts GC Notify's existing classes (README), Helm owns their fields.
+                // Forced: when `up` adopts GC Notify's existing classes (docs/migration.md), Helm owns their fields.
                 { metadata: { name: pc.name, annotations: { "pulumi.com/patchForce": "true" } }, value: pc.value, globalDefault: false, description, preemptionPolicy },
-                child,
+                {
+                    ...child,
+                    provider: life.priorityClassProvider,
+                    protect: life.protect,
+                    retainOnDelete: life.retainOnDelete,
+                    // The API server refuses to change either in place (kubernetes pkg/apis/scheduling/validation
+                    // ValidatePriorityClassUpdate), and pulumi-kubernetes plans them as updates (no scheduling.k8s.io
+                    // entry in provider/pkg/provider/diff.go forceNew). Same name, so the old class goes first.
+                    replaceOnChanges: ["value", "preemptionPolicy"],
+                    deleteBeforeReplace: true,
+                },
             );
         const classes = [
             priorityClass("high", pcs.high, "Workloads that must stay up: API, admin, static Celery, beat."),
@@ -296,9 +338,15 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
         ];
 
         // Node agents first: they tolerate the new taints before any node carries them.
+        // The provider awaits each rollout, 10 minutes by default (pulumi-kubernetes provider/pkg/await/await.go:306).
+        const rollout = (timeout: string) => ({ customTimeouts: { create: timeout, update: timeout } });
         const agents = args.nodeDaemonSets.map(
             (ds) =>
-                new k8s.apps.v1.DaemonSetPatch(`${name}-agent-${ds.name}`, { metadata: patchMetadata(ds.name, ds.namespace), spec: { template: daemonSetPodTemplate(args, ds) } }, child),
+                new k8s.apps.v1.DaemonSetPatch(
+                    `${name}-agent-${ds.name}`,
+                    { metadata: patchMetadata(ds.name, ds.namespace), spec: { template: daemonSetPodTemplate(args, ds) } },
+                    { ...child, ...rollout(life.daemonSetPatchTimeout) },
+                ),
         );
         // Without agents to wait for there are no startup taints, so nothing for nidhogg to lift.
         const nidhogg = agents.length
@@ -326,19 +374,38 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
         }
         const nodesReady = { parent: this, dependsOn: [...(args.dependsOn ?? []), ...classes, ...agents, ...nidhogg] };
 
+        const patched: pulumi.Resource[] = [...agents];
         for (const d of args.burst.deployments) {
-            new k8s.apps.v1.DeploymentPatch(`${name}-burst-${d.name}`, { metadata: patchMetadata(d.name, ns), spec: { template: burstPodTemplate(args, d.name) } }, nodesReady);
+            patched.push(
+                new k8s.apps.v1.DeploymentPatch(
+                    `${name}-burst-${d.name}`,
+                    { metadata: patchMetadata(d.name, ns), spec: { template: burstPodTemplate(args, d.name) } },
+                    { ...nodesReady, ...rollout(life.burstPatchTimeout) },
+                ),
+            );
             const budget = d.minAvailable !== undefined ? { minAvailable: d.minAvailable } : { maxUnavailable: d.maxUnavailable };
+            // Its own name: the chart's budget has the Deployment's name, and a pod under two budgets cannot be evicted.
             new k8s.policy.v1.PodDisruptionBudget(
                 `${name}-pdb-${d.name}`,
-                { metadata: { name: d.name, namespace: ns }, spec: { ...budget, selector: { matchLabels: { [DEPLOYMENT_LABEL]: d.name } } } },
+                { metadata: { name: burstBudgetName(d.name), namespace: ns }, spec: { ...budget, selector: { matchLabels: { [DEPLOYMENT_LABEL]: d.name } } } },
                 child,
             );
         }
-        for (const d of args.stableDeployments) {
-            new k8s.apps.v1.DeploymentPatch(`${name}-stable-${d}`, { metadata: patchMetadata(d, ns), spec: { template: stablePodTemplate(args) } }, { parent: this, dependsOn: classes });
+        // A few stable Deployments at a time: each batch waits until the previous one has rolled out, so the first
+        // `up` never restarts the API, admin and every static worker at once.
+        let previous: pulumi.Resource[] = [];
+        for (const batch of batches(args.stableDeployments, life.stableBatchSize)) {
+            previous = batch.map(
+                (d) =>
+                    new k8s.apps.v1.DeploymentPatch(
+                        `${name}-stable-${d}`,
+                        { metadata: patchMetadata(d, ns), spec: { template: stablePodTemplate(args) } },
+                        { parent: this, dependsOn: [...classes, ...previous] },
+                    ),
+            );
+            patched.push(...previous);
         }
-        if (args.headroom.pods > 0) new k8s.apps.v1.Deployment(`${name}-headroom`, headroomDeployment(args), nodesReady);
+        if (args.headroom.pods > 0) patched.push(new k8s.apps.v1.Deployment(`${name}-headroom`, headroomDeployment(args), nodesReady));
 
         this.admissionPolicyName = "ephemeral-nodes-celery-burst-only";
         const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
@@ -358,7 +425,9 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
                     },
                 },
             },
-            { parent: this, dependsOn: [policy] },
+            // Last: a binding that rejects a pod it should not would otherwise stall the patches' rollouts midway; after
+            // them its effect shows on its own. The first rollout uses admission.mode "warn" (docs/migration.md).
+            { parent: this, dependsOn: [policy, ...patched] },
         );
 
         this.priorityClassNames = { high: pcs.high.name, burst: pcs.burst.name, headroom: pcs.headroom.name };

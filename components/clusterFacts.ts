@@ -23,6 +23,8 @@ export interface ClusterFacts {
     accountId: pulumi.Input<string>;
     /** AWS region of the cluster. */
     region: string;
+    /** The control plane's Kubernetes minor version, such as "1.34". */
+    kubernetesVersion: pulumi.Input<string>;
     /**
      * A kubeconfig that authenticates with `aws eks get-token`, so it holds no secret and works for whoever runs
      * `pulumi up` with access to the cluster.
@@ -41,7 +43,7 @@ export interface ClusterFacts {
 }
 
 /** What AWS says about a cluster, from which the rest of the facts follow. */
-export type ClusterAttributes = Pick<ClusterFacts, "name" | "arn" | "endpoint" | "certificateAuthority" | "oidcIssuerUrl" | "nodeSecurityGroupId" | "region">;
+export type ClusterAttributes = Pick<ClusterFacts, "name" | "arn" | "endpoint" | "certificateAuthority" | "oidcIssuerUrl" | "nodeSecurityGroupId" | "region" | "kubernetesVersion">;
 
 /** The facts of a cluster, from its attributes and what must exist before anything is installed on it. */
 export function clusterFacts(c: ClusterAttributes, podIdentityAgentVersion: () => pulumi.Input<string>, ready: pulumi.Resource[] = []): ClusterFacts {

@@ -96,6 +96,7 @@ export class CreatedCluster extends pulumi.ComponentResource {
             oidcIssuerUrl: eksCluster.identities.apply((ids) => ids[0].oidcs[0].issuer),
             nodeSecurityGroupId: eksCluster.vpcConfig.clusterSecurityGroupId,
             region: args.region,
+            kubernetesVersion: args.kubernetesVersion,
         };
         const partition = eksCluster.arn.apply((arn) => arn.split(":")[1]);
 

@@ -41,6 +41,16 @@ export interface KarpenterControllerArgs {
     /** Karpenter's batching window: idle and maximum length. @default "1s" and "10s" */
     batchIdleDuration?: string;
     batchMaxDuration?: string;
+    /**
+     * The CRD release outlives Pulumi: `retainOnDelete` leaves it (its CRDs, and with them every NodePool, NodeClaim
+     * and EC2NodeClass) in the cluster when Pulumi deletes it; `protect` refuses the delete. @default both false
+     */
+    crds?: { protect?: boolean; retainOnDelete?: boolean };
+    /**
+     * How long `up` waits for the controller to be ready. Pods that start before their Pod Identity credentials
+     * work exit and restart until they do. @default 600
+     */
+    readyTimeoutSeconds?: number;
 }
 
 /** AWS limits on the fixed names this component creates. */
@@ -115,6 +125,10 @@ export class KarpenterController extends pulumi.ComponentResource {
         const names = controllerNames(args.namePrefix);
         const { cluster } = args;
         const child = { parent: this };
+        // Fixed names: a change that forces replacement (a policy's description or path, a role's path; terraform-
+        // provider-aws internal/service/iam/policy.go, role.go: ForceNew) would create the new one under the name the
+        // old one still holds, and IAM refuses with EntityAlreadyExists. Delete first.
+        const fixedName = { ...child, deleteBeforeReplace: true };
 
         // Interruption handling: EC2 and AWS Health events reach the controller through this queue, so it can
         // drain a spot node in the two minutes before AWS reclaims it.
@@ -160,7 +174,7 @@ export class KarpenterController extends pulumi.ComponentResource {
                         }),
                     ),
                 },
-                child,
+                fixedName,
             );
             const policyArns = [
                 ...NODE_ROLE_POLICIES.map((p) => pulumi.interpolate`arn:${cluster.partition}:iam::aws:policy/${p}`),
@@ -189,7 +203,7 @@ export class KarpenterController extends pulumi.ComponentResource {
                               JSON.stringify(irsaTrust(p, a, issuer, namespace, serviceAccount)),
                           ),
             },
-            child,
+            fixedName,
         );
         const policyContext = pulumi.all([cluster.partition, cluster.accountId, cluster.name, nodeRole.arn, queue.arn]);
         const attachments = (Object.keys(names.policies) as ControllerPolicyKey[]).map((key) => {
@@ -202,7 +216,7 @@ export class KarpenterController extends pulumi.ComponentResource {
                         JSON.stringify(controllerPolicies({ partition, region: cluster.region, accountId, clusterName, nodeRoleArn, queueArn })[key]),
                     ),
                 },
-                child,
+                fixedName,
             );
             return new aws.iam.RolePolicyAttachment(`${name}-${key}-attachment`, { role: controllerRole.name, policyArn: policy.arn }, child);
         });
@@ -233,7 +247,8 @@ export class KarpenterController extends pulumi.ComponentResource {
         const crds = new k8s.helm.v3.Release(
             `${name}-crds`,
             { name: "karpenter-crd", chart: `${CHART_REPOSITORY}/karpenter-crd`, version: args.version, namespace, createNamespace: true },
-            child,
+            // The chart keeps its CRDs in templates/, so uninstalling it deletes every NodePool and NodeClaim with them.
+            { ...child, protect: args.crds?.protect ?? false, retainOnDelete: args.crds?.retainOnDelete ?? false },
         );
         const controller = new k8s.helm.v3.Release(
             `${name}-chart`,
@@ -244,6 +259,10 @@ export class KarpenterController extends pulumi.ComponentResource {
                 namespace,
                 createNamespace: true,
                 skipCrds: true,
+                // Awaited (helm --wait; pulumi-kubernetes helm_release.go:608, 300 s by default): the controller exits
+                // when its EC2 check fails (karpenter-provider-aws v1.14.1 pkg/operator/operator.go:124-126), as it
+                // does until the Pod Identity association reaches the agent, so ready means credentials work.
+                timeout: args.readyTimeoutSeconds ?? 600,
                 values: controllerValues({
                     ...args,
                     clusterName: cluster.name,

@@ -9,7 +9,7 @@ import { createStack } from "../stacks/createStack";
 import { policyConfigFor } from "../stacks/policyConfig";
 import { cloudwatchAgentFile } from "./cloudwatchAgent";
 import { diffStacks, renderDiff } from "./diff";
-import { PROJECT_DIR, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
+import { PROJECT_DIR, PreviewError, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun";
 import { manifestsYaml, previewJson, summary } from "./render";
 import { Command, CommandResult, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
@@ -49,6 +49,7 @@ export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = p
         return "diff" in args ? await diff(args.diff, dir) : await planStack(args.stack, args.out ?? path.join("plan-out", args.stack), dir, pack);
     } catch (e) {
         if (e instanceof ConfigError) return { exitCode: 1, output: `invalid config, nothing was planned:\n${e.message}` };
+        if (e instanceof PreviewError) return { exitCode: 1, output: `the preview would fail, nothing was planned:\n${e.message}` };
         throw e;
     }
 }

@@ -27,6 +27,8 @@ export const PLACEHOLDERS = {
     certificateAuthority: "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCnBsYWNlaG9sZGVyCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K",
     clusterSecurityGroupId: "sg-0123456789abcdef0",
     podIdentityAgentVersion: "v1.3.8-eksbuild.2",
+    /** What the cluster lookup answers; the program refuses clusters below 1.30. */
+    kubernetesVersion: "1.34",
     vpcId: "vpc-0123456789abcdef0",
     /** One subnet per zone: subnet-0a… private, subnet-0b… public. */
     subnetIds: (type: "private" | "public", zones: number) => Array.from({ length: zones }, (_, i) => `subnet-0${type === "private" ? "a" : "b"}${String(i + 1).padStart(15, "0")}`),
@@ -49,6 +51,36 @@ export interface RecordedResource {
     /** URNs this resource depends on: dependsOn plus every resource whose output feeds an input. */
     dependencies: string[];
     inputs: Record<string, any>;
+    /** The resource options the engine keeps in its state (and `deleteBeforeReplace`, which it acts on). */
+    options: ResourceOptionsRecord;
+}
+
+/**
+ * Resource options as `pulumi preview --json` shows them in `newState` (pulumi/pulumi sdk/go/common/apitype/core.go
+ * ResourceV3: protect, customTimeouts in seconds, retainOnDelete, ignoreChanges, replaceOnChanges; all omitempty).
+ * ResourceV3 has no deleteBeforeReplace: the engine uses it when it plans a replacement and does not store it.
+ */
+export interface ResourceOptionsRecord {
+    protect?: boolean;
+    retainOnDelete?: boolean;
+    deleteBeforeReplace?: boolean;
+    replaceOnChanges?: string[];
+    ignoreChanges?: string[];
+    customTimeouts?: { create?: number; update?: number; delete?: number };
+}
+
+/** The engine's message for a second registration of one URN (pulumi/pulumi sdk/go/common/diag/errors.go:33). */
+export const duplicateUrnMessage = (urn: string) => `Duplicate resource URN '${urn}'; try giving it a unique name`;
+
+/** An invoke answer that fails the lookup, as the provider would (for example "no AMI matched"). */
+export class InvokeFailure extends Error {}
+
+/** What the engine would report as the preview's error: a duplicate URN, a failed lookup, the program's own error. */
+export class PreviewError extends Error {
+    constructor(message: string) {
+        super(message);
+        this.name = "PreviewError";
+    }
 }
 
 export interface Recording {
@@ -62,13 +94,24 @@ export interface Recording {
     get(type: string, name: string): RecordedResource;
 }
 
-/** Records every registration, with the parent and dependencies that the stock MockMonitor drops. */
+/**
+ * Records every registration, with the parent, dependencies and options that the stock MockMonitor drops, and
+ * fails what the engine fails: a second registration of one URN, and a lookup whose provider returns an error.
+ */
 class RecordingMonitor extends MockMonitor {
+    /** What the engine would have reported as errors, in order; the run fails with them. */
+    readonly errors: string[] = [];
+    private readonly urns = new Set<string>();
+
     constructor(mocks: pulumi.runtime.Mocks, private readonly record: (r: RecordedResource) => void) {
         super(mocks);
     }
 
     async registerResource(req: any, callback: (err: any, resp: any) => void) {
+        const urn: string = (this as any).newUrn(req.getParent(), req.getType(), req.getName());
+        // The engine's step generator bails on a URN it has seen in this deployment (pkg/resource/deploy/step_generator.go:284).
+        if (this.urns.has(urn)) return this.fail(duplicateUrnMessage(urn), callback);
+        this.urns.add(urn);
         return super.registerResource(req, (err: any, resp: any) => {
             if (!err) {
                 this.record({
@@ -82,11 +125,48 @@ class RecordingMonitor extends MockMonitor {
                     providers: Object.fromEntries(req.getProvidersMap().toArray()),
                     dependencies: req.getDependenciesList(),
                     inputs: pulumi.runtime.deserializeProperties(req.getObject()),
+                    options: optionsOf(req),
                 });
             }
             callback(err, resp);
         });
     }
+
+    async invoke(req: any, callback: (err: any, resp: any) => void) {
+        return super.invoke(req, (err: any, resp: any) => {
+            // The SDK shows the engine's `details` (runtime/invoke.js); the engine wraps the provider's error like
+            // this (pkg/resource/deploy/source_eval.go:1164).
+            if (err instanceof InvokeFailure) return this.fail(`invocation of ${req.getTok()} returned an error: ${err.message}`, callback);
+            callback(err, resp);
+        });
+    }
+
+    private fail(message: string, callback: (err: any, resp: any) => void) {
+        this.errors.push(message);
+        callback(Object.assign(new Error(message), { details: message }), undefined);
+    }
+}
+
+/** A registration's options, with only what is set, as the engine's JSON leaves out empty values. */
+function optionsOf(req: any): ResourceOptionsRecord {
+    const t = req.getCustomtimeouts();
+    const seconds = (d: string) => (d ? goDurationSeconds(d) : undefined);
+    const timeouts = t ? { create: seconds(t.getCreate()), update: seconds(t.getUpdate()), delete: seconds(t.getDelete()) } : {};
+    const o: ResourceOptionsRecord = {
+        protect: req.getProtect() || undefined,
+        retainOnDelete: req.getRetainondelete() || undefined,
+        deleteBeforeReplace: req.getDeletebeforereplace() || undefined,
+        replaceOnChanges: req.getReplaceonchangesList().length ? req.getReplaceonchangesList() : undefined,
+        ignoreChanges: req.getIgnorechangesList().length ? req.getIgnorechangesList() : undefined,
+        customTimeouts: Object.values(timeouts).some((v) => v !== undefined) ? JSON.parse(JSON.stringify(timeouts)) : undefined,
+    };
+    return JSON.parse(JSON.stringify(o));
+}
+
+/** Seconds in a Go duration string as the SDK sends custom timeouts ("10m", "1h30m", "90s"). */
+function goDurationSeconds(d: string): number {
+    const unit: Record<string, number> = { h: 3600, m: 60, s: 1 };
+    return [...d.matchAll(/([0-9.]+)(h|m|s)/g)].reduce((sum, [, n, u]) => sum + Number(n) * unit[u], 0);
 }
 
 /** Reads `Pulumi.<stack>.yaml` the way the CLI hands config to a program: objects JSON-encoded. */
@@ -112,7 +192,16 @@ export interface OfflineRunOptions {
     overrides?: Record<string, unknown>;
     /** Where the stack files are. @default the project directory */
     dir?: string;
+    /**
+     * Run as `pulumi preview` does for a new stack: outputs a resource computes on create (ARNs, URLs, IDs) are
+     * unknown, so nothing may depend on their values. @default false (every output known, as after `up`)
+     */
+    preview?: boolean;
+    /** Answers that replace the table's for some lookups, keyed by token; throw InvokeFailure to fail one. */
+    invokes?: Record<string, InvokeAnswer>;
 }
+
+export type InvokeAnswer = (inputs: any, region: string) => Record<string, unknown>;
 
 /**
  * Installs recording mocks and the stack's config, runs `program`, and waits until every resource is registered.
@@ -128,11 +217,13 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
     const resources: RecordedResource[] = [];
     const unmockedCalls: string[] = [];
     const calls: Recording["calls"] = [];
+    const preview = opts.preview ?? false;
     const mocks: pulumi.runtime.Mocks = {
-        newResource: (a) => ({ id: `${a.name}-id`, state: { ...a.inputs, ...computedOutputs(a, region) } }),
+        // In a preview the engine knows a new resource's inputs only; its ID and computed outputs are unknown.
+        newResource: (a) => (preview ? { id: undefined, state: a.inputs } : { id: `${a.name}-id`, state: { ...a.inputs, ...computedOutputs(a, region) } }),
         call: (a) => {
             calls.push({ token: a.token, inputs: a.inputs });
-            const answer = invokeResults[a.token];
+            const answer = opts.invokes?.[a.token] ?? invokeResults[a.token];
             if (!answer) {
                 unmockedCalls.push(a.token);
                 return {};
@@ -140,21 +231,32 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
             return answer(a.inputs, region);
         },
     };
-    await pulumi.runtime.setMocks(mocks, PROJECT, stack, false);
-    setMockOptions(new RecordingMonitor(mocks, (r) => resources.push(r)), PROJECT, stack, false);
+    await pulumi.runtime.setMocks(mocks, PROJECT, stack, preview);
+    const monitor = new RecordingMonitor(mocks, (r) => resources.push(r));
+    setMockOptions(monitor, PROJECT, stack, preview);
     pulumi.runtime.setAllConfig(config, []);
 
     // Pulumi records a source-mapped stack trace for every promise it makes, and mocha lifts the frame limit to
     // Infinity: that alone took most of a build's time. Registration errors keep their messages.
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
+    // What the engine reports as errors also rejects the outputs that depended on them; the run fails with the
+    // engine's messages instead, so those rejections are expected here.
+    const rejected: unknown[] = [];
+    const onRejection = (e: unknown) => rejected.push(e);
+    process.on("unhandledRejection", onRejection);
     let outputs: T;
     try {
         outputs = program();
         await waitForRPCs();
+        await new Promise((resolve) => setImmediate(resolve));
     } finally {
         Error.stackTraceLimit = stackTraceLimit;
+        process.off("unhandledRejection", onRejection);
     }
+    if (monitor.errors.length > 0) throw new PreviewError(monitor.errors.join("\n"));
+    // An error inside an apply reaches the engine through every input that depends on it; the cause is what matters.
+    if (rejected.length > 0) throw new PreviewError(String((rejected[0] as Error)?.message ?? rejected[0]).replace(/^(error serializing property "[^"]*": )+/, ""));
     return {
         outputs,
         resources,
@@ -228,7 +330,7 @@ function computedOutputs(a: pulumi.runtime.MockResourceArgs, region: string): Re
 }
 
 /** Answers for the data sources the program reads. */
-const invokeResults: Record<string, (inputs: any, region: string) => Record<string, unknown>> = {
+const invokeResults: Record<string, InvokeAnswer> = {
     "aws:eks/getCluster:getCluster": (i, region) => ({
         name: i.name,
         id: i.name,
@@ -237,7 +339,19 @@ const invokeResults: Record<string, (inputs: any, region: string) => Record<stri
         certificateAuthorities: [{ data: PLACEHOLDERS.certificateAuthority }],
         identities: [{ oidcs: [{ issuer: PLACEHOLDERS.oidcIssuer(region) }] }],
         vpcConfig: { clusterSecurityGroupId: PLACEHOLDERS.clusterSecurityGroupId },
+        version: PLACEHOLDERS.kubernetesVersion,
     }),
+    // Found, with the name asked for: the log group Fluent Bit ships the controller's lines to.
+    "aws:cloudwatch/getLogGroup:getLogGroup": (i, region) => ({
+        id: i.name,
+        name: i.name,
+        arn: `arn:${PLACEHOLDERS.partition}:logs:${region}:${PLACEHOLDERS.accountId}:log-group:${i.name}`,
+    }),
+    // Found: one image matching every filter (the provider fails unless exactly one matches).
+    "aws:ec2/getAmi:getAmi": (i) => {
+        const filter = (name: string) => i.filters?.find((f: { name: string }) => f.name === name)?.values?.[0];
+        return { id: filter("image-id"), imageId: filter("image-id"), architecture: filter("architecture") ?? "x86_64", state: "available" };
+    },
     "aws:eks/getAddon:getAddon": (i) => ({ id: `${i.clusterName}:${i.addonName}`, clusterName: i.clusterName, addonName: i.addonName, addonVersion: PLACEHOLDERS.podIdentityAgentVersion }),
     "aws:iam/getRole:getRole": (i) => ({
         name: i.name,

@@ -10,7 +10,12 @@ export function stackUrn(stack: string): string {
     return `urn:pulumi:${stack}::${PROJECT}::pulumi:pulumi:Stack::${PROJECT}-${stack}`;
 }
 
-/** The shape of `pulumi preview --json`: one create step per resource, the stack itself first. */
+/**
+ * The shape of `pulumi preview --json`: one create step per resource, the stack itself first. Resource options sit
+ * in `newState` as the engine's ResourceV3 has them (pulumi/pulumi sdk/go/common/apitype/core.go: protect,
+ * retainOnDelete, ignoreChanges, replaceOnChanges, customTimeouts in seconds; left out when unset). The engine keeps
+ * no deleteBeforeReplace there; the plan adds it beside them so a reviewer sees it.
+ */
 export function previewJson(stack: string, resources: RecordedResource[]) {
     const root = stackUrn(stack);
     const steps = [
@@ -26,6 +31,7 @@ export function previewJson(stack: string, resources: RecordedResource[]) {
                 provider: r.provider,
                 dependencies: r.dependencies,
                 inputs: r.inputs,
+                ...r.options,
             },
         })),
     ];
@@ -62,7 +68,7 @@ export function summary(stack: string, resources: RecordedResource[]): string {
     lines.push("", "Key settings:");
     for (const r of custom) {
         const line = keySetting(r);
-        if (line) lines.push(`  ${line}`);
+        if (line) lines.push(`  ${line}${keptNote(r)}`);
     }
     lines.push(...placementLines(custom));
     return lines.join("\n");
@@ -176,6 +182,12 @@ function keySetting(r: RecordedResource): string | undefined {
         default:
             return undefined;
     }
+}
+
+/** What outlives a mistaken delete: protected (refused) and retained (left in the cluster) resources. */
+function keptNote(r: RecordedResource): string {
+    const notes = [r.options.protect ? "protected" : "", r.options.retainOnDelete ? "kept on delete" : ""].filter(Boolean);
+    return notes.length ? ` [${notes.join(", ")}]` : "";
 }
 
 function trustedBy(policy: string): string {

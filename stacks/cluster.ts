@@ -21,6 +21,7 @@ function existingCluster(cfg: ClusterConfig, provider: aws.Provider): ClusterFac
         oidcIssuerUrl: cluster.identities.apply((ids) => ids[0].oidcs[0].issuer),
         nodeSecurityGroupId: cluster.vpcConfig.clusterSecurityGroupId,
         region: cfg.region,
+        kubernetesVersion: cluster.version,
     }, () => aws.eks.getAddonOutput({ clusterName: cfg.name, addonName: "eks-pod-identity-agent" }, { provider }).addonVersion);
 }
 

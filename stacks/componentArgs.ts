@@ -1,5 +1,6 @@
 // Maps validated config onto component arguments. Config validation renders the node pool through the same
 // mapping, so what is validated is exactly what is deployed.
+import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { CeleryWorkloadPlacementArgs, startupTaintFor } from "../components/celeryWorkloadPlacement";
 import { EphemeralNodePoolArgs } from "../components/ephemeralNodePool";
@@ -40,7 +41,7 @@ export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string
     };
 }
 
-export function placementArgs(cfg: StackConfig, dependsOn?: pulumi.Resource[]): CeleryWorkloadPlacementArgs {
+export function placementArgs(cfg: StackConfig, dependsOn?: pulumi.Resource[], priorityClassProvider?: k8s.Provider): CeleryWorkloadPlacementArgs {
     const p = cfg.placement;
     const pod = cfg.nodePool.capacityCheck;
     return {
@@ -56,5 +57,13 @@ export function placementArgs(cfg: StackConfig, dependsOn?: pulumi.Resource[]): 
         // Config validation requires capacityCheck whenever there is headroom.
         headroom: { pods: p.headroom.pods, cpu: pod?.celeryPodCpu ?? "0", memory: pod?.celeryPodMemory ?? "0" },
         dependsOn,
+        lifecycle: {
+            protect: cfg.lifecycle.protect,
+            retainOnDelete: cfg.lifecycle.retainOnDelete,
+            stableBatchSize: cfg.lifecycle.stableBatchSize,
+            burstPatchTimeout: cfg.lifecycle.burstPatchTimeout,
+            daemonSetPatchTimeout: cfg.lifecycle.daemonSetPatchTimeout,
+            priorityClassProvider,
+        },
     };
 }

@@ -336,6 +336,23 @@ const placement = object(
 
 type Placement = Infer<typeof placement>;
 
+/** How resources behave when deleted, replaced or rolled out (docs/migration.md). */
+const lifecycle = object({
+    /** Refuse any delete or replacement of the PriorityClasses and the CRD release until unprotected (production). */
+    protect: optional(boolean(), false),
+    /** Leave the PriorityClasses and the CRD release (and with it every NodePool and NodeClaim) in the cluster when Pulumi deletes them. */
+    retainOnDelete: optional(boolean(), true),
+    /** Stable Deployments patched at once; each batch starts once the previous one has rolled out. */
+    stableBatchSize: optional(integer(1, 50), 4),
+    /** How long `up` waits for a burst Deployment to roll out: its new pods wait for a spot node and nidhogg. */
+    burstPatchTimeout: optional(duration, "20m"),
+    /** How long `up` waits for a node daemonset to roll out on every node. */
+    daemonSetPatchTimeout: optional(duration, "15m"),
+    /** How long `up` waits for the controller to be ready; pods restart until their Pod Identity credentials work. */
+    controllerReadyTimeout: optional(duration, "10m"),
+});
+const LIFECYCLE_DEFAULTS = { protect: false, retainOnDelete: true, stableBatchSize: 4, burstPatchTimeout: "20m", daemonSetPatchTimeout: "15m", controllerReadyTimeout: "10m" };
+
 /** Placement rules that span sections: grace periods against the queue and the node pool, headroom sizing. */
 function placementConfigProblems(s: { placement: Placement; nodePool: Infer<typeof nodePool> }): Issue[] {
     const issues: Issue[] = [];
@@ -433,6 +450,7 @@ export const stackSchema = object(
         alarms,
         placement,
         capacity: optional(capacity),
+        lifecycle: optional(lifecycle, LIFECYCLE_DEFAULTS),
     },
     (s) => [
         ...controllerNameProblems(s.controller.namePrefix ?? s.cluster.name).map((message) => ({
@@ -467,6 +485,7 @@ function createdCapacityProblems(create: Infer<typeof createdCluster>, poolZones
 export type StackConfig = Infer<typeof stackSchema> & { stack: string };
 export type ClusterConfig = StackConfig["cluster"];
 export type CapacityConfig = NonNullable<StackConfig["capacity"]>;
+export type LifecycleConfig = StackConfig["lifecycle"];
 
 /** Raised for invalid config; its message lists every problem, one per line. */
 export class ConfigError extends Error {

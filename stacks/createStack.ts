@@ -9,7 +9,8 @@ import { KarpenterAlarms } from "../components/karpenterAlarms";
 import { KarpenterController } from "../components/karpenterController";
 import { nodePoolArgs, placementArgs } from "./componentArgs";
 import { clusterFor } from "./cluster";
-import { StackConfig } from "./config";
+import { StackConfig, durationSeconds } from "./config";
+import { checkedKubeconfig, logGroupArn, nodeAmiId } from "./lookups";
 
 export function createStack(cfg: StackConfig) {
     const awsProvider = new aws.Provider("aws", {
@@ -17,8 +18,19 @@ export function createStack(cfg: StackConfig) {
         defaultTags: { tags: { ...cfg.tags, "notify-karpenter:stack": cfg.stack } },
     });
     const cluster = clusterFor(cfg.cluster, awsProvider);
-    const k8sProvider = new k8s.Provider("kubernetes", { kubeconfig: cluster.kubeconfig, enableServerSideApply: true }, { dependsOn: cluster.ready });
+    const kubeconfig = checkedKubeconfig(cluster, cfg.cluster.name);
+    // upsertExistingObjects false, not unset: unset, the SDK takes PULUMI_K8S_UPSERT_EXISTING_OBJECTS from the
+    // environment (@pulumi/kubernetes provider.js), and the provider's own setting wins over it (pulumi-kubernetes
+    // provider/pkg/provider/provider.go:683-690), so a variable left in a shell cannot adopt every object.
+    const k8sProvider = new k8s.Provider("kubernetes", { kubeconfig, enableServerSideApply: true, upsertExistingObjects: false }, { dependsOn: cluster.ready });
     const providers = { aws: awsProvider, kubernetes: k8sProvider };
+    // Only the priority classes are created through this one: it applies over an existing class of the same name
+    // (pulumi-kubernetes provider/pkg/await/await.go:190) instead of failing on AlreadyExists, which adopts GC Notify's.
+    const adoptingProvider = new k8s.Provider(
+        "kubernetes-adopt-priority-classes",
+        { kubeconfig, enableServerSideApply: true, upsertExistingObjects: true },
+        { dependsOn: cluster.ready },
+    );
 
     const c = cfg.controller;
     const controller = new KarpenterController(
@@ -41,13 +53,15 @@ export function createStack(cfg: StackConfig) {
             spotToSpotConsolidation: c.spotToSpotConsolidation,
             batchIdleDuration: c.batchIdleDuration,
             batchMaxDuration: c.batchMaxDuration,
+            crds: { protect: cfg.lifecycle.protect, retainOnDelete: cfg.lifecycle.retainOnDelete },
+            readyTimeoutSeconds: durationSeconds(cfg.lifecycle.controllerReadyTimeout),
         },
         { providers },
     );
 
     const pool = new EphemeralNodePool("celery-burst", nodePoolArgs(cfg, controller.nodeRoleName, controller.ready), { providers });
     // After the pool: burst pods are moved onto ephemeral nodes only once those nodes can exist.
-    const placement = new CeleryWorkloadPlacement("celery-placement", placementArgs(cfg, [...controller.ready, pool]), { providers });
+    const placement = new CeleryWorkloadPlacement("celery-placement", placementArgs(cfg, [...controller.ready, pool], adoptingProvider), { providers });
     // Names carry the plain cluster name from config, so every alarm name is known at preview.
     const a = cfg.alarms;
     // Topics by name are the cluster account's, in its region: where CloudWatch may publish.
@@ -105,5 +119,8 @@ export function createStack(cfg: StackConfig) {
         priorityClassNames: placement.priorityClassNames,
         admissionPolicyName: placement.admissionPolicyName,
         headroomPods: placement.headroomPods,
+        // Lookups that fail the preview when the log group or the pinned AMI is missing.
+        alarmLogGroupArn: logGroupArn(cfg, awsProvider),
+        nodeAmiId: nodeAmiId(cfg, awsProvider),
     };
 }

@@ -193,6 +193,7 @@ describe("cluster facts in both modes", () => {
                 partition: "aws",
                 accountId: PLACEHOLDERS.accountId,
                 region: REGION,
+                kubernetesVersion: PLACEHOLDERS.kubernetesVersion,
                 podIdentityAgentVersion: PLACEHOLDERS.podIdentityAgentVersion,
                 ready,
             });

@@ -21,7 +21,7 @@ function repoWith(files: Record<string, string>): string {
 
 describe("GitHub workflows", () => {
     it("pass the linter", async () => {
-        expect(workflowFiles(PROJECT_DIR).map((f) => path.basename(f))).to.deep.equal(["main.yml", "pull-request.yml", "pulumi.yml"]);
+        expect(workflowFiles(PROJECT_DIR).map((f) => path.basename(f))).to.deep.equal(["drift.yml", "main.yml", "pull-request.yml", "pulumi.yml"]);
         expect(await lintWorkflows(PROJECT_DIR)).to.deep.equal([]);
     });
 
@@ -50,7 +50,7 @@ describe("GitHub workflows", () => {
             `${file}:4:3 job "preview" needs job "build" which does not exist in this workflow`,
             `${file}:9:3 job "up": input "stack" is required by ./.github/workflows/pulumi.yml`,
             `${file}:9:3 job "up": input "environment" is required by ./.github/workflows/pulumi.yml`,
-            `${file}:9:3 job "up": input "stak" is not defined in ./.github/workflows/pulumi.yml; defined inputs are command, stack, environment`,
+            `${file}:9:3 job "up": input "stak" is not defined in ./.github/workflows/pulumi.yml; defined inputs are command, stack, environment, expect-no-changes`,
         ]);
         expect(lines.some((l) => l.includes('undefined variable "var"')), "a misspelt context is still reported").to.equal(true);
         expect(lines.some((l) => l.includes('undefined variable "vars"')), "the vars context is known to GitHub").to.equal(false);
@@ -98,10 +98,10 @@ describe("GitHub workflows", () => {
         const steps: any[] = workflow("pulumi.yml").jobs.pulumi.steps;
         expect(steps.find((s) => s.uses?.startsWith("pulumi/actions@")).with["pulumi-version"]).to.equal(sdk);
         expect(steps.find((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@")).with).to.have.keys("role-to-assume", "role-session-name", "aws-region");
-        for (const name of ["main.yml", "pull-request.yml", "pulumi.yml"]) {
+        for (const name of ["drift.yml", "main.yml", "pull-request.yml", "pulumi.yml"]) {
             expect(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8"), name).not.to.match(/secrets\.|aws-access-key-id|PULUMI_ACCESS_TOKEN/);
         }
-        for (const job of [...Object.values(workflow("main.yml").jobs), workflow("pull-request.yml").jobs.preview] as any[]) expect(job.permissions["id-token"]).to.equal("write");
+        for (const job of [...Object.values(workflow("main.yml").jobs), workflow("pull-request.yml").jobs.preview, ...Object.values(workflow("drift.yml").jobs)] as any[]) expect(job.permissions["id-token"]).to.equal("write");
     });
 
     it("preview both stacks on pull requests, and update staging before production, one update per stack at a time", () => {
@@ -113,8 +113,48 @@ describe("GitHub workflows", () => {
         expect(main.concurrency).to.equal(undefined);
         expect(main.jobs.staging.concurrency).to.deep.equal({ group: "up-staging", "cancel-in-progress": false });
         expect(main.jobs.production.concurrency).to.deep.equal({ group: "up-production", "cancel-in-progress": false });
-        expect(main.jobs.staging.with).to.deep.equal({ command: "up", stack: "staging", environment: "staging" });
+        // The first update of each stack runs in an environment of its own, whose reviewers approve it (runbook).
+        expect(main.jobs.staging.with).to.deep.equal({ command: "up", stack: "staging", environment: "${{ vars.STAGING_DEPLOYED == 'true' && 'staging' || 'staging-first-up' }}" });
         expect(main.jobs.production.needs).to.equal("staging");
-        expect(main.jobs.production.with).to.deep.equal({ command: "up", stack: "production", environment: "production" });
+        expect(main.jobs.production.with).to.deep.equal({ command: "up", stack: "production", environment: "${{ vars.PRODUCTION_DEPLOYED == 'true' && 'production' || 'production-first-up' }}" });
+    });
+
+    it("check the live account and cluster with preflight before every preview and up: kubeconfig of the stack's cluster first, AWS credentials before both", () => {
+        const steps: any[] = workflow("pulumi.yml").jobs.pulumi.steps;
+        const at = (test: (s: any) => boolean) => steps.findIndex(test);
+        const credentials = at((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@"));
+        const kubeconfig = at((s) => /aws eks update-kubeconfig --name "\$cluster" --region "\$region"/.test(s.run ?? ""));
+        const preflight = at((s) => s.run === 'npm run preflight -- --stack "$STACK"');
+        const pulumi = at((s) => s.uses?.startsWith("pulumi/actions@"));
+        expect([credentials, kubeconfig, preflight, pulumi].every((i) => i >= 0), "all four steps exist").to.equal(true);
+        expect(credentials < kubeconfig && kubeconfig < preflight && preflight < pulumi).to.equal(true);
+        for (const i of [kubeconfig, preflight]) expect(steps[i].env).to.deep.equal({ STACK: "${{ inputs.stack }}" });
+        // The cluster and region come from the stack file, so the kubeconfig is always the stack's own cluster.
+        expect(steps[kubeconfig].run).to.include("'Pulumi.' + process.env.STACK + '.yaml'").and.include("config['notify-karpenter:cluster']");
+    });
+
+    it("refresh before every preview and up, and fail a preview with changes only when the caller expects none", () => {
+        const pulumiYml = workflow("pulumi.yml");
+        const action = pulumiYml.jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("pulumi/actions@")).with;
+        expect(action).to.include({ refresh: true, "expect-no-changes": "${{ inputs.expect-no-changes }}" });
+        expect(pulumiYml.on.workflow_call.inputs["expect-no-changes"]).to.deep.include({ type: "boolean", required: false, default: false });
+        expect(workflow("pull-request.yml").jobs.preview.with).not.to.have.property("expect-no-changes");
+        for (const job of Object.values(workflow("main.yml").jobs) as any[]) expect(job.with).not.to.have.property("expect-no-changes");
+    });
+
+    it("check each stack for drift every day and on demand: a refreshed preview that must find no changes, with the read-only preview role", () => {
+        const drift = workflow("drift.yml");
+        expect(Object.keys(drift.on).sort()).to.deep.equal(["schedule", "workflow_dispatch"]);
+        expect(drift.on.schedule).to.have.length(1);
+        expect(drift.on.schedule[0].cron.split(" ").slice(2)).to.deep.equal(["*", "*", "*"]);
+        expect(Object.keys(drift.jobs)).to.deep.equal(["staging", "production"]);
+        for (const stack of ["staging", "production"]) {
+            const job = drift.jobs[stack];
+            // Before a stack's first update every resource is a change: it is checked from then on.
+            expect(job.if).to.equal(`vars.${stack.toUpperCase()}_DEPLOYED == 'true'`);
+            expect(job.uses).to.equal("./.github/workflows/pulumi.yml");
+            expect(job.with).to.deep.equal({ command: "preview", stack, environment: `${stack}-preview`, "expect-no-changes": true });
+            expect(job.permissions).to.deep.equal({ contents: "read", "id-token": "write" });
+        }
     });
 });
