@@ -10,10 +10,13 @@ import { nodePoolArgs, placementArgs } from "./componentArgs";
 import { clusterFor } from "./cluster";
 import { StackConfig } from "./config";
 
+/** The tag (through the provider's defaultTags) that marks every AWS resource as this stack's. */
+export const STACK_TAG = "notify-karpenter:stack";
+
 export function createStack(cfg: StackConfig) {
     const awsProvider = new aws.Provider("aws", {
         region: cfg.cluster.region as aws.Region,
-        defaultTags: { tags: { ...cfg.tags, "notify-karpenter:stack": cfg.stack } },
+        defaultTags: { tags: { ...cfg.tags, [STACK_TAG]: cfg.stack } },
     });
     const cluster = clusterFor(cfg.cluster, awsProvider);
     const k8sProvider = new k8s.Provider("kubernetes", { kubeconfig: cluster.kubeconfig, enableServerSideApply: true }, { dependsOn: cluster.ready });
