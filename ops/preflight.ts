@@ -229,7 +229,7 @@ export function surgePods(d: KubeObject): number {
 const fmt = (n: number) => (Math.round(n * 100) / 100).toString();
 
 /** The verdicts: one or more per check, in CHECKS order. */
-export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts, now = Date.now()): Verdict[] {
+export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts): Verdict[] {
     const out: Verdict[] = [];
     const ok = (check: string, message: string) => out.push({ check, status: "ok", message });
     const warn = (check: string, message: string) => out.push({ check, status: "warn", message });
@@ -367,7 +367,7 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     for (const zone of cfg.nodePool.zones) {
         const offered = new Set(aws.offerings.filter((o) => o.zone === zone).map((o) => o.type));
         const absent = approved.filter((t) => known.has(t) && !offered.has(t));
-        if (absent.length === approved.length) fail("instance-types", `${zone}: none of the approved types is offered: Karpenter cannot launch there; add types offered in ${zone} or drop the zone`);
+        if (approved.every((t) => !offered.has(t))) fail("instance-types", `${zone}: none of the approved types is offered: Karpenter cannot launch there; add types offered in ${zone} or drop the zone`);
         else if (absent.length) warn("instance-types", `${zone}: ${absent.join(", ")} not offered (the others are)`);
         else ok("instance-types", `${zone}: all ${approved.length} approved types offered`);
     }
@@ -438,7 +438,6 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     const room = `free ${fmt(free.cpu)} CPU and ${fmt(free.memoryGiB)} GiB, the rollout's surge and the controller need ${fmt(need.cpu)} CPU and ${fmt(need.memoryGiB)} GiB`;
     if (free.cpu < need.cpu || free.memoryGiB < need.memoryGiB) fail("stable-nodes", `${room}: surge pods would stay Pending and the up time out; add a stable node (or lower maxSurge) first`);
     else ok("stable-nodes", room);
-    void now;
     return out;
 }
 
@@ -667,7 +666,7 @@ export async function preflight(argv: string[], deps: PreflightDeps = {}): Promi
                 throw new CannotCheck(`cluster ${cfg.cluster.name} (context ${context}): ${kubeError(e)}`);
             }),
         ]);
-        return report(cfg, context, aws.account, preflightChecks(cfg, aws, kube, now));
+        return report(cfg, context, aws.account, preflightChecks(cfg, aws, kube));
     } catch (e) {
         if (e instanceof CannotCheck) return cannotCheck(e.message);
         throw e;
