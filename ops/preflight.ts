@@ -49,6 +49,7 @@ export const PREFLIGHT: Command = {
     summary: [
         "Read-only checks of the live AWS account (the default credential chain, the stack's region) and the cluster that",
         "`pulumi up` relies on. One line per check: OK, WARN or FAIL with what to do (docs/preflight.md).",
+        "",
         "Checks:",
         ...CHECKS.map(([id, what]) => `  ${id.padEnd(25)} ${what}`),
     ].join("\n"),
@@ -243,6 +244,7 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     else {
         const minor = Number(/^1\.([0-9]+)/.exec(aws.cluster.version)?.[1] ?? 0);
         if (minor < MIN_MINOR) fail("cluster-version", `Kubernetes ${aws.cluster.version}: the admission policy needs ValidatingAdmissionPolicy v1 (1.${MIN_MINOR} or later); upgrade the cluster first`);
+        else if (aws.cluster.status !== "ACTIVE") warn("cluster-version", `Kubernetes ${aws.cluster.version}, but the cluster is ${aws.cluster.status}: wait until it is ACTIVE before pulumi up`);
         else ok("cluster-version", `Kubernetes ${aws.cluster.version} (1.${MIN_MINOR} or later)`);
     }
 
@@ -259,6 +261,10 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
             "helm-releases",
             `${r.namespace}/${r.name} (chart ${r.chart} ${r.chartVersion}, revision ${r.revision}) is not this stack's: remove the "${r.name}" release from GC Notify's helmfile (helmfile/helmfile.yaml.gotmpl, or installed: false) so the next helmfile apply cannot undo this program, then retire it (docs/migration.md)`,
         );
+    }
+    // Helm refuses to upgrade a release left pending by an interrupted operation ("another operation is in progress").
+    for (const r of kube.releases.filter((x) => !foreign.includes(x) && HELMFILE_RELEASES[x.name] !== undefined && x.status !== "deployed")) {
+        warn("helm-releases", `${r.namespace}/${r.name} revision ${r.revision} is ${r.status}: the next up upgrades it${r.status.startsWith("pending") ? `; a pending release blocks that: helm rollback ${r.name} -n ${r.namespace} first` : ""}`);
     }
     if (!foreign.length) ok("helm-releases", `none of ${Object.keys(HELMFILE_RELEASES).join(", ")} is installed by anything but this stack`);
 
@@ -461,7 +467,7 @@ export function report(cfg: StackConfig, context: string, account: string, verdi
     const lines = [
         `Preflight of stack ${cfg.stack}: cluster ${cfg.cluster.name} in ${cfg.cluster.region} (account ${account}), context ${context}`,
         ...verdicts.map((v) => `${v.status.toUpperCase().padEnd(4)}  ${v.check.padEnd(width)}  ${v.message}`),
-        failed ? `FAILED: ${plural(failed, "check")} failed, ${plural(warned, "warning")}: fix each FAIL before pulumi up` : `OK: no check failed${warned ? ` (${plural(warned, "warning")})` : ""}`,
+        failed ? `FAILED: ${plural(failed, "problem")}, ${plural(warned, "warning")}: fix each FAIL before pulumi up` : `OK: no check failed${warned ? ` (${plural(warned, "warning")})` : ""}`,
     ];
     return { exitCode: failed ? EXIT.findings : EXIT.ok, output: lines.join("\n") };
 }

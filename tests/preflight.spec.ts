@@ -184,7 +184,10 @@ describe("npm run preflight", function () {
 
     it("warns where up works but something will bite later (exit 0)", async () => {
         const w = goodWorld(cfg);
+        w.aws.clusters[cfg.cluster.name].status = "UPDATING";
         w.aws.addons[`${cfg.cluster.name}/eks-pod-identity-agent`].status = "CREATING";
+        const secrets = w.kube.collections!["/api/v1/namespaces/kube-system/secrets"] as any[];
+        secrets.push(helmSecret("nidhogg", "kube-system", 4, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)), "pending-upgrade"));
         w.aws.logGroups[cfg.alarms.logGroupName] = [{ timestamp: NOW - 2 * 86_400_000, message: JSON.stringify({ kubernetes: { namespace_name: "karpenter", container_name: "controller" } }) }];
         w.aws.offerings = w.aws.offerings.filter((o) => !(o.zone === "ca-central-1d" && o.type === "c7a.xlarge"));
         const ds = (w.kube.collections!["/apis/apps/v1/namespaces/kube-system/daemonsets"] as any[]).find((d) => d.metadata.name === "ebs-csi-node");
@@ -192,12 +195,14 @@ describe("npm run preflight", function () {
         const r = await run(w);
         expect(r.exitCode, r.output).to.equal(0);
         expect(linesOf(r.output, "WARN")).to.deep.equal([
+            "WARN  cluster-version           Kubernetes 1.31, but the cluster is UPDATING: wait until it is ACTIVE before pulumi up",
             "WARN  pod-identity-agent        eks-pod-identity-agent v1.3.4-eksbuild.1 is CREATING, not ACTIVE: wait for it or fix the add-on",
+            "WARN  helm-releases             kube-system/nidhogg revision 4 is pending-upgrade: the next up upgrades it; a pending release blocks that: helm rollback nidhogg -n kube-system first",
             "WARN  daemonset-managers        kube-system/ebs-csi-node is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues instead",
             "WARN  log-group                 /aws/containerinsights/notification-canada-ca-staging-eks-cluster/application has no line from the karpenter/controller container in the last day: the provisioning-failures alarm would count nothing; check that Fluent Bit ships the karpenter namespace",
             "WARN  instance-types            ca-central-1d: c7a.xlarge not offered (the others are)",
         ]);
-        expect(r.output.split("\n").at(-1)).to.equal("OK: no check failed (4 warnings)");
+        expect(r.output.split("\n").at(-1)).to.equal("OK: no check failed (6 warnings)");
     });
 
     it("prints one FAIL per planted problem and exits 1 when everything is wrong", async () => {
@@ -284,7 +289,7 @@ describe("npm run preflight", function () {
         ]) {
             expect(text).to.include(expected);
         }
-        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 23 checks failed, 0 warnings/);
+        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 23 problems, 0 warnings/);
     });
 
     it("fails a topic outside the stack's region without calling SNS there, and a key policy that leaves CloudWatch out", async () => {
