@@ -229,6 +229,7 @@ describe("npm run preflight", function () {
         w.aws.offerings = w.aws.offerings.filter((o) => o.zone !== "ca-central-1b"); // 15
         delete w.aws.roles.AWSServiceRoleForEC2Spot; // 16
         w.aws.roles[names.controllerRole] = {}; // 17
+        delete w.aws.roles["eks-worker-role"]; // 24
         w.aws.queues[names.queue] = { [STACK_TAG]: "production" }; // 18
         w.aws.topics[WARNING_TOPIC] = { attributes: { KmsMasterKeyId: "alias/aws/sns" }, subscriptions: ["PendingConfirmation"] }; // 19, 20
         w.aws.keys["alias/aws/sns"] = { KeyId: "aws-key", KeyManager: "AWS", policy: "{}" };
@@ -256,6 +257,7 @@ describe("npm run preflight", function () {
             "spot-service-linked-role",
             "aws-names",
             "aws-names",
+            "aws-names",
             "alarm-topics",
             "alarm-topics",
             "alarm-topics",
@@ -279,6 +281,7 @@ describe("npm run preflight", function () {
             "m7a.xlarge unknown to EC2 in ca-central-1",
             "ca-central-1b: none of the approved types is offered",
             "AWSServiceRoleForEC2Spot does not exist: spot launches fail",
+            "IAM role eks-worker-role (controller.existingNodeRoleName) does not exist",
             `IAM role ${names.controllerRole} exists and is untagged (no ${STACK_TAG})`,
             `SQS queue ${names.queue} exists and is stack production's`,
             `warning ${WARNING_TOPIC} has no confirmed subscription (1 pending confirmation)`,
@@ -289,7 +292,7 @@ describe("npm run preflight", function () {
         ]) {
             expect(text).to.include(expected);
         }
-        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 23 problems, 0 warnings/);
+        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 24 problems, 0 warnings/);
     });
 
     it("fails a topic outside the stack's region without calling SNS there, and a key policy that leaves CloudWatch out", async () => {
@@ -337,6 +340,29 @@ describe("npm run preflight", function () {
         const down = await run(goodWorld(cfg), undefined, { awsDown: true });
         expect(down.exitCode).to.equal(3);
         expect(down.output).to.match(/^Could not check: sts:GetCallerIdentity: .*ECONNREFUSED/);
+    });
+
+    it("exits 3 without AWS credentials (the default chain finds none)", async () => {
+        const keys = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"];
+        const changed = [...keys, "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"];
+        const saved = Object.fromEntries(changed.map((k) => [k, process.env[k]]));
+        for (const k of keys) delete process.env[k];
+        Object.assign(process.env, { AWS_CONFIG_FILE: "/nonexistent/config", AWS_SHARED_CREDENTIALS_FILE: "/nonexistent/credentials", AWS_EC2_METADATA_DISABLED: "true" });
+        const aws = await new FakeAwsApi(goodWorld(cfg).aws).start();
+        const kube = await new FakeKubeApi(new FakeClock(NOW), goodWorld(cfg).kube).start();
+        try {
+            const r = await preflight(["--stack", "staging", "--context", "staging"], { aws: { endpoint: aws.url, maxAttempts: 1 }, kubeConfig: () => kube.kubeConfig(), now: () => NOW });
+            expect(r.exitCode, r.output).to.equal(3);
+            expect(r.output).to.match(/^Could not check: sts:GetCallerIdentity: CredentialsProviderError: /);
+            expect(aws.requests).to.deep.equal([]);
+        } finally {
+            for (const [k, v] of Object.entries(saved)) {
+                if (v === undefined) delete process.env[k];
+                else process.env[k] = v;
+            }
+            await aws.stop();
+            await kube.stop();
+        }
     });
 
     it("exits 3 when the cluster refuses (403) or cannot be reached, and refuses another cluster's context (exit 2)", async () => {
