@@ -5,6 +5,8 @@ import { NodeSelectorRequirement, PodScheduling, Taint, Toleration, requireInEve
 /** Pinned like Karpenter: GC Notify's version, whose taint keys and config format this file was written for. */
 export const NIDHOGG_CHART = "oci://ghcr.io/pelotech/charts/nidhogg";
 export const NIDHOGG_VERSION = "0.6.6";
+/** nidhogg's release (and StatefulSet and PodDisruptionBudget) name and namespace. */
+export const NIDHOGG_RELEASE = { name: "nidhogg", namespace: "kube-system" };
 /** nidhogg's default prefix; each startup taint is `<prefix>/<namespace>.<daemonset>`. */
 export const NIDHOGG_TAINT_PREFIX = "nidhogg.uswitch.com";
 /** Labels every patched burst pod with its Deployment, so its PodDisruptionBudget selects exactly those pods. */
@@ -353,7 +355,7 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
             ? [
                   new k8s.helm.v3.Release(
                       `${name}-nidhogg`,
-                      { name: "nidhogg", chart: NIDHOGG_CHART, version: NIDHOGG_VERSION, namespace: "kube-system", values: nidhoggValues(args) },
+                      { ...NIDHOGG_RELEASE, chart: NIDHOGG_CHART, version: NIDHOGG_VERSION, values: nidhoggValues(args) },
                       { parent: this, dependsOn: [...(args.dependsOn ?? []), ...agents] },
                   ),
               ]
@@ -368,7 +370,7 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
             );
             new k8s.policy.v1.PodDisruptionBudget(
                 `${name}-nidhogg-pdb`,
-                { metadata: { name: "nidhogg", namespace: "kube-system" }, spec: { maxUnavailable: 1, selector: { matchLabels: NIDHOGG_POD_LABELS } } },
+                { metadata: NIDHOGG_RELEASE, spec: { maxUnavailable: 1, selector: { matchLabels: NIDHOGG_POD_LABELS } } },
                 { parent: this, dependsOn: [release] },
             );
         }

@@ -87,6 +87,9 @@ export function controllerNameProblems(prefix: string): string[] {
 export const NODE_ROLE_POLICIES = ["AmazonEKS_CNI_Policy", "AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonSSMManagedInstanceCore"];
 
 const CHART_REPOSITORY = "oci://public.ecr.aws/karpenter";
+/** Helm release names, in the controller's namespace; the chart names the controller Deployment after its release. */
+export const CRD_RELEASE = "karpenter-crd";
+export const CONTROLLER_RELEASE = "karpenter";
 
 /**
  * Karpenter's controller as the official v1.14.1 release installs it: IAM for the controller and its nodes, the
@@ -110,7 +113,7 @@ export class KarpenterController extends pulumi.ComponentResource {
     public readonly namespace: string;
     public readonly serviceAccount: string;
     /** The controller Deployment's name (the chart names it after the release). */
-    public readonly deploymentName = "karpenter";
+    public readonly deploymentName = CONTROLLER_RELEASE;
 
     constructor(name: string, args: KarpenterControllerArgs, opts?: pulumi.ComponentResourceOptions) {
         super("notify-karpenter:index:KarpenterController", name, {}, opts);
@@ -246,7 +249,7 @@ export class KarpenterController extends pulumi.ComponentResource {
         // CRDs from their own chart: Helm never upgrades a chart's crds/ folder, the karpenter-crd chart does.
         const crds = new k8s.helm.v3.Release(
             `${name}-crds`,
-            { name: "karpenter-crd", chart: `${CHART_REPOSITORY}/karpenter-crd`, version: args.version, namespace, createNamespace: true },
+            { name: CRD_RELEASE, chart: `${CHART_REPOSITORY}/karpenter-crd`, version: args.version, namespace, createNamespace: true },
             // The chart keeps its CRDs in templates/, so uninstalling it deletes every NodePool and NodeClaim with them.
             { ...child, protect: args.crds?.protect ?? false, retainOnDelete: args.crds?.retainOnDelete ?? false },
         );

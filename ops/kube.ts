@@ -15,9 +15,15 @@ export interface KubeObject {
         deletionTimestamp?: string | Date;
         resourceVersion?: string;
         ownerReferences?: { kind: string; name: string }[];
+        /** Who set which fields (server-side apply managers, Helm, EKS...). */
+        managedFields?: { manager?: string; operation?: string }[];
     };
     spec?: any;
     status?: any;
+    /** A PriorityClass's value and preemption policy; a Secret's data. */
+    value?: number;
+    preemptionPolicy?: string;
+    data?: Record<string, string>;
 }
 
 export interface Cluster {
@@ -89,4 +95,47 @@ export function epochMs(t: string | Date | undefined): number | undefined {
     if (t === undefined) return undefined;
     const ms = t instanceof Date ? t.getTime() : Date.parse(t);
     return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** The objects preflight reads (read-only), by what they are. */
+export type ReadKind = "secrets" | "priorityclasses" | "poddisruptionbudgets" | "deployments" | "daemonsets" | "nodepools" | "ec2nodeclasses" | "nodes" | "pods";
+
+/** Lists objects of a kind: in `namespace` for namespaced kinds (every namespace for pods), with an optional label selector. */
+export type ListObjects = (kind: ReadKind, namespace?: string, labelSelector?: string) => Promise<KubeObject[]>;
+
+/**
+ * Read-only lists over the typed APIs (no discovery requests). A Karpenter kind whose CRD is not installed lists as
+ * empty: the API server answers 404 for its path.
+ */
+export function listerOf(kc: KubeConfig): ListObjects {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const apps = kc.makeApiClient(k8s.AppsV1Api);
+    const policy = kc.makeApiClient(k8s.PolicyV1Api);
+    const scheduling = kc.makeApiClient(k8s.SchedulingV1Api);
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const crd = async (group: string, plural: string, labelSelector?: string) => {
+        try {
+            return ((await custom.listClusterCustomObject({ group, version: "v1", plural, labelSelector })) as { items: KubeObject[] }).items;
+        } catch (e) {
+            if ((e as { code?: number }).code === 404) return [];
+            throw e;
+        }
+    };
+    return async (kind, namespace = "", labelSelector) => {
+        const q = { namespace, labelSelector };
+        const items: unknown[] = await (async () => {
+            switch (kind) {
+                case "secrets": return (await core.listNamespacedSecret(q)).items;
+                case "priorityclasses": return (await scheduling.listPriorityClass({ labelSelector })).items;
+                case "poddisruptionbudgets": return (await policy.listNamespacedPodDisruptionBudget(q)).items;
+                case "deployments": return (await apps.listNamespacedDeployment(q)).items;
+                case "daemonsets": return (await apps.listNamespacedDaemonSet(q)).items;
+                case "nodes": return (await core.listNode({ labelSelector })).items;
+                case "pods": return (await core.listPodForAllNamespaces({ labelSelector })).items;
+                case "nodepools": return crd("karpenter.sh", "nodepools", labelSelector);
+                case "ec2nodeclasses": return crd("karpenter.k8s.aws", "ec2nodeclasses", labelSelector);
+            }
+        })();
+        return items as KubeObject[];
+    };
 }

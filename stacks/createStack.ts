@@ -12,10 +12,13 @@ import { clusterFor } from "./cluster";
 import { StackConfig, durationSeconds } from "./config";
 import { checkedKubeconfig, logGroupArn, nodeAmiId } from "./lookups";
 
+/** The tag (through the provider's defaultTags) that marks every AWS resource as this stack's. */
+export const STACK_TAG = "notify-karpenter:stack";
+
 export function createStack(cfg: StackConfig) {
     const awsProvider = new aws.Provider("aws", {
         region: cfg.cluster.region as aws.Region,
-        defaultTags: { tags: { ...cfg.tags, "notify-karpenter:stack": cfg.stack } },
+        defaultTags: { tags: { ...cfg.tags, [STACK_TAG]: cfg.stack } },
     });
     const cluster = clusterFor(cfg.cluster, awsProvider);
     const kubeconfig = checkedKubeconfig(cluster, cfg.cluster.name);

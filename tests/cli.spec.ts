@@ -4,6 +4,7 @@ import { spawnSync } from "child_process";
 import * as path from "path";
 import { Command, CommandResult, helpText, parseCommandLine } from "../ops/args";
 import { CAPACITY, capacity } from "../ops/capacityCli";
+import { PREFLIGHT, preflight } from "../ops/preflight";
 import { SCALE_TEST, scaleTest } from "../ops/scaleTest";
 import { VERIFY_PLACEMENT, verifyPlacement } from "../ops/verifyPlacement";
 import { PLAN, plan } from "../plan/cli";
@@ -17,6 +18,7 @@ const commands: [string, Command, (argv: string[]) => Promise<CommandResult>][] 
     ["capacity", CAPACITY, (argv) => capacity(argv)],
     ["verify-placement", VERIFY_PLACEMENT, (argv) => verifyPlacement(argv)],
     ["scale-test", SCALE_TEST, (argv) => scaleTest(argv)],
+    ["preflight", PREFLIGHT, (argv) => preflight(argv)],
     ["lint:workflows", LINT_WORKFLOWS, (argv) => lintWorkflowsCommand(argv)],
     ["docs:config", DOCS_CONFIG, (argv) => docsConfig(argv)],
     ["generate:karpenter", GENERATE_KARPENTER, (argv) => generateKarpenter(argv)],

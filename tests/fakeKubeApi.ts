@@ -46,8 +46,13 @@ export interface FakeKubeApiOptions {
     onScale?: (replicas: number, namespace: string, now: number) => Step[];
     /** Answer the Deployment create with this HTTP status instead of 201. */
     createDeploymentStatus?: number;
-    /** Answer every list and watch of pods, nodes and NodeClaims with this HTTP status (401, 403...) instead of 200. */
+    /** Answer every list and watch of pods, nodes and NodeClaims (and of `collections`) with this HTTP status (401, 403...) instead of 200. */
     listStatus?: number;
+    /**
+     * Read-only lists served as they are, by list path (such as /apis/apps/v1/namespaces/x/daemonsets), filtered by
+     * an equality labelSelector. A path that is not here answers 404, as for a CRD that is not installed.
+     */
+    collections?: Record<string, any[]>;
 }
 
 interface Watcher {
@@ -184,6 +189,13 @@ export class FakeKubeApi {
             const w: Watcher = { resource, namespace: namespaced ? m[1] : undefined, selector, res };
             if (url.searchParams.get("watch") === "true") return this.startWatch(w, url.searchParams.get("resourceVersion"));
             const items = [...this.objects[resource].values()].filter((o) => matches(w, resource, o));
+            return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) }, items });
+        }
+        const collection = method === "GET" ? this.opts.collections?.[p] : undefined;
+        if (collection) {
+            if (this.opts.listStatus) return status(res, this.opts.listStatus, this.opts.listStatus === 401 ? "Unauthorized" : `cannot list ${p}`);
+            const selector = parseSelector(url.searchParams.get("labelSelector"));
+            const items = collection.filter((o) => Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v));
             return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) }, items });
         }
         status(res, 404, `the fake API does not serve ${method} ${p}`);

@@ -1,0 +1,693 @@
+// `npm run preflight`: read-only checks of the live AWS account and cluster that a stack's first (and every) `pulumi
+// up` relies on, and that preview cannot see. A pure core (`preflightChecks`: fetched facts -> one verdict per check)
+// behind a thin shell (`gatherAws`, `gatherKube`: the SDK and Kubernetes reads).
+// Exit codes: 0 no FAIL, 1 a FAIL (or a refused config), 2 usage, 3 could not check (no credentials, access denied,
+// an endpoint unreachable).
+import { gunzipSync } from "zlib";
+import { CloudWatchLogsClient, DescribeLogGroupsCommand, FilterLogEventsCommand } from "@aws-sdk/client-cloudwatch-logs";
+import { DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client, paginateDescribeInstanceTypeOfferings, paginateDescribeInstanceTypes } from "@aws-sdk/client-ec2";
+import { DescribeAddonCommand, DescribeClusterCommand, EKSClient } from "@aws-sdk/client-eks";
+import { DescribeRuleCommand, EventBridgeClient, ListTagsForResourceCommand } from "@aws-sdk/client-eventbridge";
+import { GetPolicyCommand, GetRoleCommand, IAMClient } from "@aws-sdk/client-iam";
+import { DescribeKeyCommand, GetKeyPolicyCommand, KMSClient } from "@aws-sdk/client-kms";
+import { GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, SNSClient } from "@aws-sdk/client-sns";
+import { GetQueueUrlCommand, ListQueueTagsCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
+import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames } from "../components/karpenterController";
+import { NIDHOGG_RELEASE, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement";
+import { quantityValue } from "../components/ephemeralNodePool";
+import { placementArgs } from "../stacks/componentArgs";
+import { StackConfig, approvedInstanceTypes } from "../stacks/config";
+import { STACK_TAG } from "../stacks/createStack";
+import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { KubeConfig, KubeObject, ListObjects, listerOf, loadKubeConfig, useContext } from "./kube";
+import { plural } from "./table";
+
+/** Every check, in the order of the report. */
+export const CHECKS: [string, string][] = [
+    ["cluster-version", "the EKS cluster exists and runs Kubernetes 1.30 or later (ValidatingAdmissionPolicy v1)"],
+    ["pod-identity-agent", "the eks-pod-identity-agent add-on is active (when controller.identity is pod-identity)"],
+    ["helm-releases", "no Helm release karpenter-crd, karpenter, karpenter-nodepool, priority-classes or nidhogg that this stack did not make"],
+    ["priority-classes", "existing PriorityClasses have the configured value and preemptionPolicy (both immutable)"],
+    ["owned-objects", "no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment with a name this program creates, managed by another tool"],
+    ["patch-targets", "every patched Deployment and DaemonSet, and each guaranteed.container, exists"],
+    ["daemonset-managers", "who else manages each patched DaemonSet (an EKS add-on: use its configurationValues)"],
+    ["log-group", "the controller's log group exists and has Karpenter lines from the last day"],
+    ["ami", "the pinned AMI exists, is x86_64 (amd64) and Amazon Linux 2023"],
+    ["subnets", "a karpenter.sh/discovery subnet in every configured zone (or the configured subnets)"],
+    ["security-groups", "karpenter.sh/discovery security groups exist (or the configured ones)"],
+    ["instance-types", "each approved instance type exists, is x86_64 and is offered in every configured zone"],
+    ["spot-service-linked-role", "the account's EC2 spot service-linked role exists, or the stack creates it (not both)"],
+    ["aws-names", "the IAM roles and policies, SQS queue and EventBridge rules the stack creates are free or this stack's"],
+    ["alarm-topics", "alarm topics exist in the stack's region with a confirmed subscription; their KMS key lets CloudWatch use it"],
+    ["stable-nodes", "stable nodes span two zones or more, and have room for the first rollout's surge"],
+];
+
+export const PREFLIGHT: Command = {
+    usage: ["npm run preflight -- --stack <name> [--context <kubecontext>]"],
+    summary: [
+        "Read-only checks of the live AWS account (the default credential chain, the stack's region) and the cluster that",
+        "`pulumi up` relies on. One line per check: OK, WARN or FAIL with what to do (docs/preflight.md).",
+        "",
+        "Checks:",
+        ...CHECKS.map(([id, what]) => `  ${id.padEnd(25)} ${what}`),
+    ].join("\n"),
+    flags: {
+        stack: { value: "<name>", meaning: "the stack whose config to check the account and cluster against", default: "required" },
+        context: { value: "<kubecontext>", meaning: "the kubeconfig context of the stack's cluster (another cluster is refused)", default: "the current context" },
+    },
+    exits: {
+        0: "no check failed (warnings may remain)",
+        1: "a check failed: fix what its line says before `pulumi up`; or the stack's config is refused",
+        3: "could not check: no AWS credentials, access denied (HTTP 401/403), an endpoint or the cluster unreachable, kubeconfig unreadable",
+    },
+    examples: ["npm run preflight -- --stack staging", "npm run preflight -- --stack production --context production"],
+};
+
+export type Status = "ok" | "warn" | "fail";
+export interface Verdict {
+    check: string;
+    status: Status;
+    /** One line: what was found and, for WARN and FAIL, what to do. */
+    message: string;
+}
+
+/** A Helm 3 release, from its latest Secret (type helm.sh/release.v1, labels owner=helm,name=<release>). */
+export interface HelmRelease {
+    name: string;
+    namespace: string;
+    revision: number;
+    status: string;
+    chart: string;
+    chartVersion: string;
+    values: any;
+}
+
+export type Tags = Record<string, string>;
+
+/** What the AWS account says. `undefined` tags: the name is free. */
+export interface AwsFacts {
+    account: string;
+    partition: string;
+    cluster?: { version: string; status: string };
+    podIdentityAgent?: { status: string; version: string };
+    logGroup: { exists: boolean; karpenterLines: boolean };
+    /** null: no such image; undefined: not looked up (an alias). */
+    image?: { id: string; state: string; architecture: string; name: string } | null;
+    subnets: { id: string; zone: string }[];
+    securityGroups: { id: string }[];
+    offerings: { type: string; zone: string }[];
+    instanceTypes: { type: string; architectures: string[] }[];
+    spotRole: boolean;
+    existingNodeRole?: boolean;
+    names: { kind: string; name: string; tags?: Tags }[];
+    topics: TopicFacts[];
+}
+
+export interface TopicFacts {
+    severity: string;
+    arn: string;
+    exists: boolean;
+    confirmed: number;
+    pending: number;
+    kmsKeyId?: string;
+    /** The key's manager (AWS or CUSTOMER) and its default policy, when the topic is encrypted. */
+    key?: { manager: string; policy?: string };
+}
+
+/** What the cluster says. */
+export interface KubeFacts {
+    releases: HelmRelease[];
+    priorityClasses: KubeObject[];
+    pdbs: KubeObject[];
+    nodePools: KubeObject[];
+    nodeClasses: KubeObject[];
+    deployments: KubeObject[];
+    daemonSets: KubeObject[];
+    stableNodes: KubeObject[];
+    pods: KubeObject[];
+}
+
+/** The release names GC Notify's helmfile declares (cds-snc/notification-manifests helmfile/helmfile.yaml.gotmpl @609853e2). */
+export const HELMFILE_RELEASES: Record<string, string> = {
+    [CRD_RELEASE]: "karpenter",
+    [CONTROLLER_RELEASE]: "karpenter",
+    "karpenter-nodepool": "karpenter",
+    "priority-classes": "kube-system",
+    [NIDHOGG_RELEASE.name]: NIDHOGG_RELEASE.namespace,
+};
+
+const MIN_MINOR = 30;
+const POD_IDENTITY_AGENT = "eks-pod-identity-agent";
+const SPOT_ROLE = "AWSServiceRoleForEC2Spot";
+const DISCOVERY_TAG = "karpenter.sh/discovery";
+/** The chart's container (karpenter v1.14.1 templates/deployment.yaml) whose lines Fluent Bit ships. */
+const KARPENTER_CONTAINER = "controller";
+const ZONE_LABEL = "topology.kubernetes.io/zone";
+
+/** The fixed AWS names the stack creates, from the program's own naming. */
+export function stackNames(cfg: StackConfig) {
+    return controllerNames(cfg.controller.namePrefix ?? cfg.cluster.name);
+}
+
+/** A Kubernetes object a Pulumi program applied: pulumi-kubernetes' server-side apply manager, or its client-side label. */
+export function managedByPulumi(o: KubeObject): boolean {
+    // pulumi-kubernetes provider/pkg/provider/provider.go fieldManagerName: "pulumi-kubernetes-<random>" under SSA;
+    // without SSA it labels what it creates app.kubernetes.io/managed-by: pulumi.
+    return (o.metadata.managedFields ?? []).some((f) => f.manager?.startsWith("pulumi-kubernetes")) || o.metadata.labels?.["app.kubernetes.io/managed-by"] === "pulumi";
+}
+
+const managers = (o: KubeObject) => [...new Set((o.metadata.managedFields ?? []).map((f) => f.manager ?? "?").filter((m) => !m.startsWith("pulumi-kubernetes")))];
+
+/** Whether this stack installed a release: the values only this stack's program sets. */
+export function releaseIsOurs(r: HelmRelease, cfg: StackConfig, all: HelmRelease[]): boolean {
+    const controllerNs = cfg.controller.namespace;
+    if (r.name === CONTROLLER_RELEASE && r.namespace === controllerNs) return r.values?.settings?.interruptionQueue === stackNames(cfg).queue;
+    // The CRD chart takes no values: it is ours when it goes with our controller release, at the same version.
+    if (r.name === CRD_RELEASE && r.namespace === controllerNs) {
+        const controller = all.find((c) => c.name === CONTROLLER_RELEASE && c.namespace === controllerNs);
+        return !!controller && releaseIsOurs(controller, cfg, all) && controller.chartVersion === r.chartVersion;
+    }
+    if (r.name === NIDHOGG_RELEASE.name && r.namespace === NIDHOGG_RELEASE.namespace) {
+        const ours = nidhoggValues(placementArgs(cfg)).configuration.nodeSelector;
+        return JSON.stringify(r.values?.configuration?.nodeSelector) === JSON.stringify(ours);
+    }
+    return false;
+}
+
+/** A Helm 3 release Secret's release: base64 (Helm's) of gzipped JSON, inside the Secret's own base64. */
+export function decodeRelease(secret: KubeObject): HelmRelease | undefined {
+    const data = secret.data?.release;
+    if (!data) return undefined;
+    try {
+        const rel = JSON.parse(gunzipSync(Buffer.from(Buffer.from(data, "base64").toString("utf8"), "base64")).toString("utf8"));
+        return {
+            name: rel.name,
+            namespace: rel.namespace ?? secret.metadata.namespace,
+            revision: rel.version,
+            status: rel.info?.status ?? "unknown",
+            chart: rel.chart?.metadata?.name ?? "?",
+            chartVersion: rel.chart?.metadata?.version ?? "?",
+            values: rel.config ?? {},
+        };
+    } catch {
+        return undefined;
+    }
+}
+
+/** Each release's latest revision, from every release Secret (history included). */
+export function latestReleases(secrets: KubeObject[]): HelmRelease[] {
+    const latest = new Map<string, HelmRelease>();
+    for (const s of secrets) {
+        const r = decodeRelease(s);
+        if (!r) continue;
+        const key = `${r.namespace}/${r.name}`;
+        if ((latest.get(key)?.revision ?? -1) < r.revision) latest.set(key, r);
+    }
+    return [...latest.values()].filter((r) => r.status !== "uninstalled");
+}
+
+/** Requests of a pod template or pod spec: the sum over its containers. */
+function requests(spec: any): { cpu: number; memoryGiB: number } {
+    const sum = { cpu: 0, memoryGiB: 0 };
+    for (const c of spec?.containers ?? []) {
+        const r = c.resources?.requests ?? {};
+        if (r.cpu) sum.cpu += quantityValue(String(r.cpu), "cores") || 0;
+        if (r.memory) sum.memoryGiB += quantityValue(String(r.memory), "GiB") || 0;
+    }
+    return sum;
+}
+
+/** Pods a rolling update adds at once: maxSurge (default 25%) of the replicas, rounded up; none for Recreate. */
+export function surgePods(d: KubeObject): number {
+    if (d.spec?.strategy?.type === "Recreate") return 0;
+    const replicas = d.spec?.replicas ?? 1;
+    const s = d.spec?.strategy?.rollingUpdate?.maxSurge ?? "25%";
+    return typeof s === "number" ? s : Math.ceil((replicas * parseFloat(s)) / 100);
+}
+
+const fmt = (n: number) => (Math.round(n * 100) / 100).toString();
+
+/** The verdicts: one or more per check, in CHECKS order. */
+export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts): Verdict[] {
+    const out: Verdict[] = [];
+    const ok = (check: string, message: string) => out.push({ check, status: "ok", message });
+    const warn = (check: string, message: string) => out.push({ check, status: "warn", message });
+    const fail = (check: string, message: string) => out.push({ check, status: "fail", message });
+    const cluster = cfg.cluster.name;
+    const region = cfg.cluster.region;
+    const p = cfg.placement;
+
+    // cluster-version
+    if (!aws.cluster) fail("cluster-version", `no EKS cluster ${cluster} in ${region} (account ${aws.account}): check notify-karpenter:cluster.name and the AWS profile`);
+    else {
+        const minor = Number(/^1\.([0-9]+)/.exec(aws.cluster.version)?.[1] ?? 0);
+        if (minor < MIN_MINOR) fail("cluster-version", `Kubernetes ${aws.cluster.version}: the admission policy needs ValidatingAdmissionPolicy v1 (1.${MIN_MINOR} or later); upgrade the cluster first`);
+        else if (aws.cluster.status !== "ACTIVE") warn("cluster-version", `Kubernetes ${aws.cluster.version}, but the cluster is ${aws.cluster.status}: wait until it is ACTIVE before pulumi up`);
+        else ok("cluster-version", `Kubernetes ${aws.cluster.version} (1.${MIN_MINOR} or later)`);
+    }
+
+    // pod-identity-agent
+    if (cfg.controller.identity !== "pod-identity") ok("pod-identity-agent", "not needed: controller.identity is irsa");
+    else if (!aws.podIdentityAgent) fail("pod-identity-agent", `no ${POD_IDENTITY_AGENT} add-on: the controller would get no AWS credentials; aws eks create-addon --cluster-name ${cluster} --addon-name ${POD_IDENTITY_AGENT}`);
+    else if (aws.podIdentityAgent.status !== "ACTIVE") warn("pod-identity-agent", `${POD_IDENTITY_AGENT} ${aws.podIdentityAgent.version} is ${aws.podIdentityAgent.status}, not ACTIVE: wait for it or fix the add-on`);
+    else ok("pod-identity-agent", `${POD_IDENTITY_AGENT} ${aws.podIdentityAgent.version} is ACTIVE`);
+
+    // helm-releases
+    const foreign = kube.releases.filter((r) => HELMFILE_RELEASES[r.name] !== undefined && !releaseIsOurs(r, cfg, kube.releases));
+    for (const r of foreign) {
+        fail(
+            "helm-releases",
+            `${r.namespace}/${r.name} (chart ${r.chart} ${r.chartVersion}, revision ${r.revision}) is not this stack's: remove the "${r.name}" release from GC Notify's helmfile (helmfile/helmfile.yaml.gotmpl, or installed: false) so the next helmfile apply cannot undo this program, then retire it (docs/migration.md)`,
+        );
+    }
+    // Helm refuses to upgrade a release left pending by an interrupted operation ("another operation is in progress").
+    for (const r of kube.releases.filter((x) => !foreign.includes(x) && HELMFILE_RELEASES[x.name] !== undefined && x.status !== "deployed")) {
+        warn("helm-releases", `${r.namespace}/${r.name} revision ${r.revision} is ${r.status}: the next up upgrades it${r.status.startsWith("pending") ? `; a pending release blocks that: helm rollback ${r.name} -n ${r.namespace} first` : ""}`);
+    }
+    if (!foreign.length) ok("helm-releases", `none of ${Object.keys(HELMFILE_RELEASES).join(", ")} is installed by anything but this stack`);
+
+    // priority-classes
+    for (const [role, pc] of Object.entries(p.priorityClasses)) {
+        const live = kube.priorityClasses.find((c) => c.metadata.name === pc.name);
+        const policy = role === "headroom" ? "Never" : "PreemptLowerPriority";
+        if (!live) ok("priority-classes", `${pc.name}: absent, the stack creates it (value ${pc.value}, ${policy})`);
+        else if (live.value !== pc.value || (live.preemptionPolicy ?? "PreemptLowerPriority") !== policy) {
+            fail(
+                "priority-classes",
+                `${pc.name} exists with value ${live.value} and ${live.preemptionPolicy ?? "PreemptLowerPriority"}, the config wants ${pc.value} and ${policy}; both are immutable: set placement.priorityClasses.${role}.value to ${live.value}, or delete and recreate the class (pods naming it are refused meanwhile)`,
+            );
+        } else ok("priority-classes", `${pc.name} exists with value ${pc.value} and ${policy}: the stack adopts it`);
+    }
+
+    // owned-objects
+    const owned: [string, KubeObject[], string, string | undefined][] = [
+        ...p.burst.deployments.map((d): [string, KubeObject[], string, string | undefined] => ["PodDisruptionBudget", kube.pdbs, d.name, p.namespace]),
+        ["PodDisruptionBudget", kube.pdbs, NIDHOGG_RELEASE.name, NIDHOGG_RELEASE.namespace],
+        ["NodePool", kube.nodePools, cfg.nodePool.name, undefined],
+        ["EC2NodeClass", kube.nodeClasses, cfg.nodePool.name, undefined],
+        ...(p.headroom.pods > 0 ? [["Deployment", kube.deployments, headroomDeployment(placementArgs(cfg)).metadata.name, p.namespace] as [string, KubeObject[], string, string | undefined]] : []),
+    ];
+    let clashes = 0;
+    for (const [kind, objects, name, namespace] of owned) {
+        const live = objects.find((o) => o.metadata.name === name && (namespace === undefined || o.metadata.namespace === namespace));
+        if (!live || managedByPulumi(live)) continue;
+        clashes++;
+        const by = managers(live).join(", ") || "an unknown manager";
+        fail("owned-objects", `${kind} ${namespace ? `${namespace}/` : ""}${name} exists, managed by ${by}: the stack's create fails with AlreadyExists; remove it from the chart or release that made it (docs/migration.md)`);
+    }
+    if (!clashes) ok("owned-objects", `no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment of another tool has a name this stack creates`);
+
+    // patch-targets
+    const missing: string[] = [];
+    for (const name of [...p.burst.deployments.map((d) => d.name), ...p.stableDeployments]) {
+        if (!kube.deployments.some((d) => d.metadata.name === name && d.metadata.namespace === p.namespace)) missing.push(`Deployment ${p.namespace}/${name}`);
+    }
+    for (const ds of p.nodeDaemonSets) {
+        const live = kube.daemonSets.find((d) => d.metadata.name === ds.name && d.metadata.namespace === ds.namespace);
+        if (!live) missing.push(`DaemonSet ${ds.namespace}/${ds.name}`);
+        else if (ds.guaranteed && !(live.spec?.template?.spec?.containers ?? []).some((c: { name: string }) => c.name === ds.guaranteed!.container)) {
+            const names = (live.spec?.template?.spec?.containers ?? []).map((c: { name: string }) => c.name).join(", ");
+            fail("patch-targets", `DaemonSet ${ds.namespace}/${ds.name} has no container ${ds.guaranteed.container} (it has ${names || "none"}): fix placement.nodeDaemonSets guaranteed.container, or the patch adds a container without an image`);
+        }
+    }
+    for (const m of missing) fail("patch-targets", `${m} does not exist: a patch of a missing object fails the up; fix placement in Pulumi.${cfg.stack}.yaml or deploy it first`);
+    if (!missing.length) ok("patch-targets", `all ${plural(p.burst.deployments.length + p.stableDeployments.length, "Deployment")} and ${plural(p.nodeDaemonSets.length, "DaemonSet")} to patch exist`);
+
+    // daemonset-managers
+    for (const ds of p.nodeDaemonSets) {
+        const live = kube.daemonSets.find((d) => d.metadata.name === ds.name && d.metadata.namespace === ds.namespace);
+        if (!live) continue;
+        const m = managers(live);
+        if (m.includes("eks")) {
+            warn("daemonset-managers", `${ds.namespace}/${ds.name} is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues instead`);
+        } else ok("daemonset-managers", `${ds.namespace}/${ds.name}: managed by ${m.join(", ") || "nobody else"}; a chart deploy resets the fields the chart also sets (the drift check shows it)`);
+    }
+
+    // log-group
+    const lg = cfg.alarms.logGroupName;
+    if (!aws.logGroup.exists) {
+        if (cfg.alarms.createLogGroup) ok("log-group", `${lg}: absent, the stack creates it (alarms.createLogGroup)`);
+        else fail("log-group", `${lg} does not exist: the provisioning-failures metric filter cannot be created; fix alarms.logGroupName (Fluent Bit's group: /aws/containerinsights/${cluster}/application) or set alarms.createLogGroup`);
+    } else if (!aws.logGroup.karpenterLines) {
+        warn("log-group", `${lg} has no line from the ${cfg.controller.namespace}/${KARPENTER_CONTAINER} container in the last day: the provisioning-failures alarm would count nothing; check that Fluent Bit ships the ${cfg.controller.namespace} namespace`);
+    } else ok("log-group", `${lg} exists and has Karpenter lines from the last day`);
+
+    // ami
+    const ami = cfg.nodePool.ami;
+    if (ami.alias) {
+        if (!ami.alias.startsWith("al2023@")) fail("ami", `alias ${ami.alias} is not Amazon Linux 2023: use an al2023@v<date> alias`);
+        else ok("ami", `alias ${ami.alias}: Karpenter resolves it to the AL2023 amd64 image of that release`);
+    } else if (aws.image === null) fail("ami", `${ami.id} does not exist in ${region} (or is not shared with account ${aws.account}): fix nodePool.ami.id`);
+    else if (aws.image) {
+        const im = aws.image;
+        const problems = [
+            ...(im.state !== "available" ? [`is ${im.state}`] : []),
+            ...(im.architecture !== "x86_64" ? [`is ${im.architecture}, but the NodePool requires amd64`] : []),
+            ...(!/al2023/i.test(im.name) || ami.family !== "AL2023" ? [`is "${im.name}" with nodePool.ami.family ${ami.family ?? "unset"}, not Amazon Linux 2023 with family AL2023`] : []),
+        ];
+        if (problems.length) fail("ami", `${im.id} ${problems.join("; ")}: pin an available amd64 AL2023 EKS AMI (nodePool.ami)`);
+        else ok("ami", `${im.id} (${im.name}) is available, x86_64, AL2023`);
+    }
+
+    // subnets
+    const discovery = `${DISCOVERY_TAG}=${cluster}`;
+    for (const zone of cfg.nodePool.zones) {
+        const here = aws.subnets.filter((s) => s.zone === zone);
+        if (!here.length) fail("subnets", `${zone}: no ${cfg.nodePool.subnetIds ? "configured subnet" : `subnet tagged ${discovery}`}: Karpenter cannot launch there; tag the private subnet of ${zone} or drop the zone from nodePool.zones`);
+        else ok("subnets", `${zone}: ${here.map((s) => s.id).join(", ")}`);
+    }
+
+    // security-groups
+    if (!aws.securityGroups.length) fail("security-groups", `no ${cfg.nodePool.securityGroupIds ? "configured security group exists" : `security group tagged ${discovery}`}: nodes could not reach the cluster; tag the cluster security group`);
+    else ok("security-groups", aws.securityGroups.map((g) => g.id).join(", "));
+
+    // instance-types
+    const approved = approvedInstanceTypes(cfg.nodePool);
+    const known = new Map(aws.instanceTypes.map((t) => [t.type, t.architectures]));
+    const unknown = approved.filter((t) => !known.has(t));
+    const notAmd64 = approved.filter((t) => known.has(t) && !known.get(t)!.includes("x86_64"));
+    if (unknown.length) fail("instance-types", `${unknown.join(", ")} unknown to EC2 in ${region}: fix the nodePool instance types`);
+    if (notAmd64.length) fail("instance-types", `${notAmd64.map((t) => `${t} (${known.get(t)!.join(", ")})`).join(", ")} not x86_64: the NodePool requires amd64, so they never launch; remove them`);
+    for (const zone of cfg.nodePool.zones) {
+        const offered = new Set(aws.offerings.filter((o) => o.zone === zone).map((o) => o.type));
+        const absent = approved.filter((t) => known.has(t) && !offered.has(t));
+        if (approved.every((t) => !offered.has(t))) fail("instance-types", `${zone}: none of the approved types is offered: Karpenter cannot launch there; add types offered in ${zone} or drop the zone`);
+        else if (absent.length) warn("instance-types", `${zone}: ${absent.join(", ")} not offered (the others are)`);
+        else ok("instance-types", `${zone}: all ${approved.length} approved types offered`);
+    }
+
+    // spot-service-linked-role
+    if (aws.spotRole && cfg.controller.createSpotServiceLinkedRole) fail("spot-service-linked-role", `${SPOT_ROLE} exists, and controller.createSpotServiceLinkedRole is true: creating it again fails; set it to false`);
+    else if (!aws.spotRole && !cfg.controller.createSpotServiceLinkedRole) {
+        fail("spot-service-linked-role", `${SPOT_ROLE} does not exist: spot launches fail; aws iam create-service-linked-role --aws-service-name spot.amazonaws.com, or set controller.createSpotServiceLinkedRole`);
+    } else ok("spot-service-linked-role", aws.spotRole ? `${SPOT_ROLE} exists` : `${SPOT_ROLE}: absent, the stack creates it`);
+
+    // aws-names
+    if (aws.existingNodeRole === false) fail("aws-names", `IAM role ${cfg.controller.existingNodeRoleName} (controller.existingNodeRoleName) does not exist: fix the name`);
+    const taken = aws.names.filter((n) => n.tags !== undefined && n.tags[STACK_TAG] !== cfg.stack);
+    for (const n of taken) {
+        const owner = n.tags![STACK_TAG] ? `stack ${n.tags![STACK_TAG]}'s` : `untagged (no ${STACK_TAG})`;
+        fail("aws-names", `${n.kind} ${n.name} exists and is ${owner}: the create fails; delete it, or set controller.namePrefix to a prefix of this cluster's own`);
+    }
+    if (!taken.length) ok("aws-names", `${plural(aws.names.length, "name")} free or this stack's (IAM roles and policies, SQS queue, EventBridge rules)`);
+
+    // alarm-topics
+    const subscriptions = cfg.alarms.subscriptions;
+    if (subscriptions) {
+        const endpoints = [...subscriptions.warning, ...subscriptions.critical].map((e) => e.endpoint);
+        warn("alarm-topics", `the stack creates its own two topics and subscribes ${[...new Set(endpoints)].join(", ")}: each endpoint must confirm its subscription (the link SNS sends) before an alarm reaches it`);
+    }
+    const key = cfg.alarms.topicNames ? "alarms.topicNames" : "alarms.topicArns";
+    for (const t of aws.topics) {
+        if (!t.exists) {
+            fail("alarm-topics", `${t.severity} ${t.arn} does not exist (or is another account's): fix ${key}.${t.severity}`);
+            continue;
+        }
+        if (!t.confirmed) fail("alarm-topics", `${t.severity} ${t.arn} has no confirmed subscription${t.pending ? ` (${t.pending} pending confirmation)` : ""}: alarms would reach nobody; subscribe and confirm`);
+        else ok("alarm-topics", `${t.severity} ${t.arn}: ${plural(t.confirmed, "confirmed subscription")}`);
+        if (t.kmsKeyId && t.key) {
+            if (t.key.manager === "AWS") fail("alarm-topics", `${t.severity} ${t.arn} is encrypted with an AWS managed key (${t.kmsKeyId}), whose policy CloudWatch may not use: encrypt it with a customer managed key that allows cloudwatch.amazonaws.com`);
+            else if (!keyLetsCloudWatch(t.key.policy)) fail("alarm-topics", `${t.severity} ${t.arn}: the policy of key ${t.kmsKeyId} does not let cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey*: alarms cannot publish; add that statement`);
+            else ok("alarm-topics", `${t.severity} ${t.arn}: key ${t.kmsKeyId} lets CloudWatch publish`);
+        }
+    }
+
+    // stable-nodes
+    const zones = new Set(kube.stableNodes.map((n) => n.metadata.labels?.[ZONE_LABEL]).filter(Boolean));
+    const selector = Object.entries(cfg.cluster.stableNodeSelector).map(([k, v]) => `${k}=${v}`).join(",");
+    if (zones.size < 2) {
+        fail("stable-nodes", `${plural(kube.stableNodes.length, "stable node")} (${selector}) in ${plural(zones.size, "zone")}: the controller spreads its replicas over zones (chart topologySpreadConstraints, DoNotSchedule), so a replica stays Pending; add stable nodes in a second zone`);
+    } else ok("stable-nodes", `${plural(kube.stableNodes.length, "stable node")} in ${[...zones].sort().join(", ")}`);
+    const onStable = new Set(kube.stableNodes.map((n) => n.metadata.name));
+    const free = { cpu: 0, memoryGiB: 0 };
+    for (const n of kube.stableNodes) {
+        free.cpu += quantityValue(String(n.status?.allocatable?.cpu ?? "0"), "cores") || 0;
+        free.memoryGiB += quantityValue(String(n.status?.allocatable?.memory ?? "0"), "GiB") || 0;
+    }
+    for (const pod of kube.pods) {
+        if (!onStable.has(pod.spec?.nodeName) || ["Succeeded", "Failed"].includes(pod.status?.phase)) continue;
+        const r = requests(pod.spec);
+        free.cpu -= r.cpu;
+        free.memoryGiB -= r.memoryGiB;
+    }
+    // The first up rolls every stable Deployment at once, and starts the controller's replicas on stable nodes.
+    const need = { cpu: cfg.controller.replicas * quantityValue(cfg.controller.cpu, "cores"), memoryGiB: cfg.controller.replicas * quantityValue(cfg.controller.memory, "GiB") };
+    for (const name of p.stableDeployments) {
+        const d = kube.deployments.find((x) => x.metadata.name === name && x.metadata.namespace === p.namespace);
+        if (!d) continue;
+        const r = requests(d.spec?.template?.spec);
+        need.cpu += surgePods(d) * r.cpu;
+        need.memoryGiB += surgePods(d) * r.memoryGiB;
+    }
+    const room = `free ${fmt(free.cpu)} CPU and ${fmt(free.memoryGiB)} GiB, the rollout's surge and the controller need ${fmt(need.cpu)} CPU and ${fmt(need.memoryGiB)} GiB`;
+    if (free.cpu < need.cpu || free.memoryGiB < need.memoryGiB) fail("stable-nodes", `${room}: surge pods would stay Pending and the up time out; add a stable node (or lower maxSurge) first`);
+    else ok("stable-nodes", room);
+    return out;
+}
+
+/** Whether a key policy allows cloudwatch.amazonaws.com to decrypt and generate data keys (what publishing needs). */
+export function keyLetsCloudWatch(policy: string | undefined): boolean {
+    if (!policy) return false;
+    const doc = JSON.parse(policy);
+    const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+    const allowed = list<any>(doc.Statement)
+        .filter((s) => s.Effect === "Allow" && list<string>(s.Principal?.Service).includes("cloudwatch.amazonaws.com"))
+        .flatMap((s) => list<string>(s.Action));
+    const grants = (action: string) => allowed.some((a) => a === "kms:*" || a === action);
+    return grants("kms:Decrypt") && grants("kms:GenerateDataKey*");
+}
+
+/** The report and its exit code. */
+export function report(cfg: StackConfig, context: string, account: string, verdicts: Verdict[]): CommandResult {
+    const width = Math.max(...CHECKS.map(([id]) => id.length));
+    const failed = verdicts.filter((v) => v.status === "fail").length;
+    const warned = verdicts.filter((v) => v.status === "warn").length;
+    const lines = [
+        `Preflight of stack ${cfg.stack}: cluster ${cfg.cluster.name} in ${cfg.cluster.region} (account ${account}), context ${context}`,
+        ...verdicts.map((v) => `${v.status.toUpperCase().padEnd(4)}  ${v.check.padEnd(width)}  ${v.message}`),
+        failed ? `FAILED: ${plural(failed, "problem")}, ${plural(warned, "warning")}: fix each FAIL before pulumi up` : `OK: no check failed${warned ? ` (${plural(warned, "warning")})` : ""}`,
+    ];
+    return { exitCode: failed ? EXIT.findings : EXIT.ok, output: lines.join("\n") };
+}
+
+/** A check that could not be made (exit 3): its message names the call and why. */
+export class CannotCheck extends Error {}
+
+/** SDK client settings: the region always; tests add an endpoint, static credentials and one attempt. */
+export type AwsClientConfig = { endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string }; maxAttempts?: number };
+
+/** Runs one AWS call; `missing` error names mean "not there" (undefined); anything else cannot be checked. */
+async function call<T>(what: string, fn: () => Promise<T>, missing: string[] = []): Promise<T | undefined> {
+    try {
+        return await fn();
+    } catch (e) {
+        const err = e as { name?: string; message?: string; Code?: string; $metadata?: { httpStatusCode?: number }; cause?: { code?: string; message?: string } };
+        if (missing.includes(err.name ?? "") || missing.includes(err.Code ?? "")) return undefined;
+        const status = err.$metadata?.httpStatusCode;
+        const reason =
+            status === 401 || status === 403
+                ? `HTTP ${status} ${err.name}: ${err.message} (the credentials lack ${what.split(" ")[0]}; docs/preflight.md lists the read permissions)`
+                : status
+                  ? `HTTP ${status} ${err.name}: ${err.message}`
+                  : `${err.name ?? "error"}: ${err.message ?? e}${err.cause?.code ? ` (${err.cause.code})` : ""}`;
+        throw new CannotCheck(`${what}: ${reason}`);
+    }
+}
+
+/** Reads the AWS facts; throws CannotCheck when a call is refused or the endpoint unreachable. */
+export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: number): Promise<AwsFacts> {
+    const c = { region: cfg.cluster.region, ...config };
+    const [sts, eks, ec2, iam, sqs, sns, kms, logs, events] = [new STSClient(c), new EKSClient(c), new EC2Client(c), new IAMClient(c), new SQSClient(c), new SNSClient(c), new KMSClient(c), new CloudWatchLogsClient(c), new EventBridgeClient(c)];
+    try {
+        const me = (await call("sts:GetCallerIdentity", () => sts.send(new GetCallerIdentityCommand({}))))!;
+        const [partition, account] = [me.Arn!.split(":")[1], me.Account!];
+        const name = cfg.cluster.name;
+        const np = cfg.nodePool;
+        const names = stackNames(cfg);
+        const discovery = [{ Name: `tag:${DISCOVERY_TAG}`, Values: [name] }];
+        const approved = approvedInstanceTypes(np);
+        const tagsOf = (list?: { Key?: string; Value?: string }[]) => Object.fromEntries((list ?? []).map((t) => [t.Key!, t.Value ?? ""]));
+
+        const role = async (roleName: string) => (await call(`iam:GetRole ${roleName}`, () => iam.send(new GetRoleCommand({ RoleName: roleName })), ["NoSuchEntityException", "NoSuchEntity"]))?.Role;
+        const policy = async (policyName: string) =>
+            (await call(`iam:GetPolicy ${policyName}`, () => iam.send(new GetPolicyCommand({ PolicyArn: `arn:${partition}:iam::${account}:policy/${policyName}` })), ["NoSuchEntityException", "NoSuchEntity"]))?.Policy;
+        const queue = async (queueName: string) => {
+            const url = (await call(`sqs:GetQueueUrl ${queueName}`, () => sqs.send(new GetQueueUrlCommand({ QueueName: queueName })), ["QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"]))?.QueueUrl;
+            return url ? ((await call(`sqs:ListQueueTags ${queueName}`, () => sqs.send(new ListQueueTagsCommand({ QueueUrl: url }))))!.Tags ?? {}) : undefined;
+        };
+        const rule = async (ruleName: string) => {
+            const arn = (await call(`events:DescribeRule ${ruleName}`, () => events.send(new DescribeRuleCommand({ Name: ruleName })), ["ResourceNotFoundException"]))?.Arn;
+            return arn ? tagsOf((await call(`events:ListTagsForResource ${ruleName}`, () => events.send(new ListTagsForResourceCommand({ ResourceARN: arn }))))!.Tags) : undefined;
+        };
+        const topic = async (severity: string, arn: string): Promise<TopicFacts> => {
+            const facts: TopicFacts = { severity, arn, exists: false, confirmed: 0, pending: 0 };
+            const attrs = (await call(`sns:GetTopicAttributes ${arn}`, () => sns.send(new GetTopicAttributesCommand({ TopicArn: arn })), ["NotFoundException", "NotFound"]))?.Attributes;
+            if (!attrs) return facts;
+            facts.exists = true;
+            let token: string | undefined;
+            do {
+                const page = (await call(`sns:ListSubscriptionsByTopic ${arn}`, () => sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: arn, NextToken: token }))))!;
+                for (const s of page.Subscriptions ?? []) {
+                    // A subscription awaiting confirmation has the ARN "PendingConfirmation" (SNS API reference, Subscription).
+                    if (s.SubscriptionArn === "PendingConfirmation") facts.pending++;
+                    else if (s.SubscriptionArn?.startsWith("arn:")) facts.confirmed++;
+                }
+                token = page.NextToken;
+            } while (token);
+            facts.kmsKeyId = attrs.KmsMasterKeyId || undefined;
+            if (facts.kmsKeyId) {
+                const meta = (await call(`kms:DescribeKey ${facts.kmsKeyId}`, () => kms.send(new DescribeKeyCommand({ KeyId: facts.kmsKeyId }))))!.KeyMetadata!;
+                const policyDoc = meta.KeyManager === "AWS" ? undefined : (await call(`kms:GetKeyPolicy ${meta.KeyId}`, () => kms.send(new GetKeyPolicyCommand({ KeyId: meta.KeyId, PolicyName: "default" }))))!.Policy;
+                facts.key = { manager: meta.KeyManager ?? "CUSTOMER", policy: policyDoc };
+            }
+            return facts;
+        };
+        const karpenterLines = async (): Promise<boolean> => {
+            // Fluent Bit's records carry the pod's kubernetes metadata (Container Insights' application log group).
+            const filterPattern = `{ $.kubernetes.namespace_name = "${cfg.controller.namespace}" && $.kubernetes.container_name = "${KARPENTER_CONTAINER}" }`;
+            let token: string | undefined;
+            for (let page = 0; page < 10; page++) {
+                const r = (await call(`logs:FilterLogEvents ${cfg.alarms.logGroupName}`, () =>
+                    logs.send(new FilterLogEventsCommand({ logGroupName: cfg.alarms.logGroupName, filterPattern, startTime: now - 86_400_000, endTime: now, limit: 1, nextToken: token })),
+                ))!;
+                if (r.events?.length) return true;
+                token = r.nextToken;
+                if (!token) return false;
+            }
+            return false;
+        };
+
+        const [cluster, addon, logGroups, image, subnets, groups, offerings, types, spot, existingNode] = await Promise.all([
+            call(`eks:DescribeCluster ${name}`, () => eks.send(new DescribeClusterCommand({ name })), ["ResourceNotFoundException"]),
+            cfg.controller.identity === "pod-identity" ? call(`eks:DescribeAddon ${POD_IDENTITY_AGENT}`, () => eks.send(new DescribeAddonCommand({ clusterName: name, addonName: POD_IDENTITY_AGENT })), ["ResourceNotFoundException"]) : undefined,
+            call(`logs:DescribeLogGroups ${cfg.alarms.logGroupName}`, () => logs.send(new DescribeLogGroupsCommand({ logGroupNamePrefix: cfg.alarms.logGroupName }))),
+            np.ami.id ? call(`ec2:DescribeImages ${np.ami.id}`, () => ec2.send(new DescribeImagesCommand({ ImageIds: [np.ami.id!] })), ["InvalidAMIID.NotFound", "InvalidAMIID.Unavailable"]) : undefined,
+            call("ec2:DescribeSubnets", () => ec2.send(new DescribeSubnetsCommand(np.subnetIds ? { SubnetIds: np.subnetIds } : { Filters: discovery })), ["InvalidSubnetID.NotFound"]),
+            call("ec2:DescribeSecurityGroups", () => ec2.send(new DescribeSecurityGroupsCommand(np.securityGroupIds ? { GroupIds: np.securityGroupIds } : { Filters: discovery })), ["InvalidGroup.NotFound"]),
+            call("ec2:DescribeInstanceTypeOfferings", async () => {
+                const all: { type: string; zone: string }[] = [];
+                const input = { LocationType: "availability-zone" as const, Filters: [{ Name: "instance-type", Values: approved }, { Name: "location", Values: np.zones }] };
+                for await (const page of paginateDescribeInstanceTypeOfferings({ client: ec2 }, input)) for (const o of page.InstanceTypeOfferings ?? []) all.push({ type: o.InstanceType!, zone: o.Location! });
+                return all;
+            }),
+            call("ec2:DescribeInstanceTypes", async () => {
+                const all: { type: string; architectures: string[] }[] = [];
+                for await (const page of paginateDescribeInstanceTypes({ client: ec2 }, { Filters: [{ Name: "instance-type", Values: approved }] })) {
+                    for (const t of page.InstanceTypes ?? []) all.push({ type: t.InstanceType!, architectures: t.ProcessorInfo?.SupportedArchitectures ?? [] });
+                }
+                return all;
+            }),
+            role(SPOT_ROLE),
+            cfg.controller.existingNodeRoleName ? role(cfg.controller.existingNodeRoleName) : undefined,
+        ]);
+        const lg = logGroups?.logGroups?.some((g) => g.logGroupName === cfg.alarms.logGroupName) ?? false;
+        const named: AwsFacts["names"] = await Promise.all([
+            ...[names.controllerRole, ...(cfg.controller.existingNodeRoleName ? [] : [names.nodeRole])].map(async (n) => {
+                const r = await role(n);
+                return { kind: "IAM role", name: n, tags: r ? tagsOf(r.Tags) : undefined };
+            }),
+            ...Object.values(names.policies).map(async (n) => {
+                const pol = await policy(n);
+                return { kind: "IAM policy", name: n, tags: pol ? tagsOf(pol.Tags) : undefined };
+            }),
+            queue(names.queue).then((tags) => ({ kind: "SQS queue", name: names.queue, tags })),
+            ...Object.values(names.rules).map(async (n) => ({ kind: "EventBridge rule", name: n, tags: await rule(n) })),
+        ]);
+        // The program turns topicNames into topics of the cluster's own account and region (stacks/createStack.ts).
+        const topicNames = cfg.alarms.topicNames;
+        const topicArn = (name: string) => `arn:${partition}:sns:${cfg.cluster.region}:${account}:${name}`;
+        const arns = cfg.alarms.topicArns ?? (topicNames && { warning: topicArn(topicNames.warning), critical: topicArn(topicNames.critical) });
+        const topics = arns ? await Promise.all((arns.warning === arns.critical ? [["warning and critical", arns.warning]] : [["warning", arns.warning], ["critical", arns.critical]]).map(([s, a]) => topic(s, a))) : [];
+        const im = image?.Images?.[0];
+        return {
+            account,
+            partition,
+            cluster: cluster?.cluster ? { version: cluster.cluster.version ?? "?", status: cluster.cluster.status ?? "?" } : undefined,
+            podIdentityAgent: addon?.addon ? { status: addon.addon.status ?? "?", version: addon.addon.addonVersion ?? "?" } : undefined,
+            logGroup: { exists: lg, karpenterLines: lg ? await karpenterLines() : false },
+            image: np.ami.id ? (im ? { id: im.ImageId!, state: im.State ?? "?", architecture: im.Architecture ?? "?", name: im.Name ?? "" } : null) : undefined,
+            subnets: (subnets?.Subnets ?? []).map((s) => ({ id: s.SubnetId!, zone: s.AvailabilityZone! })),
+            securityGroups: (groups?.SecurityGroups ?? []).map((g) => ({ id: g.GroupId! })),
+            offerings: offerings ?? [],
+            instanceTypes: types ?? [],
+            spotRole: spot !== undefined,
+            existingNodeRole: cfg.controller.existingNodeRoleName ? existingNode !== undefined : undefined,
+            names: named,
+            topics,
+        };
+    } finally {
+        for (const client of [sts, eks, ec2, iam, sqs, sns, kms, logs, events]) client.destroy();
+    }
+}
+
+/** Reads the cluster facts (list calls only). */
+export async function gatherKube(cfg: StackConfig, list: ListObjects): Promise<KubeFacts> {
+    const p = cfg.placement;
+    const releaseNamespaces = [...new Set([cfg.controller.namespace, ...Object.values(HELMFILE_RELEASES), NIDHOGG_RELEASE.namespace])];
+    const dsNamespaces = [...new Set(p.nodeDaemonSets.map((d) => d.namespace))];
+    const selector = Object.entries(cfg.cluster.stableNodeSelector).map(([k, v]) => `${k}=${v}`).join(",");
+    const [secrets, priorityClasses, pdbs, nodePools, nodeClasses, deployments, daemonSets, stableNodes, pods] = await Promise.all([
+        Promise.all(releaseNamespaces.map((ns) => list("secrets", ns, "owner=helm"))).then((l) => l.flat()),
+        list("priorityclasses"),
+        Promise.all([...new Set([p.namespace, NIDHOGG_RELEASE.namespace])].map((ns) => list("poddisruptionbudgets", ns))).then((l) => l.flat()),
+        list("nodepools"),
+        list("ec2nodeclasses"),
+        list("deployments", p.namespace),
+        Promise.all(dsNamespaces.map((ns) => list("daemonsets", ns))).then((l) => l.flat()),
+        list("nodes", undefined, selector),
+        list("pods"),
+    ]);
+    return { releases: latestReleases(secrets), priorityClasses, pdbs, nodePools, nodeClasses, deployments, daemonSets, stableNodes, pods };
+}
+
+export interface PreflightDeps {
+    kubeConfig?: () => KubeConfig;
+    /** SDK client settings (tests: the fake endpoint and static credentials); the default credential chain otherwise. */
+    aws?: AwsClientConfig;
+    dir?: string;
+    now?: () => number;
+}
+
+const cannotCheck = (why: string): CommandResult => ({ exitCode: EXIT.cannotCheck, output: `Could not check: ${why}` });
+
+export async function preflight(argv: string[], deps: PreflightDeps = {}): Promise<CommandResult> {
+    const line = parseCommandLine(argv, PREFLIGHT);
+    if (isResult(line)) return line;
+    const cfg = loadStack(valueOf(line, "stack"), PREFLIGHT, deps.dir ?? PROJECT_DIR);
+    if (isResult(cfg)) return cfg;
+    let kc: KubeConfig;
+    try {
+        kc = (deps.kubeConfig ?? loadKubeConfig)();
+    } catch (e) {
+        return cannotCheck(`could not load the kubeconfig: ${(e as Error)?.message ?? e}`);
+    }
+    const context = valueOf(line, "context") ?? kc.getCurrentContext();
+    const refused = useContext(kc, context, cfg.cluster.name);
+    if (refused) return usage(refused, PREFLIGHT);
+    const now = (deps.now ?? Date.now)();
+    try {
+        const [aws, kube] = await Promise.all([
+            gatherAws(cfg, deps.aws ?? {}, now),
+            gatherKube(cfg, listerOf(kc)).catch((e) => {
+                throw new CannotCheck(`cluster ${cfg.cluster.name} (context ${context}): ${kubeError(e)}`);
+            }),
+        ]);
+        return report(cfg, context, aws.account, preflightChecks(cfg, aws, kube));
+    } catch (e) {
+        if (e instanceof CannotCheck) return cannotCheck(e.message);
+        throw e;
+    }
+}
+
+/** A Kubernetes client error in one line. */
+function kubeError(e: unknown): string {
+    const err = e as { code?: number; message?: string; cause?: { message?: string } };
+    if (err?.code === 401) return "HTTP 401 Unauthorized: the API server refused the credentials (aws eks update-kubeconfig, aws sso login)";
+    if (err?.code === 403) return "HTTP 403 Forbidden: the user may not list what preflight reads (docs/preflight.md lists the permissions)";
+    if (typeof err?.code === "number") return `HTTP ${err.code} from the API server`;
+    return err?.cause?.message ? `${err.message}: ${err.cause.message}` : `${err?.message ?? e}`;
+}
+
+if (require.main === module) runMain(() => preflight(process.argv.slice(2)));

@@ -1,0 +1,280 @@
+// An in-process AWS endpoint for preflight's tests: the real SDK v3 clients, pointed at it with `endpoint` and static
+// credentials, send their real requests over HTTP on 127.0.0.1 and parse answers shaped as each service's protocol
+// and the AWS API reference document them. The service is read from the SigV4 credential scope of each request.
+// - EC2 (ec2 query, XML): https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_<Action>.html and
+//   .../APIReference/errors-overview.html (<Response><Errors><Error>).
+// - IAM, SNS, STS (awsQuery, XML <Action>Response/<Action>Result, errors <ErrorResponse><Error>):
+//   https://docs.aws.amazon.com/IAM/latest/APIReference/API_GetRole.html, API_GetPolicy.html;
+//   https://docs.aws.amazon.com/sns/latest/api/API_GetTopicAttributes.html, API_ListSubscriptionsByTopic.html;
+//   https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html.
+// - SQS (JSON 1.0, X-Amz-Target AmazonSQS.*): https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_GetQueueUrl.html, API_ListQueueTags.html.
+// - KMS, CloudWatch Logs, EventBridge (JSON 1.1, X-Amz-Target TrentService.*, Logs_20140328.*, AWSEvents.*):
+//   https://docs.aws.amazon.com/kms/latest/APIReference/API_DescribeKey.html, API_GetKeyPolicy.html;
+//   https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_DescribeLogGroups.html, API_FilterLogEvents.html;
+//   https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_DescribeRule.html, API_ListTagsForResource.html.
+// - EKS (REST JSON, error type in x-amzn-ErrorType): https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html, API_DescribeAddon.html.
+import * as http from "http";
+import { AddressInfo } from "net";
+
+export type Tags = Record<string, string>;
+
+export interface FakeAwsState {
+    account: string;
+    clusters: Record<string, { version: string; status: string }>;
+    /** "<cluster>/<addon>" */
+    addons: Record<string, { status: string; addonVersion: string }>;
+    /** Log groups and their events (messages are Fluent Bit's JSON records). */
+    logGroups: Record<string, { timestamp: number; message: string }[]>;
+    images: { ImageId: string; State: string; Architecture: string; Name: string }[];
+    subnets: { SubnetId: string; AvailabilityZone: string; Tags: Tags }[];
+    securityGroups: { GroupId: string; Tags: Tags }[];
+    offerings: { type: string; zone: string }[];
+    instanceTypes: { type: string; architectures: string[] }[];
+    roles: Record<string, Tags>;
+    policies: Record<string, Tags>;
+    queues: Record<string, Tags>;
+    rules: Record<string, Tags>;
+    /** By ARN: attributes (KmsMasterKeyId...) and the SubscriptionArn of each subscription ("PendingConfirmation" when unconfirmed). */
+    topics: Record<string, { attributes: Record<string, string>; subscriptions: string[] }>;
+    /** By key ID, ARN or alias name. */
+    keys: Record<string, { KeyId: string; KeyManager: "AWS" | "CUSTOMER"; policy: string }>;
+    /** "service:Action" calls answered 403 (access denied), as the service words it. */
+    deny?: string[];
+}
+
+export class FakeAwsApi {
+    /** "service:Action" of every request, in order. */
+    readonly requests: string[] = [];
+    private server = http.createServer((req, res) => this.handle(req, res));
+    url = "";
+
+    constructor(readonly state: FakeAwsState) {}
+
+    async start(): Promise<this> {
+        await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+        this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+        return this;
+    }
+
+    async stop(): Promise<void> {
+        this.server.closeAllConnections();
+        await new Promise((resolve) => this.server.close(resolve));
+    }
+
+    /** What preflight's SDK clients take to talk to this endpoint. */
+    clientConfig() {
+        return { endpoint: this.url, credentials: { accessKeyId: "AKIDFAKE", secretAccessKey: "fake" }, maxAttempts: 1 };
+    }
+
+    private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+        let body = "";
+        req.on("data", (c) => (body += c));
+        req.on("end", () => {
+            // Authorization: AWS4-HMAC-SHA256 Credential=AKID/20261201/ca-central-1/<service>/aws4_request, ...
+            const service = /Credential=[^/]+\/[^/]+\/[^/]+\/([^/]+)\//.exec(req.headers.authorization ?? "")?.[1] ?? "?";
+            const target = req.headers["x-amz-target"] as string | undefined;
+            try {
+                if (service === "eks") return this.eks(req.method ?? "GET", new URL(req.url ?? "/", "http://x").pathname, res);
+                if (target) return this.json(service, target.split(".")[1], JSON.parse(body || "{}"), res);
+                return this.query(service, new URLSearchParams(body), res);
+            } catch (e) {
+                res.writeHead(500).end(String(e));
+            }
+        });
+    }
+
+    private denied(service: string, action: string): boolean {
+        this.requests.push(`${service}:${action}`);
+        return (this.state.deny ?? []).includes(`${service}:${action}`);
+    }
+
+    // ---- EKS: REST JSON
+    private eks(method: string, path: string, res: http.ServerResponse): void {
+        const m = /^\/clusters\/([^/]+)(?:\/addons\/([^/]+))?$/.exec(path);
+        const action = m?.[2] ? "DescribeAddon" : "DescribeCluster";
+        if (this.denied("eks", action)) return restError(res, 403, "AccessDeniedException", `User is not authorized to perform: eks:${action}`);
+        if (!m || method !== "GET") return restError(res, 404, "NotFoundException", `no route ${method} ${path}`);
+        const [cluster, addon] = [decodeURIComponent(m[1]), m[2] && decodeURIComponent(m[2])];
+        const c = this.state.clusters[cluster];
+        if (!c) return restError(res, 404, "ResourceNotFoundException", `No cluster found for name: ${cluster}.`);
+        if (addon) {
+            const a = this.state.addons[`${cluster}/${addon}`];
+            if (!a) return restError(res, 404, "ResourceNotFoundException", `No addon: ${addon} found in cluster: ${cluster}`);
+            return jsonReply(res, 200, { addon: { addonName: addon, clusterName: cluster, status: a.status, addonVersion: a.addonVersion, addonArn: `arn:aws:eks:ca-central-1:${this.state.account}:addon/${cluster}/${addon}/x` } });
+        }
+        jsonReply(res, 200, { cluster: { name: cluster, arn: `arn:aws:eks:ca-central-1:${this.state.account}:cluster/${cluster}`, version: c.version, status: c.status, platformVersion: "eks.1" } });
+    }
+
+    // ---- SQS (JSON 1.0), KMS, CloudWatch Logs, EventBridge (JSON 1.1)
+    private json(service: string, action: string, input: any, res: http.ServerResponse): void {
+        const s = this.state;
+        const fail = (type: string, message: string, queryError?: string) => {
+            res.writeHead(400, { "Content-Type": "application/x-amz-json-1.1", "x-amzn-RequestId": "req-1", ...(queryError ? { "x-amzn-query-error": queryError } : {}) });
+            res.end(JSON.stringify({ __type: type, message }));
+        };
+        if (this.denied(service, action)) return fail("AccessDeniedException", `User is not authorized to perform: ${service}:${action}`);
+        const ok = (body: object) => jsonReply(res, 200, body);
+        switch (`${service}:${action}`) {
+            case "sqs:GetQueueUrl":
+                return s.queues[input.QueueName]
+                    ? ok({ QueueUrl: `https://sqs.ca-central-1.amazonaws.com/${s.account}/${input.QueueName}` })
+                    : fail("com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.", "AWS.SimpleQueueService.NonExistentQueue;Sender");
+            case "sqs:ListQueueTags":
+                return ok({ Tags: s.queues[String(input.QueueUrl).split("/").pop()!] ?? {} });
+            case "kms:DescribeKey": {
+                const k = s.keys[input.KeyId];
+                if (!k) return fail("NotFoundException", `Key '${input.KeyId}' does not exist`);
+                return ok({ KeyMetadata: { KeyId: k.KeyId, Arn: `arn:aws:kms:ca-central-1:${s.account}:key/${k.KeyId}`, AWSAccountId: s.account, KeyManager: k.KeyManager, KeyState: "Enabled", Enabled: true, KeyUsage: "ENCRYPT_DECRYPT" } });
+            }
+            case "kms:GetKeyPolicy": {
+                const k = s.keys[input.KeyId];
+                return k ? ok({ Policy: k.policy, PolicyName: "default" }) : fail("NotFoundException", `Key '${input.KeyId}' does not exist`);
+            }
+            case "logs:DescribeLogGroups":
+                return ok({
+                    logGroups: Object.keys(s.logGroups)
+                        .filter((g) => g.startsWith(input.logGroupNamePrefix ?? ""))
+                        .map((g) => ({ logGroupName: g, arn: `arn:aws:logs:ca-central-1:${s.account}:log-group:${g}:*`, creationTime: 1700000000000, storedBytes: 0 })),
+                });
+            case "logs:FilterLogEvents": {
+                const events = s.logGroups[input.logGroupName];
+                if (!events) return fail("ResourceNotFoundException", "The specified log group does not exist.");
+                const hits = events.filter((e) => e.timestamp >= (input.startTime ?? 0) && e.timestamp <= (input.endTime ?? Infinity) && jsonPatternMatches(input.filterPattern, e.message));
+                return ok({ events: hits.slice(0, input.limit ?? 10000).map((e, i) => ({ logStreamName: "karpenter-abc_karpenter_controller", timestamp: e.timestamp, message: e.message, ingestionTime: e.timestamp, eventId: String(i) })), searchedLogStreams: [] });
+            }
+            case "events:DescribeRule":
+                return s.rules[input.Name]
+                    ? ok({ Name: input.Name, Arn: `arn:aws:events:ca-central-1:${s.account}:rule/${input.Name}`, State: "ENABLED", EventBusName: "default" })
+                    : fail("ResourceNotFoundException", `Rule ${input.Name} does not exist on EventBus default.`);
+            case "events:ListTagsForResource":
+                return ok({ Tags: Object.entries(s.rules[String(input.ResourceARN).split("/").pop()!] ?? {}).map(([Key, Value]) => ({ Key, Value })) });
+        }
+        fail("UnknownOperationException", `the fake does not serve ${service}:${action}`);
+    }
+
+    // ---- EC2 (ec2 query), IAM, SNS, STS (awsQuery): form-encoded requests, XML answers
+    private query(service: string, params: URLSearchParams, res: http.ServerResponse): void {
+        const s = this.state;
+        const action = params.get("Action") ?? "?";
+        const ec2 = service === "ec2";
+        const xmlns = { ec2: "http://ec2.amazonaws.com/doc/2016-11-15/", iam: "https://iam.amazonaws.com/doc/2010-05-08/", sns: "http://sns.amazonaws.com/doc/2010-03-31/", sts: "https://sts.amazonaws.com/doc/2011-06-15/" }[service];
+        const fail = (status: number, code: string, message: string) => {
+            res.writeHead(status, { "Content-Type": "text/xml" });
+            res.end(
+                ec2
+                    ? `<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>${code}</Code><Message>${esc(message)}</Message></Error></Errors><RequestID>req-1</RequestID></Response>`
+                    : `<ErrorResponse xmlns="${xmlns}"><Error><Type>Sender</Type><Code>${code}</Code><Message>${esc(message)}</Message></Error><RequestId>req-1</RequestId></ErrorResponse>`,
+            );
+        };
+        if (this.denied(service, action)) {
+            const code = ec2 ? "UnauthorizedOperation" : service === "sns" ? "AuthorizationError" : "AccessDenied";
+            return fail(403, code, `User is not authorized to perform: ${service}:${action}`);
+        }
+        // EC2 wraps everything in <ActionResponse> with a requestId; awsQuery in <ActionResponse><ActionResult>.
+        const ok = (inner: string) => {
+            res.writeHead(200, { "Content-Type": "text/xml" });
+            res.end(
+                ec2
+                    ? `<?xml version="1.0" encoding="UTF-8"?><${action}Response xmlns="${xmlns}"><requestId>req-1</requestId>${inner}</${action}Response>`
+                    : `<${action}Response xmlns="${xmlns}"><${action}Result>${inner}</${action}Result><ResponseMetadata><RequestId>req-1</RequestId></ResponseMetadata></${action}Response>`,
+            );
+        };
+        const filters = ec2Filters(params);
+        const ec2Tags = (t: Tags) => `<tagSet>${Object.entries(t).map(([k, v]) => `<item><key>${esc(k)}</key><value>${esc(v)}</value></item>`).join("")}</tagSet>`;
+        const tagged = (t: Tags) => Object.entries(filters).every(([name, values]) => !name.startsWith("tag:") || values.includes(t[name.slice(4)]));
+        const members = (t: Tags) => `<Tags>${Object.entries(t).map(([k, v]) => `<member><Key>${esc(k)}</Key><Value>${esc(v)}</Value></member>`).join("")}</Tags>`;
+        switch (`${service}:${action}`) {
+            case "sts:GetCallerIdentity":
+                return ok(`<Arn>arn:aws:sts::${s.account}:assumed-role/Admin/tester</Arn><UserId>AROAFAKE:tester</UserId><Account>${s.account}</Account>`);
+            case "ec2:DescribeImages": {
+                const ids = listParam(params, "ImageId");
+                const found = s.images.filter((i) => ids.includes(i.ImageId));
+                // EC2 refuses an unknown image ID instead of answering an empty set.
+                if (found.length < ids.length) return fail(400, "InvalidAMIID.NotFound", `The image id '[${ids.join(", ")}]' does not exist`);
+                return ok(`<imagesSet>${found.map((i) => `<item><imageId>${i.ImageId}</imageId><imageState>${i.State}</imageState><architecture>${i.Architecture}</architecture><name>${esc(i.Name)}</name><imageType>machine</imageType><platformDetails>Linux/UNIX</platformDetails></item>`).join("")}</imagesSet>`);
+            }
+            case "ec2:DescribeSubnets": {
+                const ids = listParam(params, "SubnetId");
+                const found = s.subnets.filter((x) => (ids.length ? ids.includes(x.SubnetId) : tagged(x.Tags)));
+                return ok(`<subnetSet>${found.map((x) => `<item><subnetId>${x.SubnetId}</subnetId><availabilityZone>${x.AvailabilityZone}</availabilityZone><vpcId>vpc-1</vpcId><state>available</state>${ec2Tags(x.Tags)}</item>`).join("")}</subnetSet>`);
+            }
+            case "ec2:DescribeSecurityGroups": {
+                const ids = listParam(params, "GroupId");
+                const found = s.securityGroups.filter((x) => (ids.length ? ids.includes(x.GroupId) : tagged(x.Tags)));
+                return ok(`<securityGroupInfo>${found.map((x) => `<item><groupId>${x.GroupId}</groupId><groupName>${x.GroupId}</groupName><vpcId>vpc-1</vpcId>${ec2Tags(x.Tags)}</item>`).join("")}</securityGroupInfo>`);
+            }
+            case "ec2:DescribeInstanceTypeOfferings": {
+                const found = s.offerings.filter((o) => (filters["instance-type"] ?? [o.type]).includes(o.type) && (filters.location ?? [o.zone]).includes(o.zone));
+                return ok(`<instanceTypeOfferingSet>${found.map((o) => `<item><instanceType>${o.type}</instanceType><locationType>availability-zone</locationType><location>${o.zone}</location></item>`).join("")}</instanceTypeOfferingSet>`);
+            }
+            case "ec2:DescribeInstanceTypes": {
+                const found = s.instanceTypes.filter((t) => (filters["instance-type"] ?? [t.type]).includes(t.type));
+                return ok(`<instanceTypeSet>${found.map((t) => `<item><instanceType>${t.type}</instanceType><processorInfo><supportedArchitectures>${t.architectures.map((a) => `<item>${a}</item>`).join("")}</supportedArchitectures></processorInfo></item>`).join("")}</instanceTypeSet>`);
+            }
+            case "iam:GetRole": {
+                const name = params.get("RoleName")!;
+                const tags = s.roles[name];
+                if (!tags) return fail(404, "NoSuchEntity", `The role with name ${name} cannot be found.`);
+                return ok(`<Role><Path>/</Path><RoleName>${esc(name)}</RoleName><RoleId>AROAFAKE</RoleId><Arn>arn:aws:iam::${s.account}:role/${esc(name)}</Arn><CreateDate>2026-01-01T00:00:00Z</CreateDate>${members(tags)}</Role>`);
+            }
+            case "iam:GetPolicy": {
+                const arn = params.get("PolicyArn")!;
+                const name = arn.split("/").pop()!;
+                const tags = s.policies[name];
+                if (!tags) return fail(404, "NoSuchEntity", `Policy ${arn} does not exist or is not attachable.`);
+                return ok(`<Policy><PolicyName>${esc(name)}</PolicyName><PolicyId>ANPAFAKE</PolicyId><Arn>${esc(arn)}</Arn><Path>/</Path><DefaultVersionId>v1</DefaultVersionId><AttachmentCount>1</AttachmentCount><IsAttachable>true</IsAttachable><CreateDate>2026-01-01T00:00:00Z</CreateDate><UpdateDate>2026-01-01T00:00:00Z</UpdateDate>${members(tags)}</Policy>`);
+            }
+            case "sns:GetTopicAttributes": {
+                const t = s.topics[params.get("TopicArn")!];
+                if (!t) return fail(404, "NotFound", "Topic does not exist");
+                return ok(`<Attributes>${Object.entries({ TopicArn: params.get("TopicArn")!, Owner: s.account, ...t.attributes }).map(([k, v]) => `<entry><key>${k}</key><value>${esc(v)}</value></entry>`).join("")}</Attributes>`);
+            }
+            case "sns:ListSubscriptionsByTopic": {
+                const arn = params.get("TopicArn")!;
+                const t = s.topics[arn];
+                if (!t) return fail(404, "NotFound", "Topic does not exist");
+                return ok(`<Subscriptions>${t.subscriptions.map((sub) => `<member><TopicArn>${esc(arn)}</TopicArn><Protocol>email</Protocol><SubscriptionArn>${esc(sub)}</SubscriptionArn><Owner>${s.account}</Owner><Endpoint>ops@example.com</Endpoint></member>`).join("")}</Subscriptions>`);
+            }
+        }
+        fail(400, "InvalidAction", `the fake does not serve ${service}:${action}`);
+    }
+}
+
+/** `Name.1`, `Name.2`... (EC2's list serialization of ImageIds, SubnetIds...). */
+function listParam(params: URLSearchParams, name: string): string[] {
+    return [...params.entries()].filter(([k]) => new RegExp(`^${name}\\.[0-9]+$`).test(k)).map(([, v]) => v);
+}
+
+/** `Filter.N.Name` and `Filter.N.Value.M`, by name. */
+function ec2Filters(params: URLSearchParams): Record<string, string[]> {
+    const out: Record<string, string[]> = {};
+    for (const [k, name] of params.entries()) {
+        const m = /^Filter\.([0-9]+)\.Name$/.exec(k);
+        if (m) out[name] = listParam(params, `Filter\\.${m[1]}\\.Value`);
+    }
+    return out;
+}
+
+/** A JSON filter pattern of `$.a.b = "v"` terms joined by &&, as CloudWatch Logs evaluates it on JSON events. */
+function jsonPatternMatches(pattern: string | undefined, message: string): boolean {
+    if (!pattern) return true;
+    let event: any;
+    try {
+        event = JSON.parse(message);
+    } catch {
+        return false;
+    }
+    return [...pattern.matchAll(/\$\.([\w.]+)\s*=\s*"([^"]*)"/g)].every(([, path, value]) => path.split(".").reduce((o, k) => o?.[k], event) === value);
+}
+
+function jsonReply(res: http.ServerResponse, code: number, body: object): void {
+    res.writeHead(code, { "Content-Type": "application/json", "x-amzn-RequestId": "req-1" });
+    res.end(JSON.stringify(body));
+}
+
+function restError(res: http.ServerResponse, code: number, type: string, message: string): void {
+    res.writeHead(code, { "Content-Type": "application/json", "x-amzn-ErrorType": type, "x-amzn-RequestId": "req-1" });
+    res.end(JSON.stringify({ message }));
+}
+
+const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");

@@ -1,0 +1,402 @@
+// `npm run preflight` against an in-process AWS endpoint (tests/fakeAwsApi.ts, the real SDK v3 clients) and the fake
+// Kubernetes API (tests/fakeKubeApi.ts, the real client-node): each check passing, warning and failing, every planted
+// problem as one FAIL, and exit 3 when AWS or the cluster refuses (403) or cannot be reached.
+import { expect } from "chai";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { gzipSync } from "zlib";
+import { parseDocument } from "yaml";
+import { helpText } from "../ops/args";
+import { CHECKS, PREFLIGHT, keyLetsCloudWatch, preflight, stackNames, surgePods } from "../ops/preflight";
+import { nidhoggValues } from "../components/celeryWorkloadPlacement";
+import { placementArgs } from "../stacks/componentArgs";
+import { StackConfig, approvedInstanceTypes, configSections, parseStackConfig } from "../stacks/config";
+import { STACK_TAG } from "../stacks/createStack";
+import { PROJECT, PROJECT_DIR, readStackConfig } from "../plan/offlineRuntime";
+import { FakeAwsApi, FakeAwsState } from "./fakeAwsApi";
+import { FakeClock, FakeKubeApi, FakeKubeApiOptions } from "./fakeKubeApi";
+
+const NOW = Date.UTC(2026, 11, 1, 0, 0, 0);
+const ACCOUNT = "123456789012";
+const WARNING_TOPIC = `arn:aws:sns:ca-central-1:${ACCOUNT}:alert-warning`;
+const CRITICAL_TOPIC = `arn:aws:sns:ca-central-1:${ACCOUNT}:alert-critical`;
+const CLOUDWATCH_KEY_POLICY = JSON.stringify({
+    Version: "2012-10-17",
+    Statement: [
+        { Effect: "Allow", Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: "kms:*", Resource: "*" },
+        { Effect: "Allow", Principal: { Service: "cloudwatch.amazonaws.com" }, Action: ["kms:Decrypt", "kms:GenerateDataKey*"], Resource: "*" },
+    ],
+});
+
+/** A stack directory holding staging's real stack file, with GC Notify's topics in alarms.topicArns. */
+function stackDir(): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "preflight-"));
+    const doc = parseDocument(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.staging.yaml"), "utf8"));
+    doc.deleteIn(["config", `${PROJECT}:alarms`, "topicNames"]);
+    doc.setIn(["config", `${PROJECT}:alarms`, "topicArns"], doc.createNode({ warning: WARNING_TOPIC, critical: CRITICAL_TOPIC }));
+    fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), doc.toString());
+    return dir;
+}
+
+/** Helm 3's release Secret: the release JSON gzipped and base64-encoded (helm v3 pkg/storage/driver/util.go encodeRelease), in a Secret of type helm.sh/release.v1 (secrets.go). */
+function helmSecret(name: string, namespace: string, revision: number, chart: string, version: string, values: object, status = "deployed") {
+    const release = { name, namespace, version: revision, info: { status }, chart: { metadata: { name: chart, version } }, config: values };
+    const helm = gzipSync(Buffer.from(JSON.stringify(release))).toString("base64");
+    return {
+        apiVersion: "v1",
+        kind: "Secret",
+        type: "helm.sh/release.v1",
+        metadata: { name: `sh.helm.release.v1.${name}.v${revision}`, namespace, labels: { owner: "helm", name, status, version: String(revision) } },
+        data: { release: Buffer.from(helm).toString("base64") },
+    };
+}
+
+const managed = (...managers: string[]) => managers.map((manager) => ({ manager, operation: manager.startsWith("pulumi") ? "Apply" : "Update" }));
+const meta = (name: string, namespace?: string, managers = ["helm"]) => ({ name, ...(namespace ? { namespace } : {}), managedFields: managed(...managers) });
+const container = (name: string, cpu = "100m", memory = "128Mi") => ({ name, image: "x", resources: { requests: { cpu, memory } } });
+const deployment = (name: string, ns: string) => ({ metadata: meta(name, ns), spec: { replicas: 2, template: { spec: { containers: [container("app")] } } } });
+const node = (name: string, zone: string, cpu = "4", memory = "16Gi") => ({
+    metadata: { name, labels: { "eks.amazonaws.com/capacityType": "ON_DEMAND", "topology.kubernetes.io/zone": zone } },
+    status: { allocatable: { cpu, memory } },
+});
+
+interface World {
+    aws: FakeAwsState;
+    kube: FakeKubeApiOptions;
+}
+
+/** Everything as it should be for staging, before its first up; tests change what they plant. */
+function goodWorld(cfg: StackConfig): World {
+    const p = cfg.placement;
+    const ns = p.namespace;
+    const types = approvedInstanceTypes(cfg.nodePool);
+    const names = stackNames(cfg);
+    const lg = cfg.alarms.logGroupName;
+    const line = JSON.stringify({ log: "{\"level\":\"INFO\",\"message\":\"found provisionable pod(s)\"}", kubernetes: { namespace_name: "karpenter", container_name: "controller", pod_name: "karpenter-abc" } });
+    return {
+        aws: {
+            account: ACCOUNT,
+            clusters: { [cfg.cluster.name]: { version: "1.31", status: "ACTIVE" } },
+            addons: { [`${cfg.cluster.name}/eks-pod-identity-agent`]: { status: "ACTIVE", addonVersion: "v1.3.4-eksbuild.1" } },
+            logGroups: { [lg]: [{ timestamp: NOW - 3_600_000, message: line }] },
+            images: [{ ImageId: cfg.nodePool.ami.id!, State: "available", Architecture: "x86_64", Name: "amazon-eks-node-al2023-x86_64-standard-1.31-v20251117" }],
+            subnets: cfg.nodePool.zones.map((z, i) => ({ SubnetId: `subnet-0${i}`, AvailabilityZone: z, Tags: { "karpenter.sh/discovery": cfg.cluster.name } })),
+            securityGroups: [{ GroupId: "sg-01", Tags: { "karpenter.sh/discovery": cfg.cluster.name } }],
+            offerings: cfg.nodePool.zones.flatMap((zone) => types.map((type) => ({ type, zone }))),
+            instanceTypes: types.map((type) => ({ type, architectures: ["x86_64"] })),
+            roles: { AWSServiceRoleForEC2Spot: {}, "eks-worker-role": {}, [names.controllerRole]: { [STACK_TAG]: "staging" } },
+            policies: {},
+            queues: {},
+            rules: {},
+            topics: {
+                [WARNING_TOPIC]: { attributes: { KmsMasterKeyId: "alias/notify-alarms" }, subscriptions: [`${WARNING_TOPIC}:0b1c`] },
+                [CRITICAL_TOPIC]: { attributes: {}, subscriptions: [`${CRITICAL_TOPIC}:9f2e`, "PendingConfirmation"] },
+            },
+            keys: { "alias/notify-alarms": { KeyId: "key-1", KeyManager: "CUSTOMER", policy: CLOUDWATCH_KEY_POLICY }, "key-1": { KeyId: "key-1", KeyManager: "CUSTOMER", policy: CLOUDWATCH_KEY_POLICY } },
+        },
+        kube: {
+            nodes: [node("stable-a", "ca-central-1a"), node("stable-b", "ca-central-1b"), node("stable-d", "ca-central-1d")],
+            pods: [{ metadata: { name: "notify-api-1", namespace: ns }, spec: { nodeName: "stable-a", containers: [container("app", "1", "2Gi")] }, status: { phase: "Running" } }],
+            collections: {
+                // This stack's releases (a later up), over a helmfile revision they superseded.
+                [`/api/v1/namespaces/karpenter/secrets`]: [
+                    helmSecret("karpenter", "karpenter", 1, "karpenter", "1.3.2", { settings: { interruptionQueue: "Karpenter-notification-canada-ca-staging" } }, "superseded"),
+                    helmSecret("karpenter", "karpenter", 2, "karpenter", "1.14.1", { settings: { interruptionQueue: names.queue } }),
+                    helmSecret("karpenter-crd", "karpenter", 1, "karpenter-crd", "1.14.1", {}),
+                ],
+                [`/api/v1/namespaces/kube-system/secrets`]: [helmSecret("nidhogg", "kube-system", 3, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)))],
+                "/apis/scheduling.k8s.io/v1/priorityclasses": [{ metadata: meta("high-priority"), value: 1000000, preemptionPolicy: "PreemptLowerPriority" }],
+                [`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`]: [{ metadata: meta(p.burst.deployments[0].name, ns, ["pulumi-kubernetes-1a2b3c4d"]) }],
+                "/apis/policy/v1/namespaces/kube-system/poddisruptionbudgets": [],
+                [`/apis/apps/v1/namespaces/${ns}/deployments`]: [...p.burst.deployments.map((d) => d.name), ...p.stableDeployments].map((d) => deployment(d, ns)),
+                ...Object.fromEntries(
+                    [...new Set(p.nodeDaemonSets.map((d) => d.namespace))].map((dsNs) => [
+                        `/apis/apps/v1/namespaces/${dsNs}/daemonsets`,
+                        p.nodeDaemonSets
+                            .filter((d) => d.namespace === dsNs)
+                            .map((d) => ({ metadata: meta(d.name, dsNs), spec: { template: { spec: { containers: [container(d.guaranteed?.container ?? d.name)] } } } })),
+                    ]),
+                ),
+            },
+        },
+    };
+}
+
+interface RunOptions {
+    awsDown?: boolean;
+    kubeDown?: boolean;
+    /** Changes to the stack file (staging's with GC Notify's topics); `null`: staging's own file, as it is. */
+    stackFile?: ((yaml: string) => string) | null;
+}
+
+async function run(world: World, argv = ["--stack", "staging", "--context", "staging"], opts: RunOptions = {}) {
+    const dir = opts.stackFile === null ? PROJECT_DIR : stackDir();
+    if (opts.stackFile) fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), opts.stackFile(fs.readFileSync(path.join(dir, "Pulumi.staging.yaml"), "utf8")));
+    const aws = await new FakeAwsApi(world.aws).start();
+    const kube = await new FakeKubeApi(new FakeClock(NOW), world.kube).start();
+    try {
+        if (opts.awsDown) await aws.stop();
+        if (opts.kubeDown) await kube.stop();
+        const r = await preflight(argv, { dir, aws: aws.clientConfig(), kubeConfig: () => kube.kubeConfig(), now: () => NOW });
+        return { ...r, awsRequests: aws.requests };
+    } finally {
+        if (!opts.awsDown) await aws.stop();
+        if (!opts.kubeDown) await kube.stop();
+        if (dir !== PROJECT_DIR) fs.rmSync(dir, { recursive: true, force: true });
+    }
+}
+
+const linesOf = (output: string, status: string) => output.split("\n").filter((l) => l.startsWith(status.padEnd(4) + "  "));
+const checkOf = (l: string) => l.slice(6).trim().split(/\s+/)[0];
+
+describe("npm run preflight", function () {
+    this.timeout(20000);
+    let cfg: StackConfig;
+    before(() => {
+        const dir = stackDir();
+        try {
+            cfg = parseStackConfig("staging", configSections(readStackConfig("staging", dir), PROJECT));
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
+    it("--help lists every check", () => {
+        const help = helpText(PREFLIGHT);
+        for (const [id, what] of CHECKS) expect(help).to.include(`${id}`).and.to.include(what);
+    });
+
+    it("passes every check on a clean account and cluster (exit 0), one line per check, reading each service through its own protocol", async () => {
+        const r = await run(goodWorld(cfg));
+        expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([]);
+        expect(linesOf(r.output, "WARN"), r.output).to.deep.equal([]);
+        const okChecks = new Set(linesOf(r.output, "OK").map(checkOf));
+        expect([...okChecks]).to.have.members(CHECKS.map(([id]) => id));
+        expect(r.exitCode).to.equal(0);
+        expect(r.output.split("\n").at(-1)).to.equal("OK: no check failed");
+        // This stack's own releases (revision 2 of karpenter supersedes the helmfile's 1.3.2), the adopted class.
+        expect(r.output).to.include("none of karpenter-crd, karpenter, karpenter-nodepool, priority-classes, nidhogg is installed by anything but this stack");
+        expect(r.output).to.include("high-priority exists with value 1000000 and PreemptLowerPriority: the stack adopts it");
+        expect(r.output).to.match(/OK    alarm-topics +warning arn:aws:sns:ca-central-1:123456789012:alert-warning: key alias\/notify-alarms lets CloudWatch publish/);
+        expect(r.output).to.include("critical arn:aws:sns:ca-central-1:123456789012:alert-critical: 1 confirmed subscription");
+        expect(r.awsRequests).to.include.members(["sts:GetCallerIdentity", "eks:DescribeCluster", "ec2:DescribeInstanceTypeOfferings", "iam:GetPolicy", "sqs:GetQueueUrl", "events:DescribeRule", "logs:FilterLogEvents", "kms:GetKeyPolicy", "sns:ListSubscriptionsByTopic"]);
+    });
+
+    it("warns where up works but something will bite later (exit 0)", async () => {
+        const w = goodWorld(cfg);
+        w.aws.clusters[cfg.cluster.name].status = "UPDATING";
+        w.aws.addons[`${cfg.cluster.name}/eks-pod-identity-agent`].status = "CREATING";
+        const secrets = w.kube.collections!["/api/v1/namespaces/kube-system/secrets"] as any[];
+        secrets.push(helmSecret("nidhogg", "kube-system", 4, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)), "pending-upgrade"));
+        w.aws.logGroups[cfg.alarms.logGroupName] = [{ timestamp: NOW - 2 * 86_400_000, message: JSON.stringify({ kubernetes: { namespace_name: "karpenter", container_name: "controller" } }) }];
+        w.aws.offerings = w.aws.offerings.filter((o) => !(o.zone === "ca-central-1d" && o.type === "c7a.xlarge"));
+        const ds = (w.kube.collections!["/apis/apps/v1/namespaces/kube-system/daemonsets"] as any[]).find((d) => d.metadata.name === "ebs-csi-node");
+        ds.metadata.managedFields = managed("eks", "kube-controller-manager");
+        const r = await run(w);
+        expect(r.exitCode, r.output).to.equal(0);
+        expect(linesOf(r.output, "WARN")).to.deep.equal([
+            "WARN  cluster-version           Kubernetes 1.31, but the cluster is UPDATING: wait until it is ACTIVE before pulumi up",
+            "WARN  pod-identity-agent        eks-pod-identity-agent v1.3.4-eksbuild.1 is CREATING, not ACTIVE: wait for it or fix the add-on",
+            "WARN  helm-releases             kube-system/nidhogg revision 4 is pending-upgrade: the next up upgrades it; a pending release blocks that: helm rollback nidhogg -n kube-system first",
+            "WARN  daemonset-managers        kube-system/ebs-csi-node is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues instead",
+            "WARN  log-group                 /aws/containerinsights/notification-canada-ca-staging-eks-cluster/application has no line from the karpenter/controller container in the last day: the provisioning-failures alarm would count nothing; check that Fluent Bit ships the karpenter namespace",
+            "WARN  instance-types            ca-central-1d: c7a.xlarge not offered (the others are)",
+        ]);
+        expect(r.output.split("\n").at(-1)).to.equal("OK: no check failed (6 warnings)");
+    });
+
+    it("prints one FAIL per planted problem and exits 1 when everything is wrong", async () => {
+        const w = goodWorld(cfg);
+        const names = stackNames(cfg);
+        const ns = cfg.placement.namespace;
+        const c = w.kube.collections!;
+        w.aws.clusters[cfg.cluster.name].version = "1.29"; // 1
+        w.aws.addons = {}; // 2
+        c["/api/v1/namespaces/karpenter/secrets"] = [
+            helmSecret("karpenter", "karpenter", 4, "karpenter", "1.3.2", { settings: { interruptionQueue: "Karpenter-notification-canada-ca-staging" } }), // 3
+        ];
+        c["/api/v1/namespaces/kube-system/secrets"] = [helmSecret("priority-classes", "kube-system", 1, "priority-class", "0.1.1", {})]; // 4
+        c["/apis/scheduling.k8s.io/v1/priorityclasses"] = [{ metadata: meta("celery"), value: 100, preemptionPolicy: "PreemptLowerPriority" }]; // 5
+        c[`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`] = [{ metadata: meta("notify-celery-core-tasks-burst", ns) }]; // 6
+        c["/apis/karpenter.sh/v1/nodepools"] = [{ metadata: meta("notify-karpenter") }]; // 7
+        c[`/apis/apps/v1/namespaces/${ns}/deployments`] = (c[`/apis/apps/v1/namespaces/${ns}/deployments`] as any[]).filter((d) => d.metadata.name !== "notify-admin"); // 8
+        (c["/apis/apps/v1/namespaces/amazon-cloudwatch/daemonsets"] as any[])[0].spec.template.spec.containers = [container("agent")]; // 9
+        w.aws.logGroups = {}; // 10
+        w.aws.images[0].Architecture = "arm64"; // 11
+        w.aws.subnets = w.aws.subnets.filter((s) => s.AvailabilityZone !== "ca-central-1d"); // 12
+        w.aws.securityGroups = []; // 13
+        w.aws.instanceTypes = w.aws.instanceTypes.filter((t) => t.type !== "m7a.xlarge"); // 14
+        w.aws.offerings = w.aws.offerings.filter((o) => o.zone !== "ca-central-1b"); // 15
+        delete w.aws.roles.AWSServiceRoleForEC2Spot; // 16
+        w.aws.roles[names.controllerRole] = {}; // 17
+        delete w.aws.roles["eks-worker-role"]; // 24
+        w.aws.queues[names.queue] = { [STACK_TAG]: "production" }; // 18
+        w.aws.topics[WARNING_TOPIC] = { attributes: { KmsMasterKeyId: "alias/aws/sns" }, subscriptions: ["PendingConfirmation"] }; // 19, 20
+        w.aws.keys["alias/aws/sns"] = { KeyId: "aws-key", KeyManager: "AWS", policy: "{}" };
+        delete w.aws.topics[CRITICAL_TOPIC]; // 21
+        w.kube.nodes = [node("stable-a", "ca-central-1a", "1", "2Gi")]; // 22, 23
+        const r = await run(w);
+        expect(r.exitCode).to.equal(1);
+        const fails = linesOf(r.output, "FAIL");
+        expect(fails.map(checkOf), r.output).to.deep.equal([
+            "cluster-version",
+            "pod-identity-agent",
+            "helm-releases",
+            "helm-releases",
+            "priority-classes",
+            "owned-objects",
+            "owned-objects",
+            "patch-targets",
+            "patch-targets",
+            "log-group",
+            "ami",
+            "subnets",
+            "security-groups",
+            "instance-types",
+            "instance-types",
+            "spot-service-linked-role",
+            "aws-names",
+            "aws-names",
+            "aws-names",
+            "alarm-topics",
+            "alarm-topics",
+            "alarm-topics",
+            "stable-nodes",
+            "stable-nodes",
+        ]);
+        const text = fails.join("\n");
+        for (const expected of [
+            "Kubernetes 1.29: the admission policy needs ValidatingAdmissionPolicy v1",
+            'karpenter/karpenter (chart karpenter 1.3.2, revision 4) is not this stack\'s: remove the "karpenter" release from GC Notify\'s helmfile',
+            'kube-system/priority-classes (chart priority-class 0.1.1, revision 1) is not this stack\'s: remove the "priority-classes" release',
+            "celery exists with value 100 and PreemptLowerPriority, the config wants 10 and PreemptLowerPriority; both are immutable",
+            "PodDisruptionBudget notification-canada-ca/notify-celery-core-tasks-burst exists, managed by helm",
+            "NodePool notify-karpenter exists, managed by helm",
+            "Deployment notification-canada-ca/notify-admin does not exist",
+            "DaemonSet amazon-cloudwatch/aws-cloudwatch-agent has no container cloudwatch-agent (it has agent)",
+            "/aws/containerinsights/notification-canada-ca-staging-eks-cluster/application does not exist",
+            "ami-031fc151e660ba74f is arm64, but the NodePool requires amd64",
+            "ca-central-1d: no subnet tagged karpenter.sh/discovery=notification-canada-ca-staging-eks-cluster",
+            "no security group tagged karpenter.sh/discovery=notification-canada-ca-staging-eks-cluster",
+            "m7a.xlarge unknown to EC2 in ca-central-1",
+            "ca-central-1b: none of the approved types is offered",
+            "AWSServiceRoleForEC2Spot does not exist: spot launches fail",
+            "IAM role eks-worker-role (controller.existingNodeRoleName) does not exist",
+            `IAM role ${names.controllerRole} exists and is untagged (no ${STACK_TAG})`,
+            `SQS queue ${names.queue} exists and is stack production's`,
+            `warning ${WARNING_TOPIC} has no confirmed subscription (1 pending confirmation)`,
+            `warning ${WARNING_TOPIC} is encrypted with an AWS managed key (alias/aws/sns)`,
+            `critical ${CRITICAL_TOPIC} does not exist`,
+            "1 stable node (eks.amazonaws.com/capacityType=ON_DEMAND) in 1 zone",
+            "free 0 CPU and 0 GiB, the rollout's surge and the controller need",
+        ]) {
+            expect(text).to.include(expected);
+        }
+        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 24 problems, 0 warnings/);
+    });
+
+    it("fails a topic whose key policy leaves CloudWatch out (a topic outside the region is a config error already)", async () => {
+        const w = goodWorld(cfg);
+        const policy = JSON.stringify({ Statement: [{ Effect: "Allow", Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: "kms:*", Resource: "*" }] });
+        w.aws.keys["key-1"].policy = policy;
+        const r = await run(w);
+        expect(r.exitCode).to.equal(1);
+        expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([
+            `FAIL  alarm-topics              warning ${WARNING_TOPIC}: the policy of key alias/notify-alarms does not let cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey*: alarms cannot publish; add that statement`,
+        ]);
+    });
+
+    it("checks the topics alarms.topicNames names (staging's own file) in the cluster's account and region", async () => {
+        const r = await run(goodWorld(cfg), undefined, { stackFile: null });
+        expect(r.exitCode, r.output).to.equal(0);
+        expect(r.output).to.match(/OK    alarm-topics +warning arn:aws:sns:ca-central-1:123456789012:alert-warning: key alias\/notify-alarms lets CloudWatch publish/);
+        const w = goodWorld(cfg);
+        delete w.aws.topics![WARNING_TOPIC];
+        const missing = await run(w, undefined, { stackFile: null });
+        expect(linesOf(missing.output, "FAIL")).to.deep.equal([`FAIL  alarm-topics              warning ${WARNING_TOPIC} does not exist (or is another account's): fix alarms.topicNames.warning`]);
+    });
+
+    it("warns when the stack creates its own alarm topics: each subscription must be confirmed", async () => {
+        const subscribed = (yaml: string) => yaml.replace(/topicArns:[^\n]*\n(\s+(warning|critical):[^\n]*\n)*/, "subscriptions: { warning: [{ protocol: email, endpoint: ops@example.ca }], critical: [{ protocol: email, endpoint: ops@example.ca }] }\n");
+        const r = await run(goodWorld(cfg), undefined, { stackFile: subscribed });
+        expect(r.exitCode, r.output).to.equal(0);
+        expect(linesOf(r.output, "WARN")).to.deep.equal([
+            "WARN  alarm-topics              the stack creates its own two topics and subscribes ops@example.ca: each endpoint must confirm its subscription (the link SNS sends) before an alarm reaches it",
+        ]);
+        expect(r.awsRequests.filter((q) => q.startsWith("sns:"))).to.deep.equal([]);
+    });
+
+    it("takes a pinned al2023 alias and a log group the stack creates, and fails an alias of another family", async () => {
+        const w = goodWorld(cfg);
+        w.aws.logGroups = {};
+        const alias = (a: string) => (yaml: string) => yaml.replace("id: ami-031fc151e660ba74f\n      family: AL2023", `alias: ${a}`).replace("createLogGroup: false", "createLogGroup: true");
+        const al2023 = await run(w, undefined, { stackFile: alias("al2023@v20251117") });
+        expect(al2023.exitCode, al2023.output).to.equal(0);
+        expect(al2023.output).to.include("OK    ami                       alias al2023@v20251117: Karpenter resolves it to the AL2023 amd64 image of that release");
+        expect(al2023.output).to.include("OK    log-group                 /aws/containerinsights/notification-canada-ca-staging-eks-cluster/application: absent, the stack creates it (alarms.createLogGroup)");
+        expect(al2023.awsRequests).to.not.include("ec2:DescribeImages");
+        const bottlerocket = await run(w, undefined, { stackFile: alias("bottlerocket@v1.26.0") });
+        expect(linesOf(bottlerocket.output, "FAIL"), bottlerocket.output).to.deep.equal(["FAIL  ami                       alias bottlerocket@v1.26.0 is not Amazon Linux 2023: use an al2023@v<date> alias"]);
+    });
+
+    it("exits 3 when AWS refuses a read (HTTP 403) or cannot be reached, naming the call", async () => {
+        const w = goodWorld(cfg);
+        w.aws.deny = ["ec2:DescribeSubnets"];
+        const denied = await run(w);
+        expect(denied.exitCode).to.equal(3);
+        expect(denied.output).to.match(/^Could not check: ec2:DescribeSubnets: HTTP 403 UnauthorizedOperation: .*the credentials lack ec2:DescribeSubnets/);
+        const down = await run(goodWorld(cfg), undefined, { awsDown: true });
+        expect(down.exitCode).to.equal(3);
+        expect(down.output).to.match(/^Could not check: sts:GetCallerIdentity: .*ECONNREFUSED/);
+    });
+
+    it("exits 3 without AWS credentials (the default chain finds none)", async () => {
+        const keys = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"];
+        const changed = [...keys, "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"];
+        const saved = Object.fromEntries(changed.map((k) => [k, process.env[k]]));
+        for (const k of keys) delete process.env[k];
+        Object.assign(process.env, { AWS_CONFIG_FILE: "/nonexistent/config", AWS_SHARED_CREDENTIALS_FILE: "/nonexistent/credentials", AWS_EC2_METADATA_DISABLED: "true" });
+        const aws = await new FakeAwsApi(goodWorld(cfg).aws).start();
+        const kube = await new FakeKubeApi(new FakeClock(NOW), goodWorld(cfg).kube).start();
+        try {
+            const r = await preflight(["--stack", "staging", "--context", "staging"], { aws: { endpoint: aws.url, maxAttempts: 1 }, kubeConfig: () => kube.kubeConfig(), now: () => NOW });
+            expect(r.exitCode, r.output).to.equal(3);
+            expect(r.output).to.match(/^Could not check: sts:GetCallerIdentity: CredentialsProviderError: /);
+            expect(aws.requests).to.deep.equal([]);
+        } finally {
+            for (const [k, v] of Object.entries(saved)) {
+                if (v === undefined) delete process.env[k];
+                else process.env[k] = v;
+            }
+            await aws.stop();
+            await kube.stop();
+        }
+    });
+
+    it("exits 3 when the cluster refuses (403) or cannot be reached, and refuses another cluster's context (exit 2)", async () => {
+        const w = goodWorld(cfg);
+        w.kube.listStatus = 403;
+        const forbidden = await run(w);
+        expect(forbidden.exitCode).to.equal(3);
+        expect(forbidden.output).to.include("Could not check: cluster notification-canada-ca-staging-eks-cluster (context staging): HTTP 403 Forbidden");
+        const down = await run(goodWorld(cfg), undefined, { kubeDown: true });
+        expect(down.exitCode).to.equal(3);
+        expect(down.output).to.match(/^Could not check: cluster notification-canada-ca-staging-eks-cluster \(context staging\): .*ECONNREFUSED/);
+        const other = await run(goodWorld(cfg), ["--stack", "staging", "--context", "other"]);
+        expect(other.exitCode).to.equal(2);
+        expect(other.output.split("\n")[0]).to.match(/^--context other is cluster "kind-scratch" .* refusing to touch it$/);
+        // Without --context the current context is checked the same way.
+        expect((await run(goodWorld(cfg), ["--stack", "staging"])).exitCode).to.equal(2);
+    });
+
+    it("reads a Deployment's surge as Kubernetes does, and a key policy's CloudWatch grant", () => {
+        const d = (strategy: object, replicas = 10) => ({ metadata: { name: "x" }, spec: { replicas, strategy } });
+        expect(surgePods(d({}))).to.equal(3); // 25% of 10, rounded up
+        expect(surgePods(d({ rollingUpdate: { maxSurge: 1 } }))).to.equal(1);
+        expect(surgePods(d({ type: "Recreate" }))).to.equal(0);
+        expect(keyLetsCloudWatch(CLOUDWATCH_KEY_POLICY)).to.equal(true);
+        expect(keyLetsCloudWatch(JSON.stringify({ Statement: { Effect: "Allow", Principal: { Service: ["cloudwatch.amazonaws.com"] }, Action: "kms:*" } }))).to.equal(true);
+        expect(keyLetsCloudWatch(JSON.stringify({ Statement: [{ Effect: "Allow", Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "kms:Decrypt" }] }))).to.equal(false);
+    });
+});
