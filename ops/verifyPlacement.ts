@@ -259,7 +259,7 @@ export function judgePods(pods: KubeObject[], ephemeralNodes: Set<string>, rules
             const allowed = allowanceFor(rules, workloadOf(p));
             if (allowed) return { node, status: "ok" as const, subject, reason: allowed };
             const by = owner ? `${owner.kind} ${owner.name}` : "no owner";
-            return { node, status: "fail" as const, subject, reason: `${by}: neither a burst Celery pod (${rules.burstLabel}=true), a node agent nor an EKS add-on` };
+            return { node, status: "fail" as const, subject, reason: `${by}: neither a burst Celery pod (${rules.burstLabel}=true), a node agent, an EKS add-on nor in placement.ephemeralAllowed` };
         });
     const spilled = pods
         .filter((p) => isBurst(p.metadata.labels, rules) && p.spec?.nodeName && !ephemeralNodes.has(p.spec.nodeName))

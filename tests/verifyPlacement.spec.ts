@@ -386,10 +386,10 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
             "  OK    kube-system/kube-proxy-x2: EKS add-on (kube-system DaemonSet)",
             "  OK    kube-system/ebs-csi-node-x4: daemonset kube-system/ebs-csi-node",
             "ip-10-0-1-2 (m6a.xlarge, spot):",
-            "  FAIL  notification-canada-ca/notify-documentation-5c-b: ReplicaSet notify-documentation-5c: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent nor an EKS add-on",
-            "  FAIL  signoz/signoz-otel-agent-x3: DaemonSet signoz-otel-agent: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent nor an EKS add-on",
+            "  FAIL  notification-canada-ca/notify-documentation-5c-b: ReplicaSet notify-documentation-5c: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent, an EKS add-on nor in placement.ephemeralAllowed",
+            "  FAIL  signoz/signoz-otel-agent-x3: DaemonSet signoz-otel-agent: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent, an EKS add-on nor in placement.ephemeralAllowed",
             // Only DaemonSets in kube-system are add-ons; other kube-system pods are judged like any pod.
-            "  FAIL  kube-system/coredns-5d-x5: ReplicaSet coredns-5d: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent nor an EKS add-on",
+            "  FAIL  kube-system/coredns-5d-x5: ReplicaSet coredns-5d: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent, an EKS add-on nor in placement.ephemeralAllowed",
             "Burst pods on stable nodes (1):",
             "  FAIL  notification-canada-ca/notify-celery-sms-send-burst-9d-c on ip-10-0-9-9: burst pod on a stable node, although placement.burst.spillToStable is false",
             "FAILED: 3 pods on ephemeral nodes that must not be there, 1 burst pod on stable nodes",
@@ -440,6 +440,33 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
         expect(r.exitCode).to.equal(2);
         expect(r.output).to.match(/^--context staging is cluster "arn:aws:eks:ca-central-1:123456789012:cluster\/notification-canada-ca-staging-eks-cluster" .*not the stack's cluster notification-canada-ca-production-eks-cluster/);
         expect(api.requests).to.deep.equal([]);
+    });
+
+    it("allows what placement.ephemeralAllowed names: a Job by its name, a Deployment's pods through their ReplicaSet, pods by label", () => {
+        const rules = {
+            ...placementRules(stackConfig("staging")),
+            allowed: [
+                { kind: "Job", namespace: "kube-system", name: "secrets-store-csi-driver-upgrade-crds", why: "CRD hook" },
+                { kind: "Deployment", namespace: "tools", name: "smoke", why: "smoke test" },
+                { labels: { "app.kubernetes.io/component": "load-test" }, why: "load test" },
+            ],
+        };
+        const { onEphemeral } = judgePods(
+            [
+                pod("kube-system", "secrets-store-csi-driver-upgrade-crds-x7k2p", "e1", { owner: ["Job", "secrets-store-csi-driver-upgrade-crds"] }),
+                pod("tools", "smoke-6d4cf56db6-abcde", "e1", { owner: ["ReplicaSet", "smoke-6d4cf56db6"] }),
+                pod("tools", "locust-1", "e1", { labels: { "app.kubernetes.io/component": "load-test" } }),
+                pod("tools", "other-1", "e1", { owner: ["ReplicaSet", "other-5c"] }),
+            ] as any,
+            new Set(["e1"]),
+            rules,
+        );
+        expect(onEphemeral.map((v) => `${v.status} ${v.subject}: ${v.reason}`)).to.deep.equal([
+            "ok kube-system/secrets-store-csi-driver-upgrade-crds-x7k2p: allowed by placement.ephemeralAllowed[0] (CRD hook)",
+            "ok tools/smoke-6d4cf56db6-abcde: allowed by placement.ephemeralAllowed[1] (smoke test)",
+            "ok tools/locust-1: allowed by placement.ephemeralAllowed[2] (load test)",
+            "fail tools/other-1: ReplicaSet other-5c: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent, an EKS add-on nor in placement.ephemeralAllowed",
+        ]);
     });
 
     it("with spillToStable, burst pods on stable nodes are a warning, not a failure", () => {
