@@ -122,7 +122,11 @@ export function judgeTemplates(templates: PodTemplate[], nodes: EphemeralNodes, 
         const subject = `${t.owner}${t.hook ? ` (${/test/.test(t.hook) ? "Helm test pod" : `Helm hook ${t.hook}`})` : ""}`;
         const verdict = (status: Verdict["status"], reason: string): Verdict => ({ status, subject, reason });
         const allowed = allowanceFor(rules, t);
-        if (allowed) return verdict("ok", allowed);
+        if (allowed) {
+            // The allowance is this check's; the admission policy still applies in the namespaces it covers.
+            const rejected = admissionRejects(t.spec, t, rules);
+            return rejected ? verdict(a.admission.mode === "deny" ? "fail" : "warn", `${allowed}, but ${rejected}`) : verdict("ok", allowed);
+        }
         const agent = t.kind === "DaemonSet" ? a.nodeDaemonSets.find((d) => d.namespace === t.namespace && d.name === t.name) : undefined;
         if (agent) return judgeAgent(t, agent, nodes, verdict);
         const isApp = t.kind === "Deployment" && t.namespace === a.namespace;

@@ -268,6 +268,12 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
             const t = await verifyText(testPod, "staging", [], byLabel);
             expect(t.exitCode, t.output).to.equal(0);
             expect(t.output).to.include("  OK    Pod tools/api-test (Helm test pod): allowed by placement.ephemeralAllowed[0] (helm test, runs for seconds)");
+            // An allowance does not exempt a pod from the admission policy of the namespace it runs in.
+            const inAdmitted = await verifyText(testPod.replace("namespace: tools", "namespace: notification-canada-ca"), "staging", [], byLabel);
+            expect(inAdmitted.exitCode).to.equal(1);
+            expect(inAdmitted.output).to.include(
+                "  FAIL  Pod notification-canada-ca/api-test (Helm test pod): allowed by placement.ephemeralAllowed[0] (helm test, runs for seconds), but the admission policy (deny, namespace notification-canada-ca) would reject its pods: it tolerates every taint (operator Exists, no key) without the label notification-canada-ca/celery-burst=true; the chart must drop that",
+            );
         });
 
         it("failed: templates it could not read counted as nothing (exit 0); now each is `not checked` and the run exits 3, or 1 with a finding", async () => {
