@@ -100,10 +100,13 @@ export function holdsPodTemplate(o: KubeObject): boolean {
 
 /** Scheduling fields of the wrong shape, which the scheduler would refuse and this model cannot read. */
 function malformed(spec: Record<string, any>): string | undefined {
-    if (spec.tolerations != null && !Array.isArray(spec.tolerations)) return "its tolerations are not a list";
+    if (spec.tolerations != null && !(Array.isArray(spec.tolerations) && spec.tolerations.every(isObject))) return "its tolerations are not a list of tolerations";
     if (spec.nodeSelector != null && !isObject(spec.nodeSelector)) return "its nodeSelector is not a mapping";
-    const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
-    if (terms != null && !Array.isArray(terms.nodeSelectorTerms)) return "its required node affinity has no list of nodeSelectorTerms";
+    const na = spec.affinity?.nodeAffinity;
+    const required = na?.requiredDuringSchedulingIgnoredDuringExecution;
+    if (required != null && !(Array.isArray(required.nodeSelectorTerms) && required.nodeSelectorTerms.every(isObject))) return "its required node affinity has no list of nodeSelectorTerms";
+    const preferred = na?.preferredDuringSchedulingIgnoredDuringExecution;
+    if (preferred != null && !(Array.isArray(preferred) && preferred.every((p) => isObject(p) && isObject(p.preference)))) return "its preferred node affinity is not a list of weighted preferences";
     return undefined;
 }
 

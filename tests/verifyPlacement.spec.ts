@@ -281,14 +281,16 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
             const nullTemplate = "apiVersion: apps/v1\nkind: Deployment\nmetadata: { name: a, namespace: n }\nspec: { template: null }\n";
             const noSpec = "apiVersion: batch/v1\nkind: Job\nmetadata: { name: b, namespace: n }\n";
             const badTolerations = "apiVersion: v1\nkind: Pod\nmetadata: { name: p, namespace: n }\nspec: { tolerations: { operator: Exists }, containers: [] }\n";
-            const r = await verifyText([rollout, nullTemplate, noSpec, badTolerations].join("---\n"));
+            const badAffinity = "apiVersion: v1\nkind: Pod\nmetadata: { name: q, namespace: n }\nspec: { affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [null] } }, containers: [] }\n";
+            const r = await verifyText([rollout, nullTemplate, noSpec, badTolerations, badAffinity].join("---\n"));
             expect(r.exitCode).to.equal(3);
             expect(r.output.split("\n").slice(1)).to.deep.equal([
                 "  NOT CHECKED  Rollout notification-canada-ca/api: not checked: argoproj.io/v1alpha1 Rollout is not a kind this check knows, yet it holds a pod template (spec.template)",
                 "  NOT CHECKED  Deployment n/a: not checked: spec.template is null",
                 "  NOT CHECKED  Job n/b: not checked: no spec",
-                "  NOT CHECKED  Pod n/p: not checked: its tolerations are not a list",
-                "4 pod templates not checked (above): the run cannot say nothing is misplaced",
+                "  NOT CHECKED  Pod n/p: not checked: its tolerations are not a list of tolerations",
+                "  NOT CHECKED  Pod n/q: not checked: its preferred node affinity is not a list of weighted preferences",
+                "5 pod templates not checked (above): the run cannot say nothing is misplaced",
             ]);
             const withFinding = await verifyText([rollout, fs.readFileSync(path.join(FIXTURES, "kube-system-daemonsets.yaml"), "utf8")].join("---\n"));
             expect(withFinding.exitCode).to.equal(1);
