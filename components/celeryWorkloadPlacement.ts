@@ -36,7 +36,20 @@ export interface NodeDaemonSet {
     tolerateAll?: boolean;
     /** Requests equal to limits for one container, so the agent is never starved of CPU on a busy node. */
     guaranteed?: { container: string; cpu: string; memory: string };
+    /**
+     * New ephemeral nodes keep a startup taint until this agent runs there (nidhogg lifts it), so Celery never starts
+     * before it; false only allows the agent on ephemeral nodes. @default true, false for an add-on
+     */
+    waitFor?: boolean;
+    /**
+     * The EKS add-on that owns this DaemonSet (aws-ebs-csi-driver): EKS manages its fields and may overwrite a patch
+     * at the next add-on update, so it is not patched; its tolerations belong in the add-on's configurationValues.
+     */
+    addOn?: string;
 }
+
+/** Whether new ephemeral nodes wait for this agent (a startup taint nidhogg lifts). */
+export const waitsFor = (ds: NodeDaemonSet): boolean => ds.waitFor ?? !ds.addOn;
 
 export interface CeleryWorkloadPlacementArgs {
     /** Namespace of the Celery and other application Deployments (GC Notify: notification-canada-ca). */
@@ -161,7 +174,7 @@ export function daemonSetPodTemplate(a: CeleryWorkloadPlacementArgs, ds: NodeDae
     const tolerations: Toleration[] =
         ds.tolerateAll ?? true
             ? [{ operator: "Exists" }]
-            : [ephemeralToleration(a.ephemeralKey), ...a.nodeDaemonSets.map((d) => ({ key: startupTaintFor(d).key, operator: "Exists" as const, effect: "NoSchedule" }))];
+            : [ephemeralToleration(a.ephemeralKey), ...a.nodeDaemonSets.filter(waitsFor).map((d) => ({ key: startupTaintFor(d).key, operator: "Exists" as const, effect: "NoSchedule" }))];
     const g = ds.guaranteed;
     return {
         spec: {
@@ -215,7 +228,7 @@ export function nidhoggValues(a: CeleryWorkloadPlacementArgs) {
         configuration: {
             taintNamePrefix: NIDHOGG_TAINT_PREFIX,
             nodeSelector: [`${a.ephemeralKey}=true`],
-            daemonsets: a.nodeDaemonSets.map((d) => ({ name: d.name, namespace: d.namespace })),
+            daemonsets: a.nodeDaemonSets.filter(waitsFor).map((d) => ({ name: d.name, namespace: d.namespace })),
         },
     };
 }
@@ -279,7 +292,10 @@ export function placementProblems(a: CeleryWorkloadPlacementArgs): string[] {
     for (const d of a.burst.deployments) {
         if (d.name.length > 63) problems.push(`Deployment ${d.name}: a burst Deployment's name is also its pods' ${DEPLOYMENT_LABEL} label value, at most 63 characters (got ${d.name.length})`);
     }
-    for (const d of a.nodeDaemonSets) {
+    for (const d of a.nodeDaemonSets.filter((x) => x.addOn && x.waitFor)) {
+        problems.push(`DaemonSet ${d.namespace}/${d.name}: the ${d.addOn} add-on's DaemonSet is not patched, so it cannot be made to tolerate a startup taint; set waitFor: false and its tolerations in the add-on's configurationValues`);
+    }
+    for (const d of a.nodeDaemonSets.filter(waitsFor)) {
         const keyName = startupTaintFor(d).key.split("/")[1];
         if (keyName.length > 63) problems.push(`DaemonSet ${d.namespace}/${d.name}: its startup taint ${startupTaintFor(d).key} needs "<namespace>.<name>" of at most 63 characters (got ${keyName.length})`);
     }
@@ -339,10 +355,10 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
             priorityClass("headroom", pcs.headroom, "Placeholder pods holding room for a burst; preempted first, never preempt.", "Never"),
         ];
 
-        // Node agents first: they tolerate the new taints before any node carries them.
+        // Node agents first: they tolerate the new taints before any node carries them. EKS owns add-ons' fields.
         // The provider awaits each rollout, 10 minutes by default (pulumi-kubernetes provider/pkg/await/await.go:306).
         const rollout = (timeout: string) => ({ customTimeouts: { create: timeout, update: timeout } });
-        const agents = args.nodeDaemonSets.map(
+        const agents = args.nodeDaemonSets.filter((ds) => !ds.addOn).map(
             (ds) =>
                 new k8s.apps.v1.DaemonSetPatch(
                     `${name}-agent-${ds.name}`,
@@ -351,7 +367,7 @@ export class CeleryWorkloadPlacement extends pulumi.ComponentResource {
                 ),
         );
         // Without agents to wait for there are no startup taints, so nothing for nidhogg to lift.
-        const nidhogg = agents.length
+        const nidhogg = args.nodeDaemonSets.some(waitsFor)
             ? [
                   new k8s.helm.v3.Release(
                       `${name}-nidhogg`,

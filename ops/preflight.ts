@@ -299,12 +299,13 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     }
     if (!clashes) ok("owned-objects", `no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment of another tool has a name this stack creates`);
 
-    // patch-targets
+    // patch-targets: EKS add-ons' DaemonSets are not patched (the add-on's configurationValues set their fields).
+    const patchedAgents = p.nodeDaemonSets.filter((ds) => !ds.addOn);
     const missing: string[] = [];
     for (const name of [...p.burst.deployments.map((d) => d.name), ...p.stableDeployments]) {
         if (!kube.deployments.some((d) => d.metadata.name === name && d.metadata.namespace === p.namespace)) missing.push(`Deployment ${p.namespace}/${name}`);
     }
-    for (const ds of p.nodeDaemonSets) {
+    for (const ds of patchedAgents) {
         const live = kube.daemonSets.find((d) => d.metadata.name === ds.name && d.metadata.namespace === ds.namespace);
         if (!live) missing.push(`DaemonSet ${ds.namespace}/${ds.name}`);
         else if (ds.guaranteed && !(live.spec?.template?.spec?.containers ?? []).some((c: { name: string }) => c.name === ds.guaranteed!.container)) {
@@ -313,15 +314,17 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
         }
     }
     for (const m of missing) fail("patch-targets", `${m} does not exist: a patch of a missing object fails the up; fix placement in Pulumi.${cfg.stack}.yaml or deploy it first`);
-    if (!missing.length) ok("patch-targets", `all ${plural(p.burst.deployments.length + p.stableDeployments.length, "Deployment")} and ${plural(p.nodeDaemonSets.length, "DaemonSet")} to patch exist`);
+    if (!missing.length) ok("patch-targets", `all ${plural(p.burst.deployments.length + p.stableDeployments.length, "Deployment")} and ${plural(patchedAgents.length, "DaemonSet")} to patch exist`);
 
     // daemonset-managers
     for (const ds of p.nodeDaemonSets) {
         const live = kube.daemonSets.find((d) => d.metadata.name === ds.name && d.metadata.namespace === ds.namespace);
         if (!live) continue;
         const m = managers(live);
-        if (m.includes("eks")) {
-            warn("daemonset-managers", `${ds.namespace}/${ds.name} is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues instead`);
+        if (ds.addOn) {
+            ok("daemonset-managers", `${ds.namespace}/${ds.name}: EKS add-on ${ds.addOn}, not patched; its tolerations are the add-on's configurationValues`);
+        } else if (m.includes("eks")) {
+            warn("daemonset-managers", `${ds.namespace}/${ds.name} is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues and mark it addOn in placement.nodeDaemonSets`);
         } else ok("daemonset-managers", `${ds.namespace}/${ds.name}: managed by ${m.join(", ") || "nobody else"}; a chart deploy resets the fields the chart also sets (the drift check shows it)`);
     }
 

@@ -6,12 +6,13 @@
 import * as fs from "fs";
 import * as path from "path";
 import { parseAllDocuments } from "yaml";
-import { NodeModel, PodScheduling, Taint, tolerates } from "../components/scheduling";
+import { NodeModel, PodScheduling, Taint, schedulingProblems, tolerates } from "../components/scheduling";
 import { renderNodePool } from "../components/ephemeralNodePool";
-import { nodePoolArgs } from "../stacks/componentArgs";
+import { nodePoolArgs, placementArgs } from "../stacks/componentArgs";
 import { StackConfig } from "../stacks/config";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { EphemeralNodes, KubeObject as Manifest, PodTemplate, ephemeralNodesOf, placementFindings, podTemplatesOf } from "../plan/placementCheck";
+import { EphemeralNodes, KubeObject as Manifest, PodTemplate, ephemeralNodesOf, holdsPodTemplate, patchedScheduling, podTemplatesOf, uncheckedTemplatesOf } from "../plan/placementCheck";
+import { CeleryWorkloadPlacementArgs, NodeDaemonSet, burstPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement";
 import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
 import { KubeConfig, KubeObject, clusterOf, loadKubeConfig, useContext } from "./kube";
 import { plural } from "./table";
@@ -30,23 +31,39 @@ export const VERIFY_PLACEMENT: Command = {
         stack: { value: "<name>", meaning: "the stack whose NodePool and placement rules to check against", default: "required" },
         context: { value: "<kubecontext>", meaning: "check the pods running on this kubeconfig context's cluster (the stack's cluster only)" },
         manifests: { value: "<file, directory or ->", meaning: "check rendered YAML manifests: a file, every .yaml/.yml under a directory, or - for standard input" },
-        namespace: { value: "<name>", meaning: "with --manifests: the namespace of objects that name none", default: "default" },
+        namespace: {
+            value: "<name>",
+            meaning: "with --manifests: the namespace of objects that name none (a DaemonSet named like a placement.nodeDaemonSets entry takes that entry's)",
+            default: "default",
+        },
     },
     exits: {
         0: "nothing is (or could be) misplaced",
         1: "findings: a pod that may not be on ephemeral nodes is or could be there, or a burst pod runs on stable nodes; or the stack's config is refused",
-        3: "could not check: cluster unreachable, credentials refused, kubeconfig or manifests unreadable, no manifests",
+        3: "could not check: cluster unreachable, credentials refused, kubeconfig or manifests unreadable, no manifests, or (without findings) a pod template it cannot judge",
     },
     examples: ["npm run verify-placement -- --stack staging --context staging", "helm template notify-celery ./charts/notify-celery | npm run verify-placement -- --stack staging --manifests -"],
 };
 
-/** Who may run on ephemeral nodes. */
+/** Who may run on ephemeral nodes, and what the program's patches will do to the charts' pod templates. */
 export interface PlacementRules {
     ephemeralKey: string;
     burstLabel: string;
     /** "namespace/name" of the node daemonsets the stack gates (placement.nodeDaemonSets). */
     daemonSets: string[];
     spillToStable: boolean;
+    /** The component's arguments: the burst, stable and agent patches are computed from them. */
+    placement: CeleryWorkloadPlacementArgs;
+    /** placement.ephemeralAllowed: other workloads allowed on ephemeral nodes. */
+    allowed: Allowance[];
+}
+
+export interface Allowance {
+    kind?: string;
+    namespace?: string;
+    name?: string;
+    labels?: Record<string, string>;
+    why: string;
 }
 
 export function placementRules(cfg: StackConfig): PlacementRules {
@@ -56,12 +73,22 @@ export function placementRules(cfg: StackConfig): PlacementRules {
         burstLabel: p.burstPodLabel,
         daemonSets: p.nodeDaemonSets.map((d) => `${d.namespace}/${d.name}`),
         spillToStable: p.burst.spillToStable,
+        placement: placementArgs(cfg),
+        allowed: p.ephemeralAllowed,
     };
 }
 
 /** A daemonset of the stack's placement.nodeDaemonSets: the node agents. */
 export function nodeAgent(rules: PlacementRules, namespace: string, name: string): boolean {
     return rules.daemonSets.includes(`${namespace}/${name}`);
+}
+
+/** The placement.ephemeralAllowed entry that allows a workload (by kind, namespace and name) or its pods (by labels). */
+export function allowanceFor(rules: PlacementRules, w: { kind: string; namespace: string; name: string; labels: Record<string, string> }): string | undefined {
+    const i = rules.allowed.findIndex((a) =>
+        a.labels ? Object.entries(a.labels).every(([k, v]) => w.labels[k] === v) : a.kind === w.kind && a.namespace === w.namespace && a.name === w.name,
+    );
+    return i < 0 ? undefined : `allowed by placement.ephemeralAllowed[${i}] (${rules.allowed[i].why})`;
 }
 
 /**
@@ -72,7 +99,7 @@ export function nodeAgent(rules: PlacementRules, namespace: string, name: string
 export const EKS_ADD_ON_NAMESPACE = "kube-system";
 
 export interface Verdict {
-    status: "ok" | "warn" | "fail";
+    status: "ok" | "warn" | "fail" | "unchecked";
     /** The pod or pod template: "Deployment notification-canada-ca/notify-api". */
     subject: string;
     reason: string;
@@ -80,28 +107,131 @@ export interface Verdict {
 
 const isBurst = (labels: Record<string, string> | undefined, rules: PlacementRules) => labels?.[rules.burstLabel] === "true";
 
-/** Each pod template against the ephemeral nodes: who could land there, and whether it may. */
-export function judgeTemplates(templates: PodTemplate[], nodes: EphemeralNodes, rules: PlacementRules): Verdict[] {
-    const findings = placementFindings(templates, nodes);
+/** Other NodePools (from the input) that would admit a pod template, as "NodePool x (file:line)". */
+export interface OtherPool {
+    nodes: EphemeralNodes;
+    where: string;
+}
+
+/** Each pod template against the ephemeral nodes (and any other NodePool): who could land there, and whether it may. */
+export function judgeTemplates(templates: PodTemplate[], nodes: EphemeralNodes, rules: PlacementRules, others: OtherPool[] = []): Verdict[] {
     // Without node agents to wait for, the pool has no startup taints and "before the agents" means nothing.
     const gated = nodes.launched.taints.length > nodes.ready.taints.length;
-    return templates.map((t, i) => {
-        const f = findings[i];
-        const early = gated && f.launched;
-        const subject = t.owner;
-        if (t.kind === "DaemonSet" && nodeAgent(rules, t.namespace, t.name)) return { status: "ok", subject, reason: "allowed daemonset (node agent)" };
-        if (!isBurst(t.labels, rules)) {
+    const a = rules.placement;
+    return templates.map((t) => {
+        const subject = `${t.owner}${t.hook ? ` (${/test/.test(t.hook) ? "Helm test pod" : `Helm hook ${t.hook}`})` : ""}`;
+        const verdict = (status: Verdict["status"], reason: string): Verdict => ({ status, subject, reason });
+        const allowed = allowanceFor(rules, t);
+        if (allowed) {
+            // The allowance is this check's; the admission policy still applies in the namespaces it covers.
+            const rejected = admissionRejects(t.spec, t, rules);
+            return rejected ? verdict(a.admission.mode === "deny" ? "fail" : "warn", `${allowed}, but ${rejected}`) : verdict("ok", allowed);
+        }
+        const agent = t.kind === "DaemonSet" ? a.nodeDaemonSets.find((d) => d.namespace === t.namespace && d.name === t.name) : undefined;
+        if (agent) return judgeAgent(t, agent, nodes, verdict);
+        const isApp = t.kind === "Deployment" && t.namespace === a.namespace;
+        if (isApp && a.burst.deployments.some((d) => d.name === t.name)) return judgeBurstDeployment(t, nodes, rules, gated, verdict);
+        // A stable Deployment is judged as the patch leaves it; the chart's own template only matters if the patch goes.
+        const stable = isApp && a.stableDeployments.includes(t.name);
+        const spec = stable ? patchedScheduling(t.spec, stablePodTemplate(a).spec) : t.spec;
+        const ready = schedulingProblems(spec, nodes.ready);
+        const elsewhere = others.filter((o) => schedulingProblems(spec, o.nodes.ready).length === 0).map((o) => o.where);
+        const alsoOn = elsewhere.length ? `could run on the nodes of ${elsewhere.join(" and ")}, which this stack does not manage` : "";
+        const rejected = admissionRejects(spec, t, rules);
+        if (rejected) {
+            const keep = stable ? `stable Deployment: the patch sets ${selectorText(a.stableNodeSelector)} but not tolerations, so the chart's stay; ` : "";
+            return verdict(a.admission.mode === "deny" ? "fail" : "warn", `${keep}${rejected}`);
+        }
+        if (isBurst(t.labels, rules)) {
+            if (ready.length) return verdict("warn", `burst Celery pod that cannot run on ephemeral nodes: ${ready.join("; ")}`);
+            if (gated && schedulingProblems(spec, nodes.launched).length === 0) return verdict("fail", `burst Celery pod that could start before the node agents: it ${whyAllowed(spec, nodes.launched)}`);
+            return verdict("ok", `burst Celery pod (${rules.burstLabel}=true)`);
+        }
+        if (ready.length === 0) {
+            const early = gated && schedulingProblems(spec, nodes.launched).length === 0;
             // EKS add-ons are never rendered by a chart, so a kube-system DaemonSet here is not one.
             const addOnHint = t.kind === "DaemonSet" && t.namespace === EKS_ADD_ON_NAMESPACE ? "; a kube-system DaemonSet in manifests is not an EKS add-on: if it is a node agent, add it to placement.nodeDaemonSets" : "";
-            return f.ephemeral
-                ? { status: "fail", subject, reason: `could run on ephemeral nodes: it ${whyAllowed(t.spec, nodes.ready)}${early ? ", even before the node agents are ready (startup taints)" : ""}${addOnHint}` }
-                : { status: "ok", subject, reason: `kept off: ${f.reasons.join("; ")}` };
+            const hookHint = t.hook ? "; if it may run there, allow it in placement.ephemeralAllowed" : "";
+            return verdict("fail", `could run on ephemeral nodes: it ${whyAllowed(spec, nodes.ready)}${early ? ", even before the node agents are ready (startup taints)" : ""}${addOnHint}${hookHint}${alsoOn ? `; it also ${alsoOn}` : ""}`);
         }
-        if (!f.ephemeral) return { status: "warn", subject, reason: `burst Celery pod that cannot run on ephemeral nodes: ${f.reasons.join("; ")}` };
-        if (early) return { status: "fail", subject, reason: `burst Celery pod that could start before the node agents: it ${whyAllowed(t.spec, nodes.launched)}` };
-        return { status: "ok", subject, reason: `burst Celery pod (${rules.burstLabel}=true)` };
+        if (alsoOn) return verdict("fail", alsoOn);
+        if (stable) {
+            const rendered = schedulingProblems(t.spec, nodes.ready);
+            const patch = `the patch sets ${selectorText(a.stableNodeSelector)}, priorityClassName ${a.priorityClasses.high.name} and the node affinity karpenter.sh/nodepool DoesNotExist`;
+            return rendered.length
+                ? verdict("ok", `stable Deployment: ${patch}; kept off: ${ready.join("; ")}`)
+                : verdict("warn", `stable Deployment that only the program's patch keeps off ephemeral nodes: as rendered it ${whyAllowed(t.spec, nodes.ready)}; ${patch}, and a helm upgrade of its release sets the chart's nodeSelector again until the next pulumi up: select the stable nodes in the chart's values`);
+        }
+        return verdict("ok", `kept off: ${ready.join("; ")}`);
     });
 }
+
+type Judge = (status: Verdict["status"], reason: string) => Verdict;
+
+/**
+ * What the program's admission policy (admissionPolicySpec) says of a pod without the burst label in the namespaces it
+ * covers: it rejects (deny) or warns about a pod that tolerates the ephemeral taint or selects ephemeral nodes.
+ */
+function admissionRejects(spec: PodScheduling, t: PodTemplate, rules: PlacementRules): string | undefined {
+    const a = rules.placement;
+    if (isBurst(t.labels, rules) || !(a.admission.namespaces ?? [a.namespace]).includes(t.namespace)) return undefined;
+    const key = rules.ephemeralKey;
+    const tolerating = (spec.tolerations ?? []).find((x) => (x.key ? x.key === key : x.operator === "Exists"));
+    const selects = (e: { key: string; operator: string; values?: string[] }) => e.key === key && (e.operator === "Exists" || (e.operator === "In" && (e.values ?? []).includes("true")));
+    const na = spec.affinity?.nodeAffinity;
+    const selecting =
+        key in (spec.nodeSelector ?? {}) ||
+        (na?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []).some((term) => (term.matchExpressions ?? []).some(selects)) ||
+        (na?.preferredDuringSchedulingIgnoredDuringExecution ?? []).some((p) => (p.preference.matchExpressions ?? []).some(selects));
+    if (!tolerating && !selecting) return undefined;
+    const what = tolerating ? (tolerating.key ? `tolerates the taint ${key}` : "tolerates every taint (operator Exists, no key)") : `selects ephemeral nodes (${key})`;
+    return `the admission policy (${a.admission.mode}, namespace ${t.namespace}) would ${a.admission.mode === "deny" ? "reject" : "warn about"} its pods: it ${what} without the label ${rules.burstLabel}=true; the chart must drop that`;
+}
+
+/**
+ * A node agent as rendered: it should reach ephemeral nodes (and, when nodes wait for it, new ones with startup taints)
+ * without the program's patch, because a helm upgrade of its release sets the chart's tolerations again.
+ */
+function judgeAgent(t: PodTemplate, agent: NodeDaemonSet, nodes: EphemeralNodes, verdict: Judge): Verdict {
+    const waits = waitsFor(agent);
+    const role = agent.addOn
+        ? `node agent of the ${agent.addOn} EKS add-on (not patched: set its tolerations in the add-on's configurationValues)`
+        : waits
+          ? `node agent; new ephemeral nodes wait for it (startup taint ${startupTaintFor(agent).key})`
+          : "node agent, allowed on ephemeral nodes (nodes do not wait for it)";
+    const target = waits ? nodes.launched : nodes.ready;
+    const problems = schedulingProblems(t.spec, target);
+    if (problems.length === 0) return verdict("ok", role);
+    if (agent.addOn) return verdict("warn", `${role}; as rendered it cannot run on ephemeral nodes: ${problems.join("; ")}`);
+    const cost = waits ? "new ephemeral nodes would stay tainted and burst pods pending" : "it would stop running on ephemeral nodes";
+    return verdict(
+        "warn",
+        `${role}, which reaches ${waits ? "new " : ""}ephemeral nodes only through the program's patch: as rendered it ${problems.join("; ")}. A helm upgrade of its release sets the chart's tolerations again (then ${cost} until the next pulumi up): add a toleration with operator Exists to the chart's values`,
+    );
+}
+
+/** A configured burst Deployment: judged as the patch leaves it, saying what the patch changes and what the chart must drop. */
+function judgeBurstDeployment(t: PodTemplate, nodes: EphemeralNodes, rules: PlacementRules, gated: boolean, verdict: Judge): Verdict {
+    const a = rules.placement;
+    const patch = burstPodTemplate(a, t.name).spec;
+    const spec = patchedScheduling(t.spec, patch);
+    const ready = schedulingProblems(spec, nodes.ready);
+    const rendered = schedulingProblems(t.spec, nodes.ready);
+    const changes = [
+        `adds the toleration and ${a.burst.spillToStable ? "preferred" : "required"} node affinity for ${rules.ephemeralKey}=true and the label ${rules.burstLabel}=true`,
+        ...((t.spec as { priorityClassName?: string }).priorityClassName !== patch.priorityClassName ? [`sets priorityClassName ${patch.priorityClassName}`] : []),
+    ];
+    // The patch does not set nodeSelector, so the chart's stays and still narrows where the pods may go.
+    const leftover = Object.entries(t.spec.nodeSelector ?? {}).map(([k, v]) => `nodeSelector ${k}: ${v}`);
+    const drop = leftover.length ? `; the chart must drop ${leftover.join(" and ")} (the patch leaves nodeSelector to the chart, and it still applies on top of the patch's node affinity)` : "";
+    const before = rendered.length ? `as rendered it cannot run on ephemeral nodes (${rendered.join("; ")}); ` : "";
+    const what = `burst Deployment (placement.burst.deployments): ${before}the program's patch ${changes.join(" and ")}`;
+    if (ready.length) return verdict("fail", `${what}, yet it still cannot run on ephemeral nodes: ${ready.join("; ")}${drop}`);
+    if (gated && schedulingProblems(spec, nodes.launched).length === 0) return verdict("fail", `${what}, yet it could start before the node agents: it ${whyAllowed(spec, nodes.launched)}`);
+    return verdict(leftover.length ? "warn" : "ok", `${what}${drop}`);
+}
+
+const selectorText = (sel: Record<string, string>) => `nodeSelector ${Object.entries(sel).map(([k, v]) => `${k}: ${v}`).join(", ")}`;
 
 /** Which tolerations let a pod past a node's taints. */
 function whyAllowed(spec: PodScheduling, node: NodeModel): string {
@@ -130,8 +260,10 @@ export function judgePods(pods: KubeObject[], ephemeralNodes: Set<string>, rules
                 return { node, status: "ok" as const, subject, reason: `daemonset ${p.metadata.namespace}/${owner.name}` };
             }
             if (owner?.kind === "DaemonSet" && p.metadata.namespace === EKS_ADD_ON_NAMESPACE) return { node, status: "ok" as const, subject, reason: "EKS add-on (kube-system DaemonSet)" };
+            const allowed = allowanceFor(rules, workloadOf(p));
+            if (allowed) return { node, status: "ok" as const, subject, reason: allowed };
             const by = owner ? `${owner.kind} ${owner.name}` : "no owner";
-            return { node, status: "fail" as const, subject, reason: `${by}: neither a burst Celery pod (${rules.burstLabel}=true), a node agent nor an EKS add-on` };
+            return { node, status: "fail" as const, subject, reason: `${by}: neither a burst Celery pod (${rules.burstLabel}=true), a node agent, an EKS add-on nor in placement.ephemeralAllowed` };
         });
     const spilled = pods
         .filter((p) => isBurst(p.metadata.labels, rules) && p.spec?.nodeName && !ephemeralNodes.has(p.spec.nodeName))
@@ -144,13 +276,21 @@ export function judgePods(pods: KubeObject[], ephemeralNodes: Set<string>, rules
     return { onEphemeral, spilled };
 }
 
+/** The workload a running pod belongs to: its owner, a Deployment for a ReplicaSet named "<deployment>-<hash>". */
+function workloadOf(p: KubeObject): { kind: string; namespace: string; name: string; labels: Record<string, string> } {
+    const owner = p.metadata.ownerReferences?.[0];
+    const fromReplicaSet = owner?.kind === "ReplicaSet" ? /^(.+)-[a-z0-9]{5,10}$/.exec(owner.name)?.[1] : undefined;
+    const [kind, name] = fromReplicaSet ? ["Deployment", fromReplicaSet] : owner ? [owner.kind, owner.name] : ["Pod", p.metadata.name];
+    return { kind, namespace: p.metadata.namespace ?? "default", name, labels: p.metadata.labels ?? {} };
+}
+
 export interface VerifyDeps {
     /** The kubeconfig for --context; the default reads ~/.kube/config or $KUBECONFIG. */
     kubeConfig?: () => KubeConfig;
     /** Where the stack files are. */
     dir?: string;
-    /** What `--manifests -` reads (standard input by default). */
-    stdin?: () => string;
+    /** What `--manifests -` reads (standard input by default, read to its end). */
+    stdin?: () => Promise<string>;
 }
 
 export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Promise<CommandResult> {
@@ -159,6 +299,9 @@ export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Pr
     const [context, manifests, namespace] = [valueOf(line, "context"), valueOf(line, "manifests"), valueOf(line, "namespace")];
     if ((context === undefined) === (manifests === undefined)) return usage("give exactly one of --context (a live cluster) and --manifests (rendered files)", VERIFY_PLACEMENT);
     if (namespace !== undefined && manifests === undefined) return usage("--namespace only applies to --manifests", VERIFY_PLACEMENT);
+    if (manifests === "-" && !deps.stdin && process.stdin.isTTY) {
+        return usage("--manifests -: standard input is a terminal; pipe rendered manifests into it (helm template ... | npm run verify-placement -- ...)", VERIFY_PLACEMENT);
+    }
     const cfg = loadStack(valueOf(line, "stack"), VERIFY_PLACEMENT, deps.dir ?? PROJECT_DIR);
     if (isResult(cfg)) return cfg;
     try {
@@ -169,10 +312,109 @@ export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Pr
     }
 }
 
+/**
+ * A stream read to its end. Not fs.readFileSync(0): when standard input is a pipe in non-blocking mode (as another
+ * process sharing it, such as npm, may leave it) a synchronous read of a pipe with no data yet throws EAGAIN.
+ */
+export async function readToEnd(stream: NodeJS.ReadableStream): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
+    return Buffer.concat(chunks).toString("utf8");
+}
+
 const cannotCheck = (why: string): CommandResult => ({ exitCode: EXIT.cannotCheck, output: `Could not check: ${why}` });
 const messageOf = (e: unknown) => (e as Error)?.message ?? String(e);
 
-async function verifyManifests(cfg: StackConfig, target: string, namespace = "default", stdin = () => fs.readFileSync(0, "utf8")): Promise<CommandResult> {
+/** A parsed object and where it starts ("file:line"), for messages. */
+type Located = Manifest & { where: string };
+
+/** Every Kubernetes object in a YAML text, with the warnings Helm and kubectl would not give (duplicate keys: the last wins). */
+function parseManifests(text: string, source: string): { objects: Located[]; warnings: string[]; error?: string } {
+    const lineOf = (offset: number) => text.slice(0, offset).split("\n").length;
+    const objects: Located[] = [];
+    const warnings: string[] = [];
+    for (const doc of parseAllDocuments(text)) {
+        // Helm and kubectl decode with sigs.k8s.io/yaml (go-yaml v2), which keeps the last of duplicate keys; GC
+        // Notify's notify-admin chart renders one (tests/fixtures/gc-notify/notify-admin.yaml).
+        for (const e of doc.errors.filter((x) => x.code === "DUPLICATE_KEY")) {
+            const line = lineOf(e.pos[0]);
+            warnings.push(`${source}:${line}: duplicate key "${text.split("\n")[line - 1].trim().replace(/:.*$/, "")}" in one mapping; reading the last one, as Helm and kubectl do`);
+        }
+        const error = doc.errors.find((x) => x.code !== "DUPLICATE_KEY");
+        if (error) return { objects, warnings, error: `${source}:${lineOf(error.pos[0])} is not valid YAML: ${error.message.split("\n")[0]}` };
+        const o = doc.toJS();
+        const where = `${source}:${lineOf(doc.contents?.range?.[0] ?? doc.range[0])}`;
+        // kubectl get -o yaml wraps objects in a List.
+        for (const item of o?.kind === "List" ? o.items ?? [] : [o]) {
+            if (item?.kind) objects.push({ ...item, where });
+        }
+    }
+    return { objects, warnings };
+}
+
+/**
+ * Objects that name no namespace (helm template without -n; charts such as aws-cloudwatch and aws-xray render none):
+ * a DaemonSet named like exactly one placement.nodeDaemonSets entry goes to that entry's namespace, every other one to
+ * --namespace, default "default", as `kubectl apply -n` would. Only objects with a pod template are placed and told.
+ */
+function placeNamespaces(objects: Located[], rules: PlacementRules, namespace: string | undefined): string[] {
+    const agents = new Map<string, string[]>();
+    for (const d of rules.placement.nodeDaemonSets) agents.set(d.name, [...(agents.get(d.name) ?? []), d.namespace]);
+    const placed = new Map<string, string[]>();
+    for (const o of objects) {
+        if (o.metadata?.namespace || !holdsPodTemplate(o)) continue;
+        const listed = o.kind === "DaemonSet" ? agents.get(o.metadata?.name ?? "") : undefined;
+        const ns = listed?.length === 1 ? listed[0] : namespace ?? "default";
+        o.metadata = { ...o.metadata, namespace: ns };
+        const why = listed?.length === 1 ? `${ns} (named like a placement.nodeDaemonSets entry)` : `${ns} (${namespace ? "--namespace" : "the default without --namespace"})`;
+        placed.set(why, [...(placed.get(why) ?? []), `${o.kind} ${o.metadata.name}`]);
+    }
+    return [...placed].map(([why, what]) => `Note: ${plural(what.length, "object")} named no namespace, put in ${why}: ${what.join(", ")}`);
+}
+
+/** The input's NodePools: a pool named like the stack's must be the stack's; any other admits what it admits. */
+function judgePools(pools: Located[], stackPool: Manifest, nodes: EphemeralNodes): { verdicts: Verdict[]; others: OtherPool[] } {
+    const verdicts: Verdict[] = [];
+    const others: OtherPool[] = [];
+    for (const pool of pools) {
+        const [model] = ephemeralNodesOf([pool]);
+        const where = `NodePool ${model.nodePool} (${pool.where})`;
+        others.push({ nodes: model, where });
+        const taints = model.ready.taints.length ? model.ready.taints.map(taintText).join(", ") : "no taint";
+        if (model.nodePool !== nodes.nodePool) {
+            verdicts.push({ status: "warn", subject: where, reason: `another NodePool beside the stack's, with ${taints}: pods it would admit are findings below` });
+            continue;
+        }
+        const differences = poolDifferences(pool, stackPool);
+        if (differences.length) {
+            verdicts.push({
+                status: "fail",
+                subject: where,
+                reason: `has the stack's NodePool name but differs from it (${differences.join("; ")}): whatever renders it and this stack would overwrite each other's NodePool; remove it (GC Notify: the karpenter-nodepool release) before pulumi up`,
+            });
+        }
+    }
+    return { verdicts, others };
+}
+
+/** How a NodePool differs from the stack's in what decides placement: taints, startup taints, requirements, labels. */
+function poolDifferences(pool: Manifest, stack: Manifest): string[] {
+    const t = (p: Manifest) => p.spec?.template ?? {};
+    const taints = (list: unknown) => (Array.isArray(list) ? list.map(taintText).sort().join(", ") : "") || "none";
+    const reqs = (p: Manifest) => (Array.isArray(t(p).spec?.requirements) ? t(p).spec.requirements : []) as { key: string; operator: string; values?: string[] }[];
+    const reqText = (p: Manifest) => new Map(reqs(p).map((r) => [r.key, `${r.operator} ${[...(r.values ?? [])].sort().join(",")}`]));
+    const out: string[] = [];
+    if (taints(t(pool).spec?.taints) !== taints(t(stack).spec?.taints)) out.push(`taints: ${taints(t(pool).spec?.taints)}, the stack's: ${taints(t(stack).spec?.taints)}`);
+    const count = (p: Manifest) => (Array.isArray(t(p).spec?.startupTaints) ? t(p).spec.startupTaints.length : 0);
+    if (taints(t(pool).spec?.startupTaints) !== taints(t(stack).spec?.startupTaints)) out.push(`startup taints: ${count(pool)}, the stack's: ${count(stack)}, not the same keys`);
+    const [a, b] = [reqText(pool), reqText(stack)];
+    const keys = [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).sort();
+    if (keys.length) out.push(`requirements on ${keys.join(", ")}`);
+    if (JSON.stringify(t(pool).metadata?.labels ?? {}) !== JSON.stringify(t(stack).metadata?.labels ?? {})) out.push("node labels");
+    return out;
+}
+
+async function verifyManifests(cfg: StackConfig, target: string, namespace: string | undefined, stdin = () => readToEnd(process.stdin)): Promise<CommandResult> {
     if (target !== "-" && !fs.existsSync(target)) return usage(`--manifests: no such file or directory "${target}"`, VERIFY_PLACEMENT);
     const source = target === "-" ? "standard input" : target;
     let files: string[];
@@ -181,37 +423,43 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace = "de
     } catch (e) {
         return cannotCheck(`could not read ${source}: ${messageOf(e)}`);
     }
-    const objects: Manifest[] = [];
+    const objects: Located[] = [];
+    const warnings: string[] = [];
     for (const file of files) {
         let text: string;
         try {
-            text = file === "-" ? stdin() : fs.readFileSync(file, "utf8");
+            text = file === "-" ? await stdin() : fs.readFileSync(file, "utf8");
         } catch (e) {
             return cannotCheck(`could not read ${file === "-" ? source : file}: ${messageOf(e)}`);
         }
-        for (const doc of parseAllDocuments(text)) {
-            if (doc.errors.length) return cannotCheck(`${file === "-" ? source : file} is not valid YAML: ${doc.errors[0].message}`);
-            const o = doc.toJS();
-            // kubectl get -o yaml wraps objects in a List.
-            for (const item of o?.kind === "List" ? o.items ?? [] : [o]) {
-                if (item?.kind) objects.push({ ...item, metadata: { namespace, ...item.metadata } });
-            }
-        }
+        const parsed = parseManifests(text, file === "-" ? source : file);
+        if (parsed.error) return cannotCheck(parsed.error);
+        objects.push(...parsed.objects);
+        warnings.push(...parsed.warnings.map((w) => `Warning: ${w}`));
     }
     // Empty input is what a failed `helm template ... |` leaves: it must not read as "nothing misplaced".
     if (objects.length === 0) return cannotCheck(`no Kubernetes objects in ${source}${target === "-" ? "" : ` (${plural(files.length, "YAML file")})`}; give the output of helm template or kustomize build`);
+    const rules = placementRules(cfg);
+    const notes = placeNamespaces(objects, rules, namespace);
     const { nodePool } = renderNodePool(nodePoolArgs(cfg, "node-role"), "node-role");
     const [nodes] = ephemeralNodesOf([nodePool]);
-    const verdicts = judgeTemplates(podTemplatesOf(objects), nodes, placementRules(cfg));
+    const pools = judgePools(objects.filter((o) => `${o.apiVersion}:${o.kind}` === "karpenter.sh/v1:NodePool"), nodePool, nodes);
+    const templates = podTemplatesOf(objects);
+    const unchecked: Verdict[] = uncheckedTemplatesOf(objects).map((u) => ({ status: "unchecked", subject: u.owner, reason: `not checked: ${u.why}` }));
+    const verdicts = [...pools.verdicts, ...judgeTemplates(templates, nodes, rules, pools.others), ...unchecked];
     const failed = verdicts.filter((v) => v.status === "fail");
     const lines = [
-        `Manifests ${target === "-" ? "from standard input" : target} (${plural(files.length, "file")}, ${plural(objects.length, "object")}, ${plural(verdicts.length, "pod template")}) against the ephemeral nodes of NodePool ${nodes.nodePool}, stack ${cfg.stack}`,
-        ...verdicts.map((v) => `  ${v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`),
+        `Manifests ${target === "-" ? "from standard input" : target} (${plural(files.length, "file")}, ${plural(objects.length, "object")}, ${plural(templates.length + unchecked.length, "pod template")}) against the ephemeral nodes of NodePool ${nodes.nodePool}, stack ${cfg.stack}`,
+        ...warnings,
+        ...notes,
+        ...verdicts.map((v) => `  ${v.status === "unchecked" ? "NOT CHECKED" : v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`),
         failed.length
-            ? `${plural(failed.length, "pod template")} could run on ephemeral nodes but must not`
-            : "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes",
+            ? `${plural(failed.length, "finding")}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, or a NodePool that clashes with the stack's`
+            : unchecked.length
+              ? `${plural(unchecked.length, "pod template")} not checked (above): the run cannot say nothing is misplaced`
+              : "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes",
     ];
-    return { exitCode: failed.length ? EXIT.findings : EXIT.ok, output: lines.join("\n") };
+    return { exitCode: failed.length ? EXIT.findings : unchecked.length ? EXIT.cannotCheck : EXIT.ok, output: lines.join("\n") };
 }
 
 /** The file itself, or every .yaml and .yml file below the directory, in a stable order. */

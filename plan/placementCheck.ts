@@ -9,7 +9,7 @@ const NODEPOOL = "karpenter.sh/v1:NodePool";
 export interface KubeObject {
     apiVersion?: string;
     kind?: string;
-    metadata?: { name?: string; namespace?: string; labels?: Record<string, string> };
+    metadata?: { name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
     spec?: any;
 }
 
@@ -21,6 +21,8 @@ export interface PodTemplate {
     name: string;
     labels: Record<string, string>;
     spec: PodScheduling;
+    /** The object's helm.sh/hook annotation: a Helm hook or test (`helm test`) pod, not a long-running workload. */
+    hook?: string;
 }
 
 /** The two states of an ephemeral node: just launched (startup taints still on) and ready. */
@@ -35,13 +37,14 @@ export function ephemeralNodesOf(objects: KubeObject[]): EphemeralNodes[] {
     return objects
         .filter((o) => `${o.apiVersion}:${o.kind}` === NODEPOOL)
         .map((pool) => {
-            const t = pool.spec.template;
-            const labels = { ...wellKnownLabels(t.spec.requirements), ...(t.metadata?.labels ?? {}), "karpenter.sh/nodepool": pool.metadata!.name! };
-            const taints: Taint[] = t.spec.taints ?? [];
-            const name = pool.metadata!.name!;
+            // A pool without a template or taints is still a pool: nodes with no taints admit every pod.
+            const t = pool.spec?.template ?? {};
+            const name = pool.metadata?.name ?? "";
+            const labels = { ...wellKnownLabels(asList(t.spec?.requirements)), ...(t.metadata?.labels ?? {}), "karpenter.sh/nodepool": name };
+            const taints: Taint[] = asList(t.spec?.taints);
             return {
                 nodePool: name,
-                launched: { description: `a new node of NodePool ${name}`, labels, taints: [...taints, ...(t.spec.startupTaints ?? [])] },
+                launched: { description: `a new node of NodePool ${name}`, labels, taints: [...taints, ...asList<Taint>(t.spec?.startupTaints)] },
                 ready: { description: `a ready node of NodePool ${name}`, labels, taints },
             };
         });
@@ -65,20 +68,82 @@ function wellKnownLabels(requirements: { key: string; operator: string; values?:
 }
 
 const CRONJOB = "CronJob";
+/** The kinds whose pod template the check reads: Kubernetes' own workloads (apps/v1, batch/v1, v1). */
+export const WORKLOAD_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", CRONJOB];
 
-/** Every pod template among `objects`: workloads, their patches, and bare pods. */
+const isObject = (v: unknown): v is Record<string, any> => typeof v === "object" && v !== null && !Array.isArray(v);
+const asList = <T = any>(v: unknown): T[] => (Array.isArray(v) ? v : []);
+const templateOf = (o: KubeObject) => (o.kind === CRONJOB ? o.spec?.jobTemplate?.spec?.template : o.spec?.template);
+const ownerOf = (o: KubeObject) => `${o.kind} ${o.metadata?.namespace ?? "default"}/${o.metadata?.name ?? ""}`;
+
+/** Why a pod template cannot be judged, or undefined when it can. */
+function unreadable(o: KubeObject): string | undefined {
+    if (o.kind === "Pod") return isObject(o.spec) ? malformed(o.spec) : "a Pod without spec";
+    if (WORKLOAD_KINDS.includes(o.kind ?? "")) {
+        const where = o.kind === CRONJOB ? "spec.jobTemplate.spec.template" : "spec.template";
+        const template = isObject(o.spec) ? templateOf(o) : undefined;
+        if (!isObject(o.spec)) return "no spec";
+        if (!isObject(template)) return `${where} is ${template === null ? "null" : "missing"}`;
+        return isObject(template.spec) ? malformed(template.spec) : `${where} has no spec`;
+    }
+    // A kind this check does not know (an Argo Rollout, an operator's CRD) may still run pods from its template.
+    return holdsPodTemplate(o) ? `${o.apiVersion} ${o.kind} is not a kind this check knows, yet it holds a pod template (spec.template)` : undefined;
+}
+
+/**
+ * Whether an object runs pods: a Pod, a workload, or any kind whose spec.template is a pod template (a pod spec has
+ * containers; a Karpenter NodePool's template, which has requirements instead, is not one).
+ */
+export function holdsPodTemplate(o: KubeObject): boolean {
+    return o.kind === "Pod" || WORKLOAD_KINDS.includes(o.kind ?? "") || Array.isArray(templateOf(o)?.spec?.containers);
+}
+
+/** Scheduling fields of the wrong shape, which the scheduler would refuse and this model cannot read. */
+function malformed(spec: Record<string, any>): string | undefined {
+    if (spec.tolerations != null && !(Array.isArray(spec.tolerations) && spec.tolerations.every(isObject))) return "its tolerations are not a list of tolerations";
+    if (spec.nodeSelector != null && !isObject(spec.nodeSelector)) return "its nodeSelector is not a mapping";
+    const na = spec.affinity?.nodeAffinity;
+    const required = na?.requiredDuringSchedulingIgnoredDuringExecution;
+    if (required != null && !(Array.isArray(required.nodeSelectorTerms) && required.nodeSelectorTerms.every(isObject))) return "its required node affinity has no list of nodeSelectorTerms";
+    const preferred = na?.preferredDuringSchedulingIgnoredDuringExecution;
+    if (preferred != null && !(Array.isArray(preferred) && preferred.every((p) => isObject(p) && isObject(p.preference)))) return "its preferred node affinity is not a list of weighted preferences";
+    return undefined;
+}
+
+/** Every pod template among `objects`: workloads, their patches, and bare pods; only those that can be judged. */
 export function podTemplatesOf(objects: KubeObject[]): PodTemplate[] {
     const out: PodTemplate[] = [];
     for (const o of objects) {
+        if (!(o.kind === "Pod" || WORKLOAD_KINDS.includes(o.kind ?? "")) || unreadable(o)) continue;
         const [namespace, name] = [o.metadata?.namespace ?? "default", o.metadata?.name ?? ""];
-        const owner = `${o.kind} ${namespace}/${name}`;
-        if (o.kind === "Pod" && o.spec) out.push({ owner, kind: o.kind, namespace, name, labels: o.metadata?.labels ?? {}, spec: o.spec });
-        const template = o.kind === CRONJOB ? o.spec?.jobTemplate?.spec?.template : o.spec?.template;
-        if (template?.spec && ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", CRONJOB].includes(o.kind ?? "")) {
-            out.push({ owner, kind: o.kind!, namespace, name, labels: template.metadata?.labels ?? {}, spec: template.spec });
-        }
+        const template = o.kind === "Pod" ? { metadata: o.metadata, spec: o.spec } : templateOf(o);
+        const hook = o.metadata?.annotations?.["helm.sh/hook"];
+        out.push({ owner: ownerOf(o), kind: o.kind!, namespace, name, labels: template.metadata?.labels ?? {}, spec: template.spec, ...(hook ? { hook } : {}) });
     }
     return out;
+}
+
+/** The pod templates among `objects` that cannot be judged, each with why: never to be read as "kept off". */
+export function uncheckedTemplatesOf(objects: KubeObject[]): { owner: string; why: string }[] {
+    return objects.flatMap((o) => {
+        const why = unreadable(o);
+        return why ? [{ owner: ownerOf(o), why }] : [];
+    });
+}
+
+/**
+ * A pod spec's scheduling after a patch applied with server-side apply: tolerations, nodeSelector and the node
+ * affinity term lists are atomic (k8s.io/api core/v1 PodSpec `+listType=atomic`, `+mapType=atomic`), so a patch that
+ * sets one replaces it whole, and what the patch leaves out stays as the chart rendered it.
+ */
+export function patchedScheduling(spec: PodScheduling, patch: PodScheduling): PodScheduling {
+    const na = { ...(spec.affinity?.nodeAffinity ?? {}), ...(patch.affinity?.nodeAffinity ?? {}) };
+    return {
+        ...spec,
+        ...(patch.tolerations ? { tolerations: patch.tolerations } : {}),
+        ...(patch.nodeSelector ? { nodeSelector: patch.nodeSelector } : {}),
+        ...(Object.keys(na).length ? { affinity: { ...(spec.affinity ?? {}), nodeAffinity: na } } : {}),
+    };
 }
 
 export interface PlacementFinding {

@@ -34,10 +34,15 @@ export const GC_NOTIFY_FACTS: StackFacts = {
     ephemeralKey: "notification-canada-ca/ephemeral",
     burstPodLabel: "notification-canada-ca/celery-burst",
     nodeDaemonSets: [
-        { namespace: "amazon-cloudwatch", name: "aws-cloudwatch-agent" },
-        { namespace: "amazon-cloudwatch", name: "fb-agent-fluent-bit" },
-        { namespace: "kube-system", name: "ebs-csi-node" },
         { namespace: "kube-system", name: "secrets-store-csi-driver" },
+        { namespace: "kube-system", name: "secrets-provider-aws" },
+        { namespace: "amazon-cloudwatch", name: "fb-agent-fluent-bit" },
+        { namespace: "amazon-cloudwatch", name: "aws-cloudwatch-agent" },
+        { namespace: "signoz", name: "signoz-k8s-k8s-infra-otel-agent" },
+        { namespace: "velero", name: "node-agent" },
+        { namespace: "falco", name: "falco" },
+        { namespace: "xray", name: "xray-daemon-aws-xray" },
+        { namespace: "kube-system", name: "ebs-csi-node" },
     ],
     stableNodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" },
 };

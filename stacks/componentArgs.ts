@@ -2,7 +2,7 @@
 // mapping, so what is validated is exactly what is deployed.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { CeleryWorkloadPlacementArgs, startupTaintFor } from "../components/celeryWorkloadPlacement";
+import { CeleryWorkloadPlacementArgs, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement";
 import { EphemeralNodePoolArgs } from "../components/ephemeralNodePool";
 import { StackConfig, approvedInstanceTypes } from "./config";
 
@@ -17,7 +17,7 @@ export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string
         capacityTypes: p.capacityTypes,
         ephemeralKey: p.ephemeralKey,
         // New nodes stay tainted until nidhogg sees each node agent running there.
-        startupTaints: cfg.placement.nodeDaemonSets.map(startupTaintFor),
+        startupTaints: cfg.placement.nodeDaemonSets.filter(waitsFor).map(startupTaintFor),
         expireAfter: p.expireAfter,
         terminationGracePeriod: p.terminationGracePeriod,
         consolidationPolicy: p.consolidationPolicy,

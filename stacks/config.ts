@@ -325,8 +325,34 @@ const placement = object(
                 name: k8sName,
                 tolerateAll: optional(boolean(), true),
                 guaranteed: optional(object({ container: k8sName, cpu: quantity, memory: quantity })),
+                /** New ephemeral nodes wait for this agent (startup taint); default true, false for an add-on. */
+                waitFor: optional(boolean()),
+                /** The EKS add-on that owns the DaemonSet (aws-ebs-csi-driver): not patched, configured through EKS. */
+                addOn: optional(text("an EKS add-on name such as aws-ebs-csi-driver", /^[a-z0-9][a-z0-9-]*$/, 100)),
             }),
             { max: 20 },
+        ),
+        /** Other workloads allowed on ephemeral nodes (verify-placement): by kind, namespace and name, or by pod labels. */
+        ephemeralAllowed: optional(
+            list(
+                object(
+                    {
+                        kind: optional(text("a workload kind such as Job", /^[A-Z][A-Za-z0-9]*$/, 63)),
+                        namespace: optional(k8sName),
+                        name: optional(deploymentName),
+                        labels: optional(record("pod label keys such as app.kubernetes.io/name", labelKey, labelValue, 10)),
+                        /** Why it may run there; verify-placement prints it. */
+                        why: text("a short reason such as \"CRD upgrade hook, runs for seconds\"", /^.+$/, 200),
+                    },
+                    (a, path) =>
+                        (a.labels !== undefined) === (a.kind !== undefined || a.namespace !== undefined || a.name !== undefined) ||
+                        (a.labels === undefined && (a.kind === undefined || a.namespace === undefined || a.name === undefined))
+                            ? [{ path, message: "must name a workload by kind, namespace and name, or its pods by labels (not both)" }]
+                            : [],
+                ),
+                { max: 50 },
+            ),
+            [],
         ),
         admission: optional(object({ mode: oneOf("deny", "warn"), namespaces: optional(list(k8sName, { min: 1, max: 20, unique: true })) }), { mode: "deny" as "deny" | "warn", namespaces: undefined }),
         /** Placeholder pods, each the size of one burst Celery pod (nodePool.capacityCheck), held on ephemeral nodes. */

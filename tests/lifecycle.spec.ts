@@ -104,10 +104,11 @@ describe("lifecycle options in preview.json", () => {
         });
     }
 
-    it("staging and production time out every burst and daemonset patch they have (five and four)", () => {
+    it("staging and production time out every burst and daemonset patch they have (five, and one per agent that is no EKS add-on)", () => {
         for (const stack of ["staging", "production"]) {
             expect(byType(steps[stack], "kubernetes:apps/v1:DeploymentPatch").filter((p) => p.newState.customTimeouts).map((p) => p.newState.inputs.metadata.name)).to.deep.equal(BURST_DEPLOYMENTS);
-            expect(byType(steps[stack], "kubernetes:apps/v1:DaemonSetPatch").filter((p) => p.newState.customTimeouts)).to.have.length(4);
+            const agents = stackConfig(stack).placement.nodeDaemonSets.filter((d) => !d.addOn).map((d) => d.name);
+            expect(byType(steps[stack], "kubernetes:apps/v1:DaemonSetPatch").filter((p) => p.newState.customTimeouts).map((p) => p.newState.inputs.metadata.name)).to.have.members(agents);
         }
     });
 });
@@ -150,7 +151,8 @@ describe("rollout order", () => {
         const r = await buildStack("staging");
         const binding = r.get(BINDING, "celery-placement-admission-binding");
         const rollouts = r.resources.filter((x) => /Patch$/.test(x.type) || x.name === "celery-placement-headroom").filter((x) => x.name !== "celery-placement-nidhogg-priority");
-        expect(rollouts.length).to.equal(5 + 12 + 4 + 1);
+        const agents = stackConfig("staging").placement.nodeDaemonSets.filter((d) => !d.addOn).length;
+        expect(rollouts.length).to.equal(5 + 12 + agents + 1);
         expect(binding.dependencies).to.include.members(rollouts.map((x) => x.urn));
     });
 
@@ -168,7 +170,7 @@ describe("the offline runtime, closer to the engine", () => {
         const args = placementArgs(cfg);
         const twice = { ...args, nodeDaemonSets: [args.nodeDaemonSets[0], args.nodeDaemonSets[0]] };
         const run = runOffline("staging", () => new CeleryWorkloadPlacement("celery-placement", twice));
-        const urn = `urn:pulumi:staging::${PROJECT}::notify-karpenter:index:CeleryWorkloadPlacement$kubernetes:apps/v1:DaemonSetPatch::celery-placement-agent-aws-cloudwatch-agent`;
+        const urn = `urn:pulumi:staging::${PROJECT}::notify-karpenter:index:CeleryWorkloadPlacement$kubernetes:apps/v1:DaemonSetPatch::celery-placement-agent-${args.nodeDaemonSets[0].name}`;
         const error = await run.then(() => undefined, (e) => e);
         expect(error).to.be.instanceOf(PreviewError);
         expect(error.message).to.equal(duplicateUrnMessage(urn));

@@ -28,12 +28,18 @@ const STABLE = [
     "notify-celery-periodic-static",
     "notify-celery-nightly-burst",
 ];
+/** GC Notify's node agents the program patches; new ephemeral nodes wait for the first three (waitFor). */
 const AGENTS = [
-    ["amazon-cloudwatch", "aws-cloudwatch-agent"],
-    ["amazon-cloudwatch", "fb-agent-fluent-bit"],
-    ["kube-system", "ebs-csi-node"],
     ["kube-system", "secrets-store-csi-driver"],
+    ["kube-system", "secrets-provider-aws"],
+    ["amazon-cloudwatch", "fb-agent-fluent-bit"],
+    ["signoz", "signoz-k8s-k8s-infra-otel-agent"],
+    ["velero", "node-agent"],
+    ["falco", "falco"],
+    ["xray", "xray-daemon-aws-xray"],
+    ["amazon-cloudwatch", "aws-cloudwatch-agent"],
 ];
+const WAITED = AGENTS.slice(0, 3);
 const HEADROOM: Record<string, number> = { staging: 2, production: 6 };
 const STABLE_NODE: NodeModel = { description: "a stable node", labels: { "eks.amazonaws.com/capacityType": "ON_DEMAND", "kubernetes.io/os": "linux" }, taints: [] };
 const patchForce = { "pulumi.com/patchForce": "true" };
@@ -139,12 +145,16 @@ for (const stack of STACKS) {
             expect(patch("DaemonSet", "celery-placement-agent-aws-cloudwatch-agent").spec.template.spec.containers).to.deep.equal([
                 { name: "cloudwatch-agent", resources: { requests: resources, limits: resources } },
             ]);
-            expect(patch("DaemonSet", "celery-placement-agent-ebs-csi-node").spec.template.spec).to.not.have.property("containers");
+            expect(patch("DaemonSet", "celery-placement-agent-falco").spec.template.spec).to.not.have.property("containers");
         });
 
-        it("keeps new nodes tainted until each agent runs: startup taints with <namespace>.<name> keys, removed by a pinned nidhogg watching exactly those", () => {
+        it("leaves the EKS add-on's DaemonSet (ebs-csi-node) unpatched: EKS manages its fields", () => {
+            expect(r.byType("kubernetes:apps/v1:DaemonSetPatch").map((x) => x.inputs.metadata.name)).to.have.members(AGENTS.map(([, name]) => name));
+        });
+
+        it("keeps new nodes tainted until each waited-for agent runs: startup taints with <namespace>.<name> keys, removed by a pinned nidhogg watching exactly those", () => {
             const pool = r.get("kubernetes:karpenter.sh/v1:NodePool", "celery-burst-node-pool").inputs;
-            expect(pool.spec.template.spec.startupTaints).to.deep.equal(AGENTS.map(([ns, name]) => ({ key: `nidhogg.uswitch.com/${ns}.${name}`, effect: "NoSchedule" })));
+            expect(pool.spec.template.spec.startupTaints).to.deep.equal(WAITED.map(([ns, name]) => ({ key: `nidhogg.uswitch.com/${ns}.${name}`, effect: "NoSchedule" })));
             const nidhogg = r.get("kubernetes:helm.sh/v3:Release", "celery-placement-nidhogg").inputs;
             expect(nidhogg).to.deep.include({ name: "nidhogg", chart: "oci://ghcr.io/pelotech/charts/nidhogg", version: "0.6.6", namespace: "kube-system" });
             expect(nidhogg.values).to.deep.equal({
@@ -153,7 +163,7 @@ for (const stack of STACKS) {
                 configuration: {
                     taintNamePrefix: "nidhogg.uswitch.com",
                     nodeSelector: [`${EPHEMERAL}=true`],
-                    daemonsets: AGENTS.map(([namespace, name]) => ({ name, namespace })),
+                    daemonsets: WAITED.map(([namespace, name]) => ({ name, namespace })),
                 },
             });
         });
@@ -240,6 +250,7 @@ for (const stack of STACKS) {
             const onNew = templates.filter((t) => schedulingProblems(t.spec, nodes.launched).length === 0).map((t) => t.owner);
             const agents = AGENTS.map(([ns, name]) => `DaemonSet ${ns}/${name}`);
             expect(onReady).to.have.members([...agents, ...BURST.map((d) => `Deployment ${NS}/${d}`), `Deployment ${NS}/celery-headroom`]);
+            // Every patched agent tolerates every taint, startup taints included; nodes wait only for WAITED.
             expect(onNew).to.have.members(agents);
             for (const t of templates.filter((t) => STABLE.some((d) => t.owner === `Deployment ${NS}/${d}`))) {
                 expect(schedulingProblems(t.spec, nodes.ready)).to.deep.equal([
@@ -281,11 +292,11 @@ describe("CeleryWorkloadPlacement options", () => {
     });
 
     it("tolerates only the ephemeral and startup taints for an agent that must not tolerate everything", async () => {
-        const agents = section("staging", "placement").nodeDaemonSets.map((d: any) => (d.name === "ebs-csi-node" ? { ...d, tolerateAll: false } : d));
+        const agents = section("staging", "placement").nodeDaemonSets.map((d: any) => (d.name === "falco" ? { ...d, tolerateAll: false } : d));
         const r = await buildStack("staging", { placement: { nodeDaemonSets: agents } });
-        expect(r.get("kubernetes:apps/v1:DaemonSetPatch", "celery-placement-agent-ebs-csi-node").inputs.spec.template.spec.tolerations).to.deep.equal([
+        expect(r.get("kubernetes:apps/v1:DaemonSetPatch", "celery-placement-agent-falco").inputs.spec.template.spec.tolerations).to.deep.equal([
             { key: EPHEMERAL, operator: "Equal", value: "true", effect: "NoSchedule" },
-            ...AGENTS.map(([ns, name]) => ({ key: `nidhogg.uswitch.com/${ns}.${name}`, operator: "Exists", effect: "NoSchedule" })),
+            ...WAITED.map(([ns, name]) => ({ key: `nidhogg.uswitch.com/${ns}.${name}`, operator: "Exists", effect: "NoSchedule" })),
         ]);
     });
 

@@ -154,7 +154,7 @@ describe("ephemeral-nodes-burst-celery-only", () => {
         const { violations } = await check(policy, deployment({ labels: { app: "api" }, spec: { tolerations: [tolerateEphemeral] } }));
         expect(violations).to.deep.equal([
             'Deployment notification-canada-ca/api tolerates the ephemeral taint but its pods lack the burst label notification-canada-ca/celery-burst: "true"; ' +
-                "only burst Celery pods and the node DaemonSets (amazon-cloudwatch/aws-cloudwatch-agent, amazon-cloudwatch/fb-agent-fluent-bit, kube-system/ebs-csi-node, kube-system/secrets-store-csi-driver) may run on ephemeral nodes",
+                "only burst Celery pods and the node DaemonSets (kube-system/secrets-store-csi-driver, kube-system/secrets-provider-aws, amazon-cloudwatch/fb-agent-fluent-bit, amazon-cloudwatch/aws-cloudwatch-agent, signoz/signoz-k8s-k8s-infra-otel-agent, velero/node-agent, falco/falco, xray/xray-daemon-aws-xray, kube-system/ebs-csi-node) may run on ephemeral nodes",
         ]);
     });
 

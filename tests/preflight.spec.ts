@@ -191,7 +191,8 @@ describe("npm run preflight", function () {
         secrets.push(helmSecret("nidhogg", "kube-system", 4, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)), "pending-upgrade"));
         w.aws.logGroups[cfg.alarms.logGroupName] = [{ timestamp: NOW - 2 * 86_400_000, message: JSON.stringify({ kubernetes: { namespace_name: "karpenter", container_name: "controller" } }) }];
         w.aws.offerings = w.aws.offerings.filter((o) => !(o.zone === "ca-central-1d" && o.type === "c7a.xlarge"));
-        const ds = (w.kube.collections!["/apis/apps/v1/namespaces/kube-system/daemonsets"] as any[]).find((d) => d.metadata.name === "ebs-csi-node");
+        // A DaemonSet EKS manages that the config lists as a patched agent rather than as an add-on.
+        const ds = (w.kube.collections!["/apis/apps/v1/namespaces/kube-system/daemonsets"] as any[]).find((d) => d.metadata.name === "secrets-store-csi-driver");
         ds.metadata.managedFields = managed("eks", "kube-controller-manager");
         const r = await run(w);
         expect(r.exitCode, r.output).to.equal(0);
@@ -199,7 +200,7 @@ describe("npm run preflight", function () {
             "WARN  cluster-version           Kubernetes 1.31, but the cluster is UPDATING: wait until it is ACTIVE before pulumi up",
             "WARN  pod-identity-agent        eks-pod-identity-agent v1.3.4-eksbuild.1 is CREATING, not ACTIVE: wait for it or fix the add-on",
             "WARN  helm-releases             kube-system/nidhogg revision 4 is pending-upgrade: the next up upgrades it; a pending release blocks that: helm rollback nidhogg -n kube-system first",
-            "WARN  daemonset-managers        kube-system/ebs-csi-node is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues instead",
+            "WARN  daemonset-managers        kube-system/secrets-store-csi-driver is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues and mark it addOn in placement.nodeDaemonSets",
             "WARN  log-group                 /aws/containerinsights/notification-canada-ca-staging-eks-cluster/application has no line from the karpenter/controller container in the last day: the provisioning-failures alarm would count nothing; check that Fluent Bit ships the karpenter namespace",
             "WARN  instance-types            ca-central-1d: c7a.xlarge not offered (the others are)",
         ]);
@@ -221,7 +222,7 @@ describe("npm run preflight", function () {
         c[`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`] = [{ metadata: meta("notify-celery-core-tasks-burst", ns) }]; // 6
         c["/apis/karpenter.sh/v1/nodepools"] = [{ metadata: meta("notify-karpenter") }]; // 7
         c[`/apis/apps/v1/namespaces/${ns}/deployments`] = (c[`/apis/apps/v1/namespaces/${ns}/deployments`] as any[]).filter((d) => d.metadata.name !== "notify-admin"); // 8
-        (c["/apis/apps/v1/namespaces/amazon-cloudwatch/daemonsets"] as any[])[0].spec.template.spec.containers = [container("agent")]; // 9
+        (c["/apis/apps/v1/namespaces/amazon-cloudwatch/daemonsets"] as any[]).find((d) => d.metadata.name === "aws-cloudwatch-agent").spec.template.spec.containers = [container("agent")]; // 9
         w.aws.logGroups = {}; // 10
         w.aws.images[0].Architecture = "arm64"; // 11
         w.aws.subnets = w.aws.subnets.filter((s) => s.AvailabilityZone !== "ca-central-1d"); // 12

@@ -1,7 +1,8 @@
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
-import { judgePods, placementRules, verifyPlacement } from "../ops/verifyPlacement";
+import { judgePods, placementRules, readToEnd, verifyPlacement } from "../ops/verifyPlacement";
+import { spawn } from "child_process";
 import { plan } from "../plan/cli";
 import { parse, stringify } from "yaml";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
@@ -11,18 +12,42 @@ import { tempDir } from "./opsHelpers";
 
 const FIXTURES = path.join(__dirname, "fixtures");
 
+const GC_NOTIFY = path.join(FIXTURES, "gc-notify");
+const gcNotify = (file: string) => path.join(GC_NOTIFY, file);
+const SUMMARY_FINDINGS = (n: number) => `${n} finding${n === 1 ? "" : "s"}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, or a NodePool that clashes with the stack's`;
+
 describe("npm run verify-placement --manifests (rendered charts)", () => {
-    it("reports the pod templates that could run on ephemeral nodes, with the reason, and exits 1", async () => {
+    const dirs: string[] = [];
+    const scratch = (prefix: string) => {
+        const dir = tempDir(prefix);
+        dirs.push(dir);
+        return dir;
+    };
+    after(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+    /** Checks YAML text given on standard input. */
+    const verifyText = (yaml: string, stack = "staging", extra: string[] = [], dir?: string) =>
+        verifyPlacement(["--stack", stack, "--manifests", "-", ...extra], { stdin: async () => yaml, ...(dir ? { dir } : {}) });
+    /** A copy of a stack file with one placement key changed, in a directory of its own. */
+    const stackWith = (change: (placement: any) => void, stack = "staging") => {
+        const dir = scratch("verify-config-");
+        const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, `Pulumi.${stack}.yaml`), "utf8"));
+        change(doc.config["notify-karpenter:placement"]);
+        fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), stringify(doc));
+        return dir;
+    };
+
+    it("reports the pod templates that could run on ephemeral nodes, or that the admission policy would reject, and exits 1", async () => {
         const file = path.join(FIXTURES, "helm-template-notify.yaml");
         const r = await verifyPlacement(["--stack", "staging", "--manifests", file]);
         expect(r.exitCode).to.equal(1);
         expect(r.output.split("\n")).to.deep.equal([
             `Manifests ${file} (1 file, 5 objects, 4 pod templates) against the ephemeral nodes of NodePool notify-karpenter, stack staging`,
-            "  FAIL  Deployment notification-canada-ca/notify-api: could run on ephemeral nodes: it tolerates every taint (a toleration with operator Exists and no key), even before the node agents are ready (startup taints)",
-            "  OK    Deployment notification-canada-ca/notify-documentation: kept off: does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule",
-            "  OK    Deployment notification-canada-ca/notify-celery-email-send-burst: burst Celery pod (notification-canada-ca/celery-burst=true)",
-            "  FAIL  CronJob notification-canada-ca/notify-cleanup: could run on ephemeral nodes: it tolerates notification-canada-ca/ephemeral=true:NoSchedule",
-            "2 pod templates could run on ephemeral nodes but must not",
+            // The stable patch sets nodeSelector, not tolerations: the chart's tolerate-all stays, and admission refuses it.
+            "  FAIL  Deployment notification-canada-ca/notify-api: stable Deployment: the patch sets nodeSelector eks.amazonaws.com/capacityType: ON_DEMAND but not tolerations, so the chart's stay; the admission policy (deny, namespace notification-canada-ca) would reject its pods: it tolerates every taint (operator Exists, no key) without the label notification-canada-ca/celery-burst=true; the chart must drop that",
+            "  OK    Deployment notification-canada-ca/notify-documentation: stable Deployment: the patch sets nodeSelector eks.amazonaws.com/capacityType: ON_DEMAND, priorityClassName high-priority and the node affinity karpenter.sh/nodepool DoesNotExist; kept off: does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule; nodeSelector eks.amazonaws.com/capacityType=ON_DEMAND does not match; required node affinity does not match",
+            "  OK    Deployment notification-canada-ca/notify-celery-email-send-burst: burst Deployment (placement.burst.deployments): the program's patch adds the toleration and required node affinity for notification-canada-ca/ephemeral=true and the label notification-canada-ca/celery-burst=true",
+            "  FAIL  CronJob notification-canada-ca/notify-cleanup: the admission policy (deny, namespace notification-canada-ca) would reject its pods: it tolerates the taint notification-canada-ca/ephemeral without the label notification-canada-ca/celery-burst=true; the chart must drop that",
+            SUMMARY_FINDINGS(2),
         ]);
     });
 
@@ -32,10 +57,10 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         expect(r.exitCode).to.equal(1);
         expect(r.output.split("\n")).to.deep.equal([
             `Manifests ${dir} (2 files, 3 objects, 3 pod templates) against the ephemeral nodes of NodePool notify-karpenter, stack production`,
-            "  OK    DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: allowed daemonset (node agent)",
+            "  OK    DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: node agent, allowed on ephemeral nodes (nodes do not wait for it)",
             "  FAIL  DaemonSet signoz/signoz-otel-agent: could run on ephemeral nodes: it tolerates every taint (a toleration with operator Exists and no key), even before the node agents are ready (startup taints)",
-            "  OK    DaemonSet kube-system/ebs-csi-node: allowed daemonset (node agent)",
-            "1 pod template could run on ephemeral nodes but must not",
+            "  OK    DaemonSet kube-system/ebs-csi-node: node agent of the aws-ebs-csi-driver EKS add-on (not patched: set its tolerations in the add-on's configurationValues)",
+            SUMMARY_FINDINGS(1),
         ]);
     });
 
@@ -44,24 +69,27 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         const r = await verifyPlacement(["--stack", "staging", "--manifests", file]);
         expect(r.exitCode).to.equal(1);
         expect(r.output.split("\n").slice(1)).to.deep.equal([
-            "  OK    DaemonSet kube-system/ebs-csi-node: allowed daemonset (node agent)",
+            "  OK    DaemonSet kube-system/ebs-csi-node: node agent of the aws-ebs-csi-driver EKS add-on (not patched: set its tolerations in the add-on's configurationValues)",
             "  FAIL  DaemonSet kube-system/kube-proxy: could run on ephemeral nodes: it tolerates every taint (a toleration with operator Exists and no key), even before the node agents are ready (startup taints); a kube-system DaemonSet in manifests is not an EKS add-on: if it is a node agent, add it to placement.nodeDaemonSets",
-            "1 pod template could run on ephemeral nodes but must not",
+            SUMMARY_FINDINGS(1),
         ]);
     });
 
     it("passes the stack's own offline plan: its patches keep everything but burst pods and node agents off", async () => {
-        const out = tempDir("verify-plan-");
+        const out = scratch("verify-plan-");
         expect((await plan(["--stack", "production", "--out", out])).exitCode).to.equal(0);
         const r = await verifyPlacement(["--stack", "production", "--manifests", path.join(out, "manifests.yaml")]);
         expect(r.exitCode, r.output).to.equal(0);
-        expect(r.output).to.match(/ \d+ objects, 23 pod templates\) /);
-        expect(r.output).to.include("  OK    Deployment notification-canada-ca/notify-celery-core-tasks-burst: burst Celery pod (notification-canada-ca/celery-burst=true)");
-        expect(r.output).to.include("  OK    DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: allowed daemonset (node agent)");
+        expect(r.output).to.match(/ \d+ objects, 27 pod templates\) /);
+        expect(r.output).to.include(
+            "  OK    Deployment notification-canada-ca/notify-celery-core-tasks-burst: burst Deployment (placement.burst.deployments): the program's patch adds the toleration and required node affinity for notification-canada-ca/ephemeral=true and the label notification-canada-ca/celery-burst=true",
+        );
+        expect(r.output).to.include("  OK    DaemonSet kube-system/secrets-provider-aws: node agent; new ephemeral nodes wait for it (startup taint nidhogg.uswitch.com/kube-system.secrets-provider-aws)");
+        expect(r.output).to.include("  OK    DaemonSet falco/falco: node agent, allowed on ephemeral nodes (nodes do not wait for it)");
     });
 
     it("passes the scratch stack's plan: with no node agents there are no startup taints to start before", async () => {
-        const out = tempDir("verify-plan-");
+        const out = scratch("verify-plan-");
         expect((await plan(["--stack", "scratch", "--out", out])).exitCode).to.equal(0);
         const r = await verifyPlacement(["--stack", "scratch", "--manifests", path.join(out, "manifests.yaml")]);
         expect(r.exitCode, r.output).to.equal(0);
@@ -74,41 +102,211 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         expect(r.output).to.match(/\nNo pod template other than burst Celery pods and the node agents can run on ephemeral nodes$/);
     });
 
-    it("reads standard input with --manifests - (helm template ... | npm run verify-placement -- --manifests -)", async () => {
-        const yaml = fs.readFileSync(path.join(FIXTURES, "helm-template-notify.yaml"), "utf8");
-        const r = await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: () => yaml });
-        expect(r.exitCode).to.equal(1);
-        expect(r.output.split("\n")[0]).to.equal("Manifests from standard input (1 file, 5 objects, 4 pod templates) against the ephemeral nodes of NodePool notify-karpenter, stack staging");
+    describe("standard input", () => {
+        // A writer that sends a document in pieces, 50 ms apart: the reader sees an empty non-blocking pipe in between.
+        const slowWriter = () =>
+            spawn(process.execPath, ["-e", `const parts = ${JSON.stringify(fs.readFileSync(gcNotify("xray-daemon.yaml"), "utf8").match(/[^]{1,400}/g))}; let i = 0; const next = () => i < parts.length ? process.stdout.write(parts[i++], () => setTimeout(next, 50)) : process.stdout.end(); next();`], {
+                stdio: ["ignore", "pipe", "inherit"],
+            });
+
+        it("failed: fs.readFileSync(0) on a non-blocking pipe with no data yet throws EAGAIN (the issue's `could not read standard input: EAGAIN`)", async () => {
+            const child = slowWriter();
+            await new Promise((resolve) => child.stdout.once("readable", resolve));
+            const fd = (child.stdout as any)._handle.fd as number;
+            let code = "";
+            try {
+                // Drains what is there, then finds the pipe empty while the writer still waits.
+                fs.readFileSync(fd, "utf8");
+            } catch (e) {
+                code = (e as NodeJS.ErrnoException).code ?? "";
+            }
+            child.kill();
+            expect(code).to.equal("EAGAIN");
+        });
+
+        it("now: reads a slow writer's pipe to its end, then checks it", async () => {
+            const child = slowWriter();
+            const r = await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: () => readToEnd(child.stdout) });
+            expect(r.output.split("\n").slice(0, 2)).to.deep.equal([
+                "Manifests from standard input (1 file, 1 object, 1 pod template) against the ephemeral nodes of NodePool notify-karpenter, stack staging",
+                "Note: 1 object named no namespace, put in xray (named like a placement.nodeDaemonSets entry): DaemonSet xray-daemon-aws-xray",
+            ]);
+        });
+
+        it("refuses a terminal as standard input instead of waiting for typing", async () => {
+            const wasTTY = process.stdin.isTTY;
+            process.stdin.isTTY = true;
+            try {
+                const r = await verifyPlacement(["--stack", "staging", "--manifests", "-"]);
+                expect(r.exitCode).to.equal(2);
+                expect(r.output.split("\n")[0]).to.equal("--manifests -: standard input is a terminal; pipe rendered manifests into it (helm template ... | npm run verify-placement -- ...)");
+            } finally {
+                process.stdin.isTTY = wasTTY;
+            }
+        });
     });
 
-    it("puts objects without a namespace in --namespace (helm template without -n), else in default", async () => {
-        const file = path.join(FIXTURES, "cloudwatch-agent-no-namespace.yaml");
-        const placed = await verifyPlacement(["--stack", "staging", "--manifests", file, "--namespace", "amazon-cloudwatch"]);
-        expect(placed.exitCode, placed.output).to.equal(0);
-        expect(placed.output).to.include("  OK    DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: allowed daemonset (node agent)");
-        const unplaced = await verifyPlacement(["--stack", "staging", "--manifests", file]);
-        expect(unplaced.exitCode).to.equal(1);
-        expect(unplaced.output).to.include("  FAIL  DaemonSet default/aws-cloudwatch-agent: could run on ephemeral nodes");
-    });
+    describe("GC Notify's charts as Helm renders them (notification-manifests 609853e2, tests/fixtures/gc-notify)", () => {
+        it("failed: refused the whole file over a duplicate key; now warns naming the file and line, and reads the last value as Helm does", async () => {
+            const file = gcNotify("notify-admin.yaml");
+            const r = await verifyPlacement(["--stack", "staging", "--manifests", file, "--namespace", "notification-canada-ca"]);
+            expect(r.exitCode, r.output).to.equal(0);
+            expect(r.output.split("\n").slice(1, 3)).to.deep.equal([
+                `Warning: ${file}:19: duplicate key "annotations" in one mapping; reading the last one, as Helm and kubectl do`,
+                "Note: 1 object named no namespace, put in notification-canada-ca (--namespace): Deployment notify-admin",
+            ]);
+            expect(r.output).to.include("  OK    Deployment notification-canada-ca/notify-admin: stable Deployment: ");
+            // The last of two keys is the one judged: here the second tolerations list, which tolerates nothing.
+            const dup = "apiVersion: apps/v1\nkind: Job\nmetadata: { name: j, namespace: batch }\nspec:\n  template:\n    spec:\n      tolerations: [{ operator: Exists }]\n      tolerations: []\n      containers: [{ name: c, image: i }]\n";
+            const last = await verifyText(dup);
+            expect(last.exitCode, last.output).to.equal(0);
+            expect(last.output).to.include("Warning: standard input:8: duplicate key \"tolerations\" in one mapping");
+            expect(last.output).to.include("  OK    Job batch/j: kept off: does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule");
+        });
 
-    it("flags burst pods that could start before the node agents, and burst pods kept off", async () => {
-        const r = await verifyPlacement(["--stack", "staging", "--manifests", path.join(FIXTURES, "burst-mistakes.yaml")]);
-        expect(r.exitCode).to.equal(1);
-        expect(r.output).to.include(
-            "  FAIL  Deployment notification-canada-ca/notify-celery-core-tasks-burst: burst Celery pod that could start before the node agents: it tolerates every taint (a toleration with operator Exists and no key)",
-        );
-        expect(r.output).to.include(
-            "  WARN  Deployment notification-canada-ca/notify-celery-sms-send-burst: burst Celery pod that cannot run on ephemeral nodes: does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule; nodeSelector karpenter.sh/capacity-type=on-demand does not match",
-        );
+        it("failed: ignored GC Notify's NodePool; now it clashes with the stack's of the same name, and the pods it admits are findings", async () => {
+            const pool = gcNotify("karpenter-nodepool.yaml");
+            const r = await verifyPlacement(["--stack", "staging", "--manifests", GC_NOTIFY, "--namespace", "notification-canada-ca"]);
+            expect(r.exitCode).to.equal(1);
+            const lines = r.output.split("\n");
+            expect(lines).to.include(
+                `  FAIL  NodePool notify-karpenter (${pool}:6): has the stack's NodePool name but differs from it (taints: none, the stack's: notification-canada-ca/ephemeral=true:NoSchedule; startup taints: 4, the stack's: 3, not the same keys; requirements on karpenter.k8s.aws/instance-category, karpenter.k8s.aws/instance-cpu, karpenter.k8s.aws/instance-family, karpenter.k8s.aws/instance-generation, node.kubernetes.io/instance-type, topology.kubernetes.io/zone, workload-type; node labels): whatever renders it and this stack would overwrite each other's NodePool; remove it (GC Notify: the karpenter-nodepool release) before pulumi up`,
+            );
+            // No selector, no toleration: kept off the stack's tainted nodes, admitted by the untainted pool.
+            expect(lines).to.include(`  FAIL  Deployment notification-canada-ca/ipv4-geolocate: could run on the nodes of NodePool notify-karpenter (${pool}:6), which this stack does not manage`);
+            expect(lines).to.include(`  FAIL  Deployment amazon-cloudwatch/cwagent-prometheus: could run on the nodes of NodePool notify-karpenter (${pool}:6), which this stack does not manage`);
+            expect(lines.at(-1)).to.equal(SUMMARY_FINDINGS(4));
+            // A pool of another name is reported as such; only the pods it admits are findings.
+            const renamed = fs.readFileSync(pool, "utf8").replace("name: notify-karpenter\n  annotations:\n    kubernetes.io/description: \"NodePool", "name: legacy-spot\n  annotations:\n    kubernetes.io/description: \"NodePool");
+            const other = await verifyText(renamed + "\n---\n" + fs.readFileSync(gcNotify("ipv4-geolocate.yaml"), "utf8"));
+            expect(other.output.split("\n").slice(1)).to.deep.equal([
+                "  WARN  NodePool legacy-spot (standard input:6): another NodePool beside the stack's, with no taint: pods it would admit are findings below",
+                "  FAIL  Deployment notification-canada-ca/ipv4-geolocate: could run on the nodes of NodePool legacy-spot (standard input:6), which this stack does not manage",
+                SUMMARY_FINDINGS(1),
+            ]);
+        });
+
+        it("failed: read the burst Deployments as `OK kept off`; now says what the patch changes and that the chart must drop the spot selector", async () => {
+            const r = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("notify-celery.yaml")]);
+            expect(r.exitCode, r.output).to.equal(0);
+            expect(r.output.split("\n").slice(1)).to.deep.equal([
+                "  WARN  Deployment notification-canada-ca/notify-celery-core-tasks-burst: burst Deployment (placement.burst.deployments): as rendered it cannot run on ephemeral nodes (does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule); the program's patch adds the toleration and required node affinity for notification-canada-ca/ephemeral=true and the label notification-canada-ca/celery-burst=true; the chart must drop nodeSelector karpenter.sh/capacity-type: spot (the patch leaves nodeSelector to the chart, and it still applies on top of the patch's node affinity)",
+                "  OK    Deployment notification-canada-ca/notify-celery-core-tasks-static: stable Deployment: the patch sets nodeSelector eks.amazonaws.com/capacityType: ON_DEMAND, priorityClassName high-priority and the node affinity karpenter.sh/nodepool DoesNotExist; kept off: does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule; nodeSelector eks.amazonaws.com/capacityType=ON_DEMAND does not match; required node affinity does not match",
+                "  OK    Deployment notification-canada-ca/notify-celery-nightly-burst: stable Deployment: the patch sets nodeSelector eks.amazonaws.com/capacityType: ON_DEMAND, priorityClassName high-priority and the node affinity karpenter.sh/nodepool DoesNotExist; kept off: does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule; nodeSelector eks.amazonaws.com/capacityType=ON_DEMAND does not match; required node affinity does not match",
+                "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes",
+            ]);
+        });
+
+        it("a burst Deployment whose chart selector the patch cannot overcome is a finding", async () => {
+            const r = await verifyPlacement(["--stack", "staging", "--manifests", path.join(FIXTURES, "burst-mistakes.yaml")]);
+            expect(r.exitCode).to.equal(1);
+            expect(r.output).to.include(
+                "  FAIL  Deployment notification-canada-ca/notify-celery-sms-send-burst: burst Deployment (placement.burst.deployments): as rendered it cannot run on ephemeral nodes (does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule; nodeSelector karpenter.sh/capacity-type=on-demand does not match); the program's patch adds the toleration and required node affinity for notification-canada-ca/ephemeral=true and the label notification-canada-ca/celery-burst=true and sets priorityClassName celery, yet it still cannot run on ephemeral nodes: nodeSelector karpenter.sh/capacity-type=on-demand does not match; the chart must drop nodeSelector karpenter.sh/capacity-type: on-demand (the patch leaves nodeSelector to the chart, and it still applies on top of the patch's node affinity)",
+            );
+            // The patch replaces the chart's tolerate-all (tolerations are atomic), so the pod no longer starts before the agents.
+            expect(r.output).to.include(
+                "  OK    Deployment notification-canada-ca/notify-celery-core-tasks-burst: burst Deployment (placement.burst.deployments): the program's patch adds the toleration and required node affinity for notification-canada-ca/ephemeral=true and the label notification-canada-ca/celery-burst=true and sets priorityClassName celery",
+            );
+            // A burst-labelled pod the program does not patch is judged as rendered.
+            const early = await verifyText("kind: Deployment\napiVersion: apps/v1\nmetadata: { name: extra-burst, namespace: notification-canada-ca }\nspec:\n  template:\n    metadata: { labels: { notification-canada-ca/celery-burst: \"true\" } }\n    spec: { tolerations: [{ operator: Exists }], containers: [{ name: c, image: i }] }\n");
+            expect(early.output).to.include(
+                "  FAIL  Deployment notification-canada-ca/extra-burst: burst Celery pod that could start before the node agents: it tolerates every taint (a toleration with operator Exists and no key)",
+            );
+        });
+
+        it("failed: listed agents that only the patch brings to ephemeral nodes read `allowed`; now a warning says so, and names the fix", async () => {
+            const r = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("xray-daemon.yaml")]);
+            expect(r.exitCode, r.output).to.equal(0);
+            expect(r.output.split("\n").slice(1, 3)).to.deep.equal([
+                "Note: 1 object named no namespace, put in xray (named like a placement.nodeDaemonSets entry): DaemonSet xray-daemon-aws-xray",
+                "  WARN  DaemonSet xray/xray-daemon-aws-xray: node agent, allowed on ephemeral nodes (nodes do not wait for it), which reaches ephemeral nodes only through the program's patch: as rendered it does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule. A helm upgrade of its release sets the chart's tolerations again (then it would stop running on ephemeral nodes until the next pulumi up): add a toleration with operator Exists to the chart's values",
+            ]);
+            // An agent new nodes wait for: losing the patch would keep every new node tainted.
+            const waited = stackWith((p) => p.nodeDaemonSets.find((d: any) => d.name === "xray-daemon-aws-xray").waitFor = true);
+            const w = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("xray-daemon.yaml")], { dir: waited });
+            expect(w.output).to.include(
+                "  WARN  DaemonSet xray/xray-daemon-aws-xray: node agent; new ephemeral nodes wait for it (startup taint nidhogg.uswitch.com/xray.xray-daemon-aws-xray), which reaches new ephemeral nodes only through the program's patch: as rendered it does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule; does not tolerate the taint nidhogg.uswitch.com/kube-system.secrets-store-csi-driver:NoSchedule;",
+            );
+            expect(w.output).to.include("(then new ephemeral nodes would stay tainted and burst pods pending until the next pulumi up)");
+        });
+
+        it("failed: objects without a namespace landed in default silently; now a note says where each went, and listed agents are found by name", async () => {
+            const r = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("aws-cloudwatch-agent.yaml"), "--namespace", "notification-canada-ca"]);
+            expect(r.output.split("\n").slice(1, 3)).to.deep.equal([
+                "Note: 1 object named no namespace, put in amazon-cloudwatch (named like a placement.nodeDaemonSets entry): DaemonSet aws-cloudwatch-agent",
+                // cwagent-prometheus names its namespace; the CloudWatch agent's only tolerations are GC Notify's nidhogg keys.
+                "  WARN  DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: node agent, allowed on ephemeral nodes (nodes do not wait for it), which reaches ephemeral nodes only through the program's patch: as rendered it does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule. A helm upgrade of its release sets the chart's tolerations again (then it would stop running on ephemeral nodes until the next pulumi up): add a toleration with operator Exists to the chart's values",
+            ]);
+            const plain = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("notify-admin.yaml")]);
+            expect(plain.output).to.include("Note: 1 object named no namespace, put in default (the default without --namespace): Deployment notify-admin");
+        });
+
+        it("the secrets provider: its default name is too long for a startup taint; renamed (fullnameOverride) it is the agent nodes wait for", async () => {
+            const as = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("aws-secrets-provider.yaml")]);
+            expect(as.exitCode).to.equal(1);
+            expect(as.output).to.include("  FAIL  DaemonSet kube-system/aws-secrets-provider-secrets-store-csi-driver-provider-aws: could run on ephemeral nodes: it tolerates every taint");
+            const renamed = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("aws-secrets-provider-renamed.yaml")]);
+            expect(renamed.output.split("\n").slice(1)).to.deep.equal([
+                "  OK    DaemonSet kube-system/secrets-provider-aws: node agent; new ephemeral nodes wait for it (startup taint nidhogg.uswitch.com/kube-system.secrets-provider-aws)",
+                "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes",
+            ]);
+        });
+
+        it("failed: only DaemonSets could be allowed; now placement.ephemeralAllowed allows any workload, and Helm hooks and test pods are called out", async () => {
+            const r = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("aws-secrets-provider.yaml")]);
+            expect(r.output).to.include(
+                "  OK    Job kube-system/secrets-store-csi-driver-upgrade-crds (Helm hook pre-install,pre-upgrade): allowed by placement.ephemeralAllowed[0] (aws-secrets-provider's pre-install/pre-upgrade hook: applies CRDs for seconds)",
+            );
+            const none = stackWith((p) => delete p.ephemeralAllowed);
+            const refused = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("aws-secrets-provider.yaml")], { dir: none });
+            expect(refused.output).to.include(
+                "  FAIL  Job kube-system/secrets-store-csi-driver-keep-crds (Helm hook pre-upgrade): could run on ephemeral nodes: it tolerates every taint (a toleration with operator Exists and no key), even before the node agents are ready (startup taints); if it may run there, allow it in placement.ephemeralAllowed",
+            );
+            // By label: a `helm test` pod.
+            const byLabel = stackWith((p) => (p.ephemeralAllowed = [{ labels: { "app.kubernetes.io/component": "smoke-test" }, why: "helm test, runs for seconds" }]));
+            const testPod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: api-test\n  namespace: tools\n  labels: { app.kubernetes.io/component: smoke-test }\n  annotations: { helm.sh/hook: test }\nspec: { tolerations: [{ operator: Exists }], containers: [{ name: c, image: i }] }\n";
+            const t = await verifyText(testPod, "staging", [], byLabel);
+            expect(t.exitCode, t.output).to.equal(0);
+            expect(t.output).to.include("  OK    Pod tools/api-test (Helm test pod): allowed by placement.ephemeralAllowed[0] (helm test, runs for seconds)");
+            // An allowance does not exempt a pod from the admission policy of the namespace it runs in.
+            const inAdmitted = await verifyText(testPod.replace("namespace: tools", "namespace: notification-canada-ca"), "staging", [], byLabel);
+            expect(inAdmitted.exitCode).to.equal(1);
+            expect(inAdmitted.output).to.include(
+                "  FAIL  Pod notification-canada-ca/api-test (Helm test pod): allowed by placement.ephemeralAllowed[0] (helm test, runs for seconds), but the admission policy (deny, namespace notification-canada-ca) would reject its pods: it tolerates every taint (operator Exists, no key) without the label notification-canada-ca/celery-burst=true; the chart must drop that",
+            );
+        });
+
+        it("failed: templates it could not read counted as nothing (exit 0); now each is `not checked` and the run exits 3, or 1 with a finding", async () => {
+            const rollout = "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: { name: api, namespace: notification-canada-ca }\nspec:\n  template:\n    spec: { tolerations: [{ operator: Exists }], containers: [{ name: c, image: i }] }\n";
+            const nullTemplate = "apiVersion: apps/v1\nkind: Deployment\nmetadata: { name: a, namespace: n }\nspec: { template: null }\n";
+            const noSpec = "apiVersion: batch/v1\nkind: Job\nmetadata: { name: b, namespace: n }\n";
+            const badTolerations = "apiVersion: v1\nkind: Pod\nmetadata: { name: p, namespace: n }\nspec: { tolerations: { operator: Exists }, containers: [] }\n";
+            const badAffinity = "apiVersion: v1\nkind: Pod\nmetadata: { name: q, namespace: n }\nspec: { affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [null] } }, containers: [] }\n";
+            const r = await verifyText([rollout, nullTemplate, noSpec, badTolerations, badAffinity].join("---\n"));
+            expect(r.exitCode).to.equal(3);
+            expect(r.output.split("\n").slice(1)).to.deep.equal([
+                "  NOT CHECKED  Rollout notification-canada-ca/api: not checked: argoproj.io/v1alpha1 Rollout is not a kind this check knows, yet it holds a pod template (spec.template)",
+                "  NOT CHECKED  Deployment n/a: not checked: spec.template is null",
+                "  NOT CHECKED  Job n/b: not checked: no spec",
+                "  NOT CHECKED  Pod n/p: not checked: its tolerations are not a list of tolerations",
+                "  NOT CHECKED  Pod n/q: not checked: its preferred node affinity is not a list of weighted preferences",
+                "5 pod templates not checked (above): the run cannot say nothing is misplaced",
+            ]);
+            const withFinding = await verifyText([rollout, fs.readFileSync(path.join(FIXTURES, "kube-system-daemonsets.yaml"), "utf8")].join("---\n"));
+            expect(withFinding.exitCode).to.equal(1);
+            // A Karpenter NodePool's template is not a pod template.
+            const pool = await verifyText(fs.readFileSync(gcNotify("karpenter-nodepool.yaml"), "utf8"));
+            expect(pool.output).to.not.include("NOT CHECKED");
+        });
     });
 
     it("exits 3, not 1, when the manifests cannot be checked: invalid YAML, an unreadable file, nothing to read", async () => {
-        const dir = tempDir("verify-unreadable-");
+        const dir = scratch("verify-unreadable-");
         const broken = path.join(dir, "broken.yaml");
         fs.writeFileSync(broken, "kind: Deployment\nmetadata: { name: x\n");
         const invalid = await verifyPlacement(["--stack", "staging", "--manifests", broken]);
         expect(invalid.exitCode).to.equal(3);
-        expect(invalid.output).to.match(new RegExp(`^Could not check: ${broken.replace(/[.\/]/g, "\\$&")} is not valid YAML: `));
+        expect(invalid.output).to.match(new RegExp(`^Could not check: ${broken.replace(/[.\/]/g, "\\$&")}:\\d+ is not valid YAML: `));
 
         // A directory whose name ends in .yaml cannot be read as a file.
         const tree = path.join(dir, "tree");
@@ -118,7 +316,7 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         expect(unreadable).to.deep.equal({ exitCode: 3, output: `Could not check: could not read ${path.join(tree, "chart.yaml")}: EISDIR: illegal operation on a directory, read` });
 
         // What a failed `helm template ... |` leaves: empty input is not "nothing misplaced".
-        expect(await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: () => "" })).to.deep.equal({
+        expect(await verifyText("")).to.deep.equal({
             exitCode: 3,
             output: "Could not check: no Kubernetes objects in standard input; give the output of helm template or kustomize build",
         });
@@ -127,16 +325,14 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         expect((await verifyPlacement(["--stack", "staging", "--manifests", empty])).output).to.equal(
             `Could not check: no Kubernetes objects in ${empty} (0 YAML files); give the output of helm template or kustomize build`,
         );
-        expect((await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: () => { throw new Error("EAGAIN: resource temporarily unavailable, read"); } })).output).to.equal(
-            "Could not check: could not read standard input: EAGAIN: resource temporarily unavailable, read",
-        );
+        const failing = async () => {
+            throw new Error("ECONNRESET: read");
+        };
+        expect((await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: failing })).output).to.equal("Could not check: could not read standard input: ECONNRESET: read");
     });
 
     it("exits 1 on a refused stack config, as every command does", async () => {
-        const dir = tempDir("verify-config-");
-        const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.staging.yaml"), "utf8"));
-        doc.config["notify-karpenter:placement"].headroom.pods = -1;
-        fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), stringify(doc));
+        const dir = stackWith((p) => (p.headroom.pods = -1));
         const r = await verifyPlacement(["--stack", "staging", "--manifests", path.join(FIXTURES, "helm-template-notify.yaml")], { dir });
         expect(r.exitCode).to.equal(1);
         expect(r.output).to.match(/^invalid config:\nstaging: notify-karpenter:placement\.headroom\.pods /);
@@ -198,10 +394,10 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
             "  OK    kube-system/kube-proxy-x2: EKS add-on (kube-system DaemonSet)",
             "  OK    kube-system/ebs-csi-node-x4: daemonset kube-system/ebs-csi-node",
             "ip-10-0-1-2 (m6a.xlarge, spot):",
-            "  FAIL  notification-canada-ca/notify-documentation-5c-b: ReplicaSet notify-documentation-5c: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent nor an EKS add-on",
-            "  FAIL  signoz/signoz-otel-agent-x3: DaemonSet signoz-otel-agent: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent nor an EKS add-on",
+            "  FAIL  notification-canada-ca/notify-documentation-5c-b: ReplicaSet notify-documentation-5c: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent, an EKS add-on nor in placement.ephemeralAllowed",
+            "  FAIL  signoz/signoz-otel-agent-x3: DaemonSet signoz-otel-agent: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent, an EKS add-on nor in placement.ephemeralAllowed",
             // Only DaemonSets in kube-system are add-ons; other kube-system pods are judged like any pod.
-            "  FAIL  kube-system/coredns-5d-x5: ReplicaSet coredns-5d: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent nor an EKS add-on",
+            "  FAIL  kube-system/coredns-5d-x5: ReplicaSet coredns-5d: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent, an EKS add-on nor in placement.ephemeralAllowed",
             "Burst pods on stable nodes (1):",
             "  FAIL  notification-canada-ca/notify-celery-sms-send-burst-9d-c on ip-10-0-9-9: burst pod on a stable node, although placement.burst.spillToStable is false",
             "FAILED: 3 pods on ephemeral nodes that must not be there, 1 burst pod on stable nodes",
@@ -252,6 +448,33 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
         expect(r.exitCode).to.equal(2);
         expect(r.output).to.match(/^--context staging is cluster "arn:aws:eks:ca-central-1:123456789012:cluster\/notification-canada-ca-staging-eks-cluster" .*not the stack's cluster notification-canada-ca-production-eks-cluster/);
         expect(api.requests).to.deep.equal([]);
+    });
+
+    it("allows what placement.ephemeralAllowed names: a Job by its name, a Deployment's pods through their ReplicaSet, pods by label", () => {
+        const rules = {
+            ...placementRules(stackConfig("staging")),
+            allowed: [
+                { kind: "Job", namespace: "kube-system", name: "secrets-store-csi-driver-upgrade-crds", why: "CRD hook" },
+                { kind: "Deployment", namespace: "tools", name: "smoke", why: "smoke test" },
+                { labels: { "app.kubernetes.io/component": "load-test" }, why: "load test" },
+            ],
+        };
+        const { onEphemeral } = judgePods(
+            [
+                pod("kube-system", "secrets-store-csi-driver-upgrade-crds-x7k2p", "e1", { owner: ["Job", "secrets-store-csi-driver-upgrade-crds"] }),
+                pod("tools", "smoke-6d4cf56db6-abcde", "e1", { owner: ["ReplicaSet", "smoke-6d4cf56db6"] }),
+                pod("tools", "locust-1", "e1", { labels: { "app.kubernetes.io/component": "load-test" } }),
+                pod("tools", "other-1", "e1", { owner: ["ReplicaSet", "other-5c"] }),
+            ] as any,
+            new Set(["e1"]),
+            rules,
+        );
+        expect(onEphemeral.map((v) => `${v.status} ${v.subject}: ${v.reason}`)).to.deep.equal([
+            "ok kube-system/secrets-store-csi-driver-upgrade-crds-x7k2p: allowed by placement.ephemeralAllowed[0] (CRD hook)",
+            "ok tools/smoke-6d4cf56db6-abcde: allowed by placement.ephemeralAllowed[1] (smoke test)",
+            "ok tools/locust-1: allowed by placement.ephemeralAllowed[2] (load test)",
+            "fail tools/other-1: ReplicaSet other-5c: neither a burst Celery pod (notification-canada-ca/celery-burst=true), a node agent, an EKS add-on nor in placement.ephemeralAllowed",
+        ]);
     });
 
     it("with spillToStable, burst pods on stable nodes are a warning, not a failure", () => {
