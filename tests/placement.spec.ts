@@ -415,8 +415,6 @@ describe("placement config errors", () => {
         expect(errorOf(() => parseStackConfig("staging", raw))).to.equal(
             [
                 "staging: notify-karpenter:placement.headroom.pods needs nodePool.capacityCheck.celeryPodCpu and celeryPodMemory, the size of each placeholder pod",
-                // The capacity model sizes its nodes from the same pod.
-                "staging: notify-karpenter:capacity needs nodePool.capacityCheck: the Celery pod's and daemonsets' requests and the peak pod count the model sizes nodes for",
             ].join("\n"),
         );
     });
