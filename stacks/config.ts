@@ -278,7 +278,8 @@ const alarms = object(
 );
 
 const deploymentName = text("a Deployment name (lowercase letters, digits, - and ., at most 253 characters)", /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 253);
-const countOrPercent = leaf<number | string>("a pod count, or a percentage from 0% to 100% such as 25%", (v) => (Number.isInteger(v) && (v as number) >= 0) || (typeof v === "string" && /^(100|[1-9]?[0-9])%$/.test(v)));
+// A PodDisruptionBudget's IntOrString: an int32 count or a percentage.
+const countOrPercent = leaf<number | string>("a pod count from 0 to 2147483647, or a percentage from 0% to 100% such as 25%", (v) => (Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 2147483647) || (typeof v === "string" && /^(100|[1-9]?[0-9])%$/.test(v)));
 const priorityClass = (name: string, value: number) =>
     optional(object({ name: k8sName, value: integer(-1000000000, 1000000000) }), { name, value });
 

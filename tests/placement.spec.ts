@@ -397,7 +397,7 @@ describe("placement config errors", () => {
             [
                 "staging: notify-karpenter:placement.burst.deployments[0] must set exactly one of minAvailable and maxUnavailable (its PodDisruptionBudget)",
                 "staging: notify-karpenter:placement.burst.deployments[1] must set exactly one of minAvailable and maxUnavailable (its PodDisruptionBudget)",
-                'staging: notify-karpenter:placement.burst.deployments[2].minAvailable must be a pod count, or a percentage from 0% to 100% such as 25% (got "150%")',
+                'staging: notify-karpenter:placement.burst.deployments[2].minAvailable must be a pod count from 0 to 2147483647, or a percentage from 0% to 100% such as 25% (got "150%")',
             ].join("\n"),
         );
     });
