@@ -459,8 +459,12 @@ export type StackConfig = Infer<typeof stackSchema> & {
 export type ClusterConfig = StackConfig["cluster"];
 export type CapacityConfig = NonNullable<StackConfig["capacity"]>;
 
-/** Raised for invalid config; its message lists every problem, one per line. */
-export class ConfigError extends Error {
+/**
+ * Raised for invalid config; its message lists every problem, one per line. A RunError, so that `pulumi preview`
+ * and `up` print the message alone, without the stack trace (@pulumi/pulumi cmd/run/run.js: "Always hide the stack
+ * for RunErrors").
+ */
+export class ConfigError extends pulumi.RunError {
     constructor(readonly stack: string, readonly issues: Issue[], project: string) {
         super(issues.map((i) => `${stack}: ${project}:${i.path} ${i.message}`).join("\n"));
         this.name = "ConfigError";

@@ -1,6 +1,7 @@
 // Issue 15's findings, each with the input that failed and what the tools say now: instance types and zones checked
 // against AWS's facts, the capacity section that never blocks, stack files that are not YAML, --out paths nobody can
 // write, a stale plan after a refused config.
+import * as pulumi from "@pulumi/pulumi";
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
@@ -11,7 +12,7 @@ import { capacity } from "../ops/capacityCli";
 import { outDirProblem } from "../ops/outDir";
 import { PLAN_FILES, plan } from "../plan/cli";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { parseStackConfig } from "../stacks/config";
+import { ConfigError, parseStackConfig } from "../stacks/config";
 import { errorOf, rawConfig } from "./helpers";
 import { tempDir } from "./opsHelpers";
 
@@ -130,6 +131,10 @@ describe("the capacity section never blocks plan, preview or up", () => {
 });
 
 describe("no crashes: stack files and --out", () => {
+    it("pulumi preview and up print a refused config's message without a stack trace: ConfigError is a Pulumi RunError", () => {
+        expect(pulumi.RunError.isInstance(new ConfigError("staging", [{ path: "nodePool.expireAfter", message: "must be at least 1h" }], "notify-karpenter"))).to.equal(true);
+    });
+
     it("a YAML syntax error names the stack file, line and column, without a parser stack trace (was a stack trace)", async () => {
         const dir = tempDir("yaml-");
         fs.copyFileSync(path.join(PROJECT_DIR, "Pulumi.yaml"), path.join(dir, "Pulumi.yaml"));
