@@ -10,7 +10,7 @@ import { policyConfigFor } from "../stacks/policyConfig";
 import { diffStacks, renderDiff } from "./diff";
 import { PROJECT_DIR, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun";
-import { TERMINAL_WIDTH, briefSummary, fit, manifestsYaml, previewJson, summary } from "./render";
+import { briefSummary, fit, manifestsYaml, previewJson, summary } from "./render";
 import { outDirProblem, writeFiles } from "../ops/outDir";
 import { Command, CommandResult, EXIT, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
 
@@ -39,6 +39,9 @@ export const PLAN: Command = {
 export type PlanResult = CommandResult;
 
 type Args = { stack: string; out?: string; verbose: boolean } | { diff: [string, string] };
+
+/** The most lines `npm run plan` prints without --verbose. */
+const SUMMARY_LINES = 40;
 
 /** The files a plan writes; a refused config removes them, so that no stale plan is mistaken for this one. */
 export const PLAN_FILES = ["preview.json", "manifests.yaml", "policy-config.json", "policy-report.json", "summary.txt"];
@@ -108,24 +111,16 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
     const unwritable = writeFiles(out, files);
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
 
-    const wrote = `Wrote ${Object.keys(files).join(", ")} to ${out}`;
-    if (verbose) return { exitCode: mandatory > 0 ? 1 : 0, output: [full.trimEnd(), "", wrote].join("\n") };
-    // The summary: at most 40 lines of at most TERMINAL_WIDTH columns; the first violations, then where the rest are.
-    const shown = violations.slice(0, 10).map((v) => fit(v, TERMINAL_WIDTH));
-    const more = violations.length > shown.length ? [`  ... ${violations.length - shown.length} more lines in ${path.join(out, "summary.txt")}`] : [];
-    const text = [
-        ...briefSummary(stack, resources),
-        "",
-        fit(policyHeading),
-        ...shown,
-        ...more,
-        ...warnings.slice(0, 2).map((w) => fit(w)),
-        ...(warnings.length > 2 ? [`  ... ${warnings.length - 2} more warnings in ${path.join(out, "summary.txt")}`] : []),
-        "",
-        // Paths are never cut: the user copies them.
-        `Wrote to ${out}:`,
-        `  ${Object.keys(files).join(", ")} (the full listing; or --verbose)`,
-    ];
+    if (verbose) return { exitCode: mandatory > 0 ? 1 : 0, output: [full.trimEnd(), "", `Wrote ${Object.keys(files).join(", ")} to ${out}`].join("\n") };
+    // The summary: at most SUMMARY_LINES lines of at most TERMINAL_WIDTH columns; as many violations as fit, then where
+    // the rest are. Paths are never cut: the user copies them.
+    const rest = (n: number, what: string) => [`  ... ${n} more ${what} in ${path.join(out, "summary.txt")}`];
+    const warningLines = warnings.length > 2 ? [...warnings.slice(0, 1).map((w) => fit(w)), ...rest(warnings.length - 1, "warnings")] : warnings.map((w) => fit(w));
+    const head = [...briefSummary(stack, resources), "", fit(policyHeading)];
+    const tail = [...warningLines, "", `Wrote to ${out}:`, `  ${Object.keys(files).join(", ")} (the full listing; or --verbose)`];
+    const room = SUMMARY_LINES - head.length - tail.length;
+    const shown = violations.length <= room ? violations : violations.slice(0, Math.max(0, room - 1));
+    const text = [...head, ...shown.map((v) => fit(v)), ...(shown.length < violations.length ? rest(violations.length - shown.length, "lines of violations") : []), ...tail];
     return { exitCode: mandatory > 0 ? 1 : 0, output: text.join("\n") };
 }
 

@@ -13,6 +13,7 @@ import { outDirProblem } from "../ops/outDir";
 import { PLAN_FILES, plan } from "../plan/cli";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { ConfigError, parseStackConfig } from "../stacks/config";
+import { ResourceValidationPolicy } from "@pulumi/policy";
 import { errorOf, rawConfig } from "./helpers";
 import { tempDir } from "./opsHelpers";
 
@@ -184,5 +185,20 @@ describe("no crashes: stack files and --out", () => {
         // Only the plan's own files go; anything else in the directory stays.
         expect(fs.readdirSync(out)).to.deep.equal(["notes.txt"]);
         expect(PLAN_FILES).to.include("preview.json");
+    });
+});
+
+describe("npm run plan's summary (it printed 122 lines, 51 wider than 120 columns)", () => {
+    it("stays within 40 lines of 120 columns even when every resource violates a policy, and says where the rest is", async () => {
+        const out = tempDir("plan-");
+        const everything: ResourceValidationPolicy = { name: "flag-everything", description: "test", enforcementLevel: "advisory", validateResource: (_args, report) => report("x".repeat(200)) };
+        const r = await plan(["--stack", "production", "--out", out], undefined, [everything]);
+        const lines = r.output.split("\n");
+        expect(lines.length, r.output).to.be.at.most(40);
+        expect(lines.filter((l) => l.length > 120 && !l.includes(out))).to.deep.equal([]);
+        expect(r.output).to.match(new RegExp(`^  \\.\\.\\. \\d+ more lines of violations in ${path.join(out, "summary.txt")}$`, "m"));
+        const verbose = await plan(["--stack", "production", "--out", out, "--verbose"], undefined, [everything]);
+        expect(verbose.output.split("\n").length).to.be.above(100);
+        expect(verbose.output).to.include("x".repeat(200));
     });
 });
