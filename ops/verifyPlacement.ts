@@ -159,6 +159,10 @@ export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Pr
     const [context, manifests, namespace] = [valueOf(line, "context"), valueOf(line, "manifests"), valueOf(line, "namespace")];
     if ((context === undefined) === (manifests === undefined)) return usage("give exactly one of --context (a live cluster) and --manifests (rendered files)", VERIFY_PLACEMENT);
     if (namespace !== undefined && manifests === undefined) return usage("--namespace only applies to --manifests", VERIFY_PLACEMENT);
+    // A namespace is a DNS-1123 label (Kubernetes' apimachinery validation): lowercase letters, digits and -, at most 63.
+    if (namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace)) {
+        return usage(`--namespace must be a Kubernetes namespace name (lowercase letters, digits and -, at most 63 characters) (got "${namespace}")`, VERIFY_PLACEMENT);
+    }
     const cfg = loadStack(valueOf(line, "stack"), VERIFY_PLACEMENT, deps.dir ?? PROJECT_DIR);
     if (isResult(cfg)) return cfg;
     try {

@@ -44,6 +44,9 @@ function checked<T>(schema: Schema<T>, problem: (v: T) => string | undefined): S
     };
 }
 
+/** A quantity above zero: a limit or a request of 0 is accepted by Kubernetes and Karpenter, and makes nothing run. */
+const positiveQuantity = (why: string) => checked(quantity, (q) => (parseFloat(q) > 0 ? undefined : `must be above 0: ${why} (got ${got(q)})`));
+
 /** An instance type EC2 has, amd64 (the pool's and the node group's AMIs), without GPUs (components/instanceTypes.ts). */
 const cpuInstanceType = checked(instanceType, (t) => {
     const problem = instanceTypeProblem(t);
@@ -133,8 +136,8 @@ const controller = object(
         serviceAccount: optional(k8sName, "karpenter"),
         identity: optional(oneOf("pod-identity", "irsa"), "pod-identity"),
         replicas: optional(integer(1, 10), 2),
-        cpu: optional(quantity, "1"),
-        memory: optional(quantity, "1Gi"),
+        cpu: optional(positiveQuantity("the controller's request and limit"), "1"),
+        memory: optional(positiveQuantity("the controller's request and limit"), "1Gi"),
         logLevel: optional(oneOf("debug", "info", "error"), "info"),
         namePrefix: optional(text("a name prefix (letters, digits and -, at most 40 characters)", /^[A-Za-z0-9][A-Za-z0-9-]*$/, 40)),
         existingNodeRoleName: optional(text("an IAM role name (letters, digits and +=,.@_-, at most 64 characters)", /^[\w+=,.@-]+$/, 64)),
@@ -186,7 +189,7 @@ const nodePool = object(
             // Karpenter's own default; the other budget keys are absent.
             [{ nodes: "10%" } as { nodes: string; reasons?: ("Underutilized" | "Empty" | "Drifted")[]; schedule?: string; duration?: string }],
         ),
-        limits: object({ cpu: quantity, memory: quantity }),
+        limits: object({ cpu: positiveQuantity("a NodePool limited to 0 launches no node"), memory: positiveQuantity("a NodePool limited to 0 launches no node") }),
         weight: optional(integer(1, 100), 10),
         ami: object({
             alias: optional(text("an AMI alias such as al2023@v20251117", /^[a-z0-9]+@.+$/, 30)),
@@ -203,7 +206,13 @@ const nodePool = object(
         securityGroupIds: optional(list(text("a security group ID", /^sg-[0-9a-f]+$/, 32), { min: 1, max: 30, unique: true })),
         tags: optional(record("tag keys", /^.{1,128}$/, tagValue), {}),
         capacityCheck: optional(
-            object({ celeryPodCpu: quantity, celeryPodMemory: quantity, daemonsetCpu: quantity, daemonsetMemory: quantity, peakCeleryPods: integer(0, 10000) }),
+            object({
+                celeryPodCpu: positiveQuantity("the size of one burst Celery pod, which headroom pods and the capacity model divide by"),
+                celeryPodMemory: positiveQuantity("the size of one burst Celery pod, which headroom pods and the capacity model divide by"),
+                daemonsetCpu: quantity,
+                daemonsetMemory: quantity,
+                peakCeleryPods: integer(0, 10000),
+            }),
         ),
     },
     (p, path) => {

@@ -162,6 +162,15 @@ const semantic: [string, unknown, RegExp][] = [
     ["controller.nodeRolePolicyArns", ["arn:aws:iam::aws:policy/A", "arn:aws:iam::aws:policy/A"], /must be empty when existingNodeRoleName is set|repeats/],
     ["nodePool.limits.cpu", "a lot", /must be a Kubernetes quantity/],
     ["controller.replicas", 0, /must be an integer from 1 to 10/],
+    ["controller.cpu", "0", /must be above 0: the controller's request and limit \(got "0"\)/],
+    ["controller.memory", "0Mi", /must be above 0/],
+    ["nodePool.limits.cpu", "0", /must be above 0: a NodePool limited to 0 launches no node \(got "0"\)/],
+    ["nodePool.limits.memory", "0Gi", /must be above 0: a NodePool limited to 0 launches no node/],
+    ["nodePool.capacityCheck.celeryPodCpu", "0m", /must be above 0: the size of one burst Celery pod/],
+    ["nodePool.capacityCheck.celeryPodMemory", "0", /must be above 0: the size of one burst Celery pod/],
+    ["nodePool.kubeReserved.cpu", "-100m", /must be a quantity such as 100m, 500Mi or 10%/],
+    ["nodePool.rootVolumeSize", "99999Gi", /volumeSize: must match/],
+    ["placement.namespace", "kube-system", /the admission policy would reject the node daemonsets in namespace kube-system/],
     ["nodePool.ami.alias", "al2023@latest", /alias "al2023@latest" follows every new AMI|must be absent|exactly one/],
 ];
 
@@ -265,6 +274,10 @@ describe("bad input: command lines", () => {
         ["scale-test", ["--stack", "staging", "--context", "production"], /context|cluster/],
         ["scale-test", ["--stack", "staging"], /--context is required/],
         ["verify-placement", ["--stack", "staging"], /--context or --manifests|one of --context/],
+        ["verify-placement", ["--stack", "staging", "--manifests", file, "--namespace", "Bad_Name"], /^--namespace must be a Kubernetes namespace name \(lowercase letters, digits and -, at most 63 characters\) \(got "Bad_Name"\)$/],
+        ["verify-placement", ["--stack", "staging", "--manifests", file, "--namespace", "x".repeat(64)], /^--namespace must be a Kubernetes namespace name/],
+        ["verify-placement", ["--stack", "staging", "--context", "staging", "--namespace", "default"], /^--namespace only applies to --manifests/],
+        ["verify-placement", ["--stack", "staging", "--manifests", "/nonexistent/manifests.yaml"], /--manifests: no such file or directory/],
         ["verify-placement", ["--stack", "staging", "--context", "staging", "--manifests", "-"], /not both|either|one of/],
     ];
     for (const [cmd, argv, message] of lines) {
