@@ -163,7 +163,7 @@ const nodePool = object(
         name: optional(k8sName, "notify-karpenter"),
         instanceTypes: optional(list(cpuInstanceType, { min: 1, max: 500, unique: true })),
         instanceFamilies: optional(list(cpuInstanceFamily, { min: 1, max: 50, unique: true })),
-        instanceSizes: optional(list(text("an EC2 instance size such as xlarge", /^[0-9]*x?large|medium|metal$/, 20), { min: 1, max: 20, unique: true })),
+        instanceSizes: optional(list(text("an EC2 instance size such as xlarge", /^([0-9]*x?large|nano|micro|small|medium|metal(-[0-9]+xl)?)$/, 20), { min: 1, max: 20, unique: true })),
         zones: list(zone, { min: 1, max: 10, unique: true }),
         capacityTypes: optional(list(oneOf("spot", "on-demand"), { min: 1, max: 2, unique: true }), ["spot"] as ("spot" | "on-demand")[]),
         ephemeralKey: optional(text("a label key such as notification-canada-ca/ephemeral", labelKey, 316), "notification-canada-ca/ephemeral"),

@@ -60,6 +60,12 @@ describe("instance types, from EC2's facts kept as data", () => {
         );
     });
 
+    it("accepts the real sizes of a family, metal ones included", () => {
+        const raw = rawConfig("staging", "nodePool", { instanceFamilies: ["m7i"], instanceSizes: ["large", "metal-24xl"] });
+        delete raw.capacity;
+        expect(parseStackConfig("staging", raw).nodePool.instanceSizes).to.deep.equal(["large", "metal-24xl"]);
+    });
+
     it("refuses a size that a family lacks", () => {
         expect(errorOf(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { instanceFamilies: ["m7i"], instanceSizes: ["xlarge", "3xlarge"] })))).to.equal(
             "staging: notify-karpenter:nodePool.instanceSizes[1] must be a size of every family in nodePool.instanceFamilies: there is no m7i.3xlarge (m7i comes in large, xlarge, 2xlarge, 4xlarge, 8xlarge, 12xlarge, 16xlarge, 24xlarge, metal-24xl, 48xlarge, metal-48xl)",
