@@ -1,6 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { KarpenterObject, SchemaIssue, validateKarpenterObject } from "./karpenter/validate";
+import { instanceTypeFacts } from "./instanceTypes";
 
 export interface DisruptionBudget {
     /** Nodes that may be disrupted at once: a count or a percentage ("10%", "0"). */
@@ -193,15 +194,10 @@ export class EphemeralNodePool extends pulumi.ComponentResource {
     }
 }
 
-// Sizes of the standard EC2 families the pool uses: vCPUs by size, GiB per vCPU by category.
-const VCPUS: Record<string, number> = { large: 2, xlarge: 4, "2xlarge": 8, "4xlarge": 16, "8xlarge": 32, "12xlarge": 48, "16xlarge": 64 };
-const GIB_PER_VCPU: Record<string, number> = { c: 2, m: 4, r: 8 };
-
-/** vCPUs and GiB of a standard c/m/r instance type (c7i.xlarge: 4 vCPU, 8 GiB); undefined for others. */
+/** vCPUs and GiB of an instance type (c7i.xlarge: 4 vCPU, 8 GiB), from EC2's own figures; undefined for a type EC2 does not have. */
 export function instanceShape(type: string): { vcpu: number; memoryGiB: number } | undefined {
-    const m = /^([cmr])[0-9][a-z-]*\.([0-9]*x?large)$/.exec(type);
-    if (!m || !VCPUS[m[2]]) return undefined;
-    return { vcpu: VCPUS[m[2]], memoryGiB: VCPUS[m[2]] * GIB_PER_VCPU[m[1]] };
+    const facts = instanceTypeFacts(type);
+    return facts && { vcpu: facts.vcpu, memoryGiB: facts.memoryMiB / 1024 };
 }
 
 /** A Kubernetes quantity as a number: cpu in cores ("500m" is 0.5), memory in GiB ("512Mi" is 0.5). */
@@ -223,7 +219,7 @@ export interface NodeResources {
 }
 
 /**
- * One node of a standard c/m/r type as Karpenter sees it: `capacity` is its vCPUs and its memory less the VM
+ * One node of an instance type as Karpenter sees it: `capacity` is its vCPUs and its memory less the VM
  * overhead (what NodePool limits count), `allocatable` is capacity less the kubelet reservations and the hard
  * eviction threshold (what pods can request). Undefined for a type of unknown shape.
  */

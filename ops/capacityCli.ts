@@ -1,12 +1,12 @@
 // `npm run capacity -- --stack <name> [--out <dir>]`: the capacity and cost model of a stack, from config alone.
-import * as fs from "fs";
 import * as path from "path";
 import { VM_MEMORY_OVERHEAD, instanceShape } from "../components/ephemeralNodePool";
 import { StackConfig } from "../stacks/config";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { MODEL_YEAR, utcClock } from "../components/disruptionBudgets";
 import { CapacityReport, Daily, PolicyDay, capacityInputs, capacityReport } from "./capacity";
-import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, valueOf } from "./args";
+import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { outDirProblem, writeFiles } from "./outDir";
 import { toCsv } from "./csv";
 import { lineChart, steps } from "./svg";
 import { plural, table } from "./table";
@@ -27,16 +27,23 @@ export async function capacity(argv: string[], dir = PROJECT_DIR): Promise<Comma
     if (isResult(line)) return line;
     const cfg = loadStack(valueOf(line, "stack"), CAPACITY, dir);
     if (isResult(cfg)) return cfg;
+    const badOut = outDirProblem(valueOf(line, "out") ?? path.join("capacity-out", cfg.stack));
+    if (badOut) return usage(badOut, CAPACITY);
+    if (cfg.capacityProblems.length) {
+        return { exitCode: EXIT.findings, output: [`${cfg.stack}: the capacity section cannot be modelled:`, ...cfg.capacityProblems.map((i) => `  notify-karpenter:${i.path} ${i.message}`)].join("\n") };
+    }
     const inputs = capacityInputs(cfg);
     if (!inputs) return { exitCode: EXIT.findings, output: `${cfg.stack}: notify-karpenter:capacity is not set in Pulumi.${cfg.stack}.yaml; the model needs it (see README, Operations)` };
     const report = capacityReport(inputs);
     if (typeof report === "string") return { exitCode: EXIT.findings, output: `${cfg.stack}: ${report}` };
 
     const out = valueOf(line, "out") ?? path.join("capacity-out", cfg.stack);
-    fs.mkdirSync(out, { recursive: true });
-    fs.writeFileSync(path.join(out, "ramp.svg"), rampChart(cfg.stack, report));
     const r = report.ramp.points;
-    fs.writeFileSync(path.join(out, "ramp.csv"), toCsv(["t_seconds", "desired_pods", "running_pods", "ready_nodes", "launching_nodes"], r.map((p) => [p.t, p.desired, p.running, p.nodes, p.launching])));
+    const unwritable = writeFiles(out, {
+        "ramp.svg": rampChart(cfg.stack, report),
+        "ramp.csv": toCsv(["t_seconds", "desired_pods", "running_pods", "ready_nodes", "launching_nodes"], r.map((p) => [p.t, p.desired, p.running, p.nodes, p.launching])),
+    });
+    if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
     const lines = [...render(cfg, report), "", `Wrote ${path.join(out, "ramp.svg")} and ${path.join(out, "ramp.csv")}`];
     const enough = report.limits.chosenOk && report.limits.shortTypes.length === 0;
     return { exitCode: enough ? EXIT.ok : EXIT.findings, output: lines.join("\n") };

@@ -19,6 +19,7 @@ import { toCsv } from "./csv";
 import { Cluster, KubeConfig, KubeObject, WatchEventType, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
 import { lineChart, steps } from "./svg";
 import { plural } from "./table";
+import { outDirProblem, writeFiles } from "./outDir";
 
 export const SCALE_TEST: Command = {
     usage: ["npm run scale-test -- --stack <name> --context <kubecontext> [--pods <N>] [--out <dir>]"],
@@ -414,6 +415,9 @@ export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promi
     const progress = deps.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
     const stamp = new Date(clock.now()).toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
     const out = valueOf(line, "out") ?? path.join("scale-test-out", `${cfg.stack}-${stamp}`);
+    // Checked before the test runs: its results must not be lost to a bad path after minutes of scaling.
+    const badOut = outDirProblem(out);
+    if (badOut) return usage(badOut, SCALE_TEST);
     const run: Run = {
         stack: cfg.stack,
         cluster: cfg.cluster.name,
@@ -427,12 +431,9 @@ export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promi
         record: new Recorder(() => clock.now(), cfg.placement.priorityClasses.headroom.name),
     };
     const outcome = await execute(cfg, run, clusterOf(kc), clock, progress, deps);
-    fs.mkdirSync(out, { recursive: true });
     const report = summary(run, outcome.message);
-    fs.writeFileSync(path.join(out, "pods.csv"), podsCsv(run));
-    fs.writeFileSync(path.join(out, "timeline.csv"), timelineCsv(run));
-    fs.writeFileSync(path.join(out, "chart.svg"), chart(run));
-    fs.writeFileSync(path.join(out, "summary.txt"), report.join("\n") + "\n");
+    const unwritable = writeFiles(out, { "pods.csv": podsCsv(run), "timeline.csv": timelineCsv(run), "chart.svg": chart(run), "summary.txt": report.join("\n") + "\n" });
+    if (unwritable) return { exitCode: EXIT.cannotCheck, output: [...report, unwritable].join("\n") };
     report.push(`Wrote ${["pods.csv", "timeline.csv", "chart.svg", "summary.txt"].map((f) => path.join(out, f)).join(", ")}`);
     return { exitCode: outcome.ok ? EXIT.ok : EXIT.findings, output: report.join("\n") };
 }

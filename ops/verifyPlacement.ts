@@ -302,6 +302,10 @@ export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Pr
     if (manifests === "-" && !deps.stdin && process.stdin.isTTY) {
         return usage("--manifests -: standard input is a terminal; pipe rendered manifests into it (helm template ... | npm run verify-placement -- ...)", VERIFY_PLACEMENT);
     }
+    // A namespace is a DNS-1123 label (Kubernetes' apimachinery validation): lowercase letters, digits and -, at most 63.
+    if (namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace)) {
+        return usage(`--namespace must be a Kubernetes namespace name (lowercase letters, digits and -, at most 63 characters) (got "${namespace}")`, VERIFY_PLACEMENT);
+    }
     const cfg = loadStack(valueOf(line, "stack"), VERIFY_PLACEMENT, deps.dir ?? PROJECT_DIR);
     if (isResult(cfg)) return cfg;
     try {

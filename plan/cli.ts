@@ -4,26 +4,29 @@ import * as fs from "fs";
 import * as path from "path";
 import { Policies } from "@pulumi/policy";
 import { policies } from "../policy/policies";
-import { ConfigError, StackConfig, loadConfig } from "../stacks/config";
+import { ConfigError, StackConfig, capacityWarnings, loadConfig } from "../stacks/config";
 import { createStack } from "../stacks/createStack";
 import { policyConfigFor } from "../stacks/policyConfig";
 import { cloudwatchAgentFile } from "./cloudwatchAgent";
 import { diffStacks, renderDiff } from "./diff";
 import { PROJECT_DIR, PreviewError, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun";
-import { manifestsYaml, previewJson, summary } from "./render";
-import { Command, CommandResult, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
+import { briefSummary, fit, manifestsYaml, previewJson, summary } from "./render";
+import { outDirProblem, writeFiles } from "../ops/outDir";
+import { Command, CommandResult, EXIT, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
 
 export const PLAN: Command = {
-    usage: ["npm run plan -- --stack <name> [--out <dir>]", "npm run plan -- --diff <stack> <stack>"],
+    usage: ["npm run plan -- --stack <name> [--out <dir>] [--verbose]", "npm run plan -- --diff <stack> <stack>"],
     summary: [
         "What a stack would deploy, without AWS or a Pulumi CLI: runs the program offline, checks every resource against",
-        "the policy pack, and writes preview.json, manifests.yaml, policy-config.json and policy-report.json. With --diff,",
+        "the policy pack, and writes preview.json, manifests.yaml, policy-config.json, policy-report.json and summary.txt",
+        "(the full listing); prints a summary of at most 40 lines. With --diff,",
         "how two stacks' plans differ (they run the same code and may differ only in values).",
     ].join("\n"),
     flags: {
         stack: { value: "<name>", meaning: "the stack to plan (Pulumi.<name>.yaml)" },
         out: { value: "<dir>", meaning: "where to write the plan files", default: "plan-out/<stack>" },
+        verbose: { meaning: "print the full listing (every resource's key settings, every violation) instead of the summary" },
         diff: { value: "<stack> <stack>", meaning: "compare two stacks' plans instead (takes two stack names)" },
     },
     exits: {
@@ -36,7 +39,13 @@ export const PLAN: Command = {
 
 export type PlanResult = CommandResult;
 
-type Args = { stack: string; out?: string } | { diff: [string, string] };
+type Args = { stack: string; out?: string; verbose: boolean } | { diff: [string, string] };
+
+/** The most lines `npm run plan` prints without --verbose. */
+const SUMMARY_LINES = 40;
+
+/** The files a plan writes; a refused config removes them, so that no stale plan is mistaken for this one. */
+export const PLAN_FILES = ["preview.json", "manifests.yaml", "policy-config.json", "policy-report.json", "cwagent-prometheus-karpenter.json", "summary.txt"];
 
 /** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. */
 export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = policies): Promise<PlanResult> {
@@ -45,13 +54,28 @@ export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = p
     const stacks = knownStacks(dir);
     const unknown = ("diff" in args ? args.diff : [args.stack]).find((s) => !stacks.includes(s));
     if (unknown) return usage(`${"diff" in args ? "--diff" : "--stack"}: unknown stack "${unknown}": known stacks are ${stacks.join(", ")}`, PLAN);
+    const out = "diff" in args ? "" : (args.out ?? path.join("plan-out", args.stack));
+    const outProblem = "diff" in args ? undefined : outDirProblem(out);
+    if (outProblem) return usage(outProblem, PLAN);
     try {
-        return "diff" in args ? await diff(args.diff, dir) : await planStack(args.stack, args.out ?? path.join("plan-out", args.stack), dir, pack);
+        return "diff" in args ? await diff(args.diff, dir) : await planStack(args.stack, out, args.verbose, dir, pack);
     } catch (e) {
-        if (e instanceof ConfigError) return { exitCode: 1, output: `invalid config, nothing was planned:\n${e.message}` };
-        if (e instanceof PreviewError) return { exitCode: 1, output: `the preview would fail, nothing was planned:\n${e.message}` };
+        if (e instanceof ConfigError) return { exitCode: 1, output: [`invalid config, nothing was planned:`, e.message, ...removeStalePlan(out)].join("\n") };
+        if (e instanceof PreviewError) return { exitCode: 1, output: [`the preview would fail, nothing was planned:`, e.message, ...removeStalePlan(out)].join("\n") };
         throw e;
     }
+}
+
+/** Removes the files of an earlier plan from `out`, and says so; other files there are left alone. */
+function removeStalePlan(out: string): string[] {
+    if (!out) return [];
+    const stale = PLAN_FILES.filter((f) => fs.existsSync(path.join(out, f)));
+    try {
+        for (const f of stale) fs.rmSync(path.join(out, f));
+    } catch (e) {
+        return [`The earlier plan in ${out} could not be removed (${(e as NodeJS.ErrnoException).code}): it is NOT this config's plan.`];
+    }
+    return stale.length ? [`Removed the earlier plan's files from ${out}: they showed a config that is no longer there.`] : [];
 }
 
 /** The program's resources for a stack, with the validated config they came from. */
@@ -69,31 +93,37 @@ async function build(stack: string, dir: string): Promise<{ resources: RecordedR
 }
 
 /** Writes the plan and the policy results, even when a policy fails, so that users can look at what failed. */
-async function planStack(stack: string, out: string, dir: string, pack: Policies): Promise<PlanResult> {
+async function planStack(stack: string, out: string, verbose: boolean, dir: string, pack: Policies): Promise<PlanResult> {
     const { resources, cfg } = await build(stack, dir);
     const policyConfig = policyConfigFor(cfg);
     const report = await runPolicies(pack, policyInputs(resources), policyConfig);
+    const mandatory = report.violations.filter((v) => v.enforcementLevel === "mandatory").length;
+    const byUrn = new Map(resources.map((r) => [r.urn, `${r.type} ${r.name}`]));
+    const policyHeading = report.violations.length === 0 ? `Policy pack: ${pack.length} policies, no violations` : `Policy pack: ${count(report.violations.length, "violation")} (${mandatory} mandatory)`;
+    const violations = formatViolations(report.violations, (urn) => byUrn.get(urn ?? "") ?? "the stack").flatMap((v) => v.split("\n"));
+    const warnings = capacityWarnings(cfg).map((w) => `warning: ${w}`);
+    const full = [summary(stack, resources), "", policyHeading, ...violations, ...(warnings.length ? ["", ...warnings] : [])].join("\n") + "\n";
     const files = {
         "preview.json": JSON.stringify(previewJson(stack, resources), null, 2) + "\n",
         "manifests.yaml": manifestsYaml(resources),
         "policy-config.json": JSON.stringify(policyConfig, null, 2) + "\n",
         "policy-report.json": JSON.stringify({ violations: report.violations }, null, 2) + "\n",
         "cwagent-prometheus-karpenter.json": cloudwatchAgentFile(cfg),
+        "summary.txt": full,
     };
-    fs.mkdirSync(out, { recursive: true });
-    for (const [file, text] of Object.entries(files)) fs.writeFileSync(path.join(out, file), text);
+    const unwritable = writeFiles(out, files);
+    if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
 
-    const mandatory = report.violations.filter((v) => v.enforcementLevel === "mandatory").length;
-    const byUrn = new Map(resources.map((r) => [r.urn, `${r.type} ${r.name}`]));
-    const text = [
-        summary(stack, resources),
-        "",
-        report.violations.length === 0
-            ? `Policy pack: ${pack.length} policies, no violations`
-            : [`Policy pack: ${count(report.violations.length, "violation")} (${mandatory} mandatory)`, ...formatViolations(report.violations, (urn) => byUrn.get(urn ?? "") ?? "the stack")].join("\n"),
-        "",
-        `Wrote ${Object.keys(files).map((f) => path.join(out, f)).join(", ")}`,
-    ];
+    if (verbose) return { exitCode: mandatory > 0 ? 1 : 0, output: [full.trimEnd(), "", `Wrote ${Object.keys(files).join(", ")} to ${out}`].join("\n") };
+    // The summary: at most SUMMARY_LINES lines of at most TERMINAL_WIDTH columns; as many violations as fit, then where
+    // the rest are. Paths are never cut: the user copies them.
+    const rest = (n: number, what: string) => [`  ... ${n} more ${what} in ${path.join(out, "summary.txt")}`];
+    const warningLines = warnings.length > 2 ? [...warnings.slice(0, 1).map((w) => fit(w)), ...rest(warnings.length - 1, "warnings")] : warnings.map((w) => fit(w));
+    const head = [...briefSummary(stack, resources), "", fit(policyHeading)];
+    const tail = [...warningLines, "", `Wrote to ${out}:`, `  ${Object.keys(files).slice(0, 4).join(", ")},`, `  ${Object.keys(files).slice(4).join(", ")} (the full listing; or --verbose)`];
+    const room = SUMMARY_LINES - head.length - tail.length;
+    const shown = violations.length <= room ? violations : violations.slice(0, Math.max(0, room - 1));
+    const text = [...head, ...shown.map((v) => fit(v)), ...(shown.length < violations.length ? rest(violations.length - shown.length, "lines of violations") : []), ...tail];
     return { exitCode: mandatory > 0 ? 1 : 0, output: text.join("\n") };
 }
 
@@ -109,13 +139,14 @@ function planArgs(argv: string[]): Args | CommandResult {
     const line = parseCommandLine(argv, PLAN);
     if (isResult(line)) return line;
     const [stack, out, diff] = [valueOf(line, "stack"), valueOf(line, "out"), valueOf(line, "diff")];
+    const verbose = line.flags.verbose === true;
     if (diff !== undefined) {
-        if (stack !== undefined || out !== undefined) return usage("--diff takes no --stack or --out", PLAN);
+        if (stack !== undefined || out !== undefined || verbose) return usage("--diff takes no --stack, --out or --verbose", PLAN);
         if (line.positionals.length !== 1) return usage("--diff needs two stack names: --diff <stack> <stack>", PLAN);
         return { diff: [diff, line.positionals[0]] };
     }
     if (line.positionals.length) return usage(`unexpected argument "${line.positionals[0]}": the flags are --stack, --out, --diff`, PLAN);
-    return stack !== undefined ? { stack, out } : usage("--stack or --diff is required", PLAN);
+    return stack !== undefined ? { stack, out, verbose } : usage("--stack or --diff is required", PLAN);
 }
 
 if (require.main === module) runMain(() => plan(process.argv.slice(2)));

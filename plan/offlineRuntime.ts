@@ -5,7 +5,8 @@ import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
 import { setMockOptions } from "@pulumi/pulumi/runtime/settings";
 import * as fs from "fs";
 import * as path from "path";
-import { parse } from "yaml";
+import { parseDocument } from "yaml";
+import { StackFileError } from "../stacks/config";
 
 // Internal to the SDK (runtime/settings.js) and absent from its typings, but the only way to know that every
 // registration has finished; @pulumi/pulumi is pinned, so it cannot move under us.
@@ -169,15 +170,37 @@ function goDurationSeconds(d: string): number {
     return [...d.matchAll(/([0-9.]+)(h|m|s)/g)].reduce((sum, [, n, u]) => sum + Number(n) * unit[u], 0);
 }
 
-/** Reads `Pulumi.<stack>.yaml` the way the CLI hands config to a program: objects JSON-encoded. */
+/**
+ * Reads `Pulumi.<stack>.yaml` the way the CLI hands config to a program: objects JSON-encoded. A file that is not
+ * YAML, or not a map of `config` keys, is a StackFileError naming the file, line and column, as the CLI refuses it.
+ */
 export function readStackConfig(stack: string, dir = PROJECT_DIR): Record<string, string> {
     const file = path.join(dir, `Pulumi.${stack}.yaml`);
-    if (!fs.existsSync(file)) throw new Error(`no stack file ${file}: known stacks are ${knownStacks(dir).join(", ")}`);
-    const doc = parse(fs.readFileSync(file, "utf8")) ?? {};
+    const relative = path.relative(process.cwd(), file);
+    const name = relative && !relative.startsWith("..") ? relative : file;
+    let text: string;
+    try {
+        text = fs.readFileSync(file, "utf8");
+    } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        throw new StackFileError(stack, code === "ENOENT" ? `no stack file ${name}: known stacks are ${knownStacks(dir).join(", ")}` : `${name}: cannot read the stack file (${code})`);
+    }
+    // Duplicate keys are errors, as the Pulumi CLI's YAML reader makes them (yaml's uniqueKeys).
+    const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+    const [error] = doc.errors;
+    if (error) {
+        const [pos] = error.linePos ?? [];
+        throw new StackFileError(stack, `${name}:${pos ? `${pos.line}:${pos.col}` : "1:1"}: ${error.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "")}`);
+    }
+    const top = doc.toJS() ?? {};
+    const config = isMap(top) ? (top.config ?? {}) : undefined;
+    if (!isMap(config)) throw new StackFileError(stack, `${name}: must be a YAML map with a "config" map of keys to values, as pulumi config writes it`);
     const flat: Record<string, string> = {};
-    for (const [k, v] of Object.entries(doc.config ?? {})) flat[k] = typeof v === "string" ? v : JSON.stringify(v);
+    for (const [k, v] of Object.entries(config)) flat[k] = typeof v === "string" ? v : JSON.stringify(v);
     return flat;
 }
+
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 export function knownStacks(dir = PROJECT_DIR): string[] {
     return fs

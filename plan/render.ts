@@ -203,3 +203,80 @@ function actionCount(policy: string): number {
 function requiredTerms(terms: { matchExpressions?: { key: string; operator: string; values?: string[] }[] }[]): string {
     return terms.map((t) => (t.matchExpressions ?? []).map((e) => `${e.key} ${e.operator}${e.values ? ` ${e.values.join("|")}` : ""}`).join(" and ")).join(" or ");
 }
+
+/** The widest line the plan prints on a terminal; the files keep every line whole. */
+export const TERMINAL_WIDTH = 120;
+
+/** `line` cut to `width` columns, with an ellipsis when cut. */
+export function fit(line: string, width = TERMINAL_WIDTH): string {
+    return line.length <= width ? line : `${line.slice(0, width - 3)}...`;
+}
+
+/** Words joined with ", " into lines of at most `width` columns, each starting with `indent`. */
+function wrap(words: string[], indent: string, width = TERMINAL_WIDTH): string[] {
+    const lines: string[] = [];
+    let line = "";
+    for (const w of words) {
+        const next = line ? `${line}, ${w}` : `${indent}${w}`;
+        if (next.length > width && line) {
+            lines.push(`${line},`);
+            line = `${indent}${w}`;
+        } else line = next;
+    }
+    return line ? [...lines, line] : lines;
+}
+
+/**
+ * What `npm run plan` prints: resources per component (the program's four, plus anything at the top level), the
+ * NodePool, and who may run on ephemeral nodes, in counts; `summary` is the full listing the files keep.
+ */
+export function briefSummary(stack: string, resources: RecordedResource[]): string[] {
+    const byUrn = new Map(resources.map((r) => [r.urn, r]));
+    const planned = resources.filter((r) => (r.custom || r.remote) && !r.type.startsWith("pulumi:providers:"));
+    // Each resource under its top-level component: the one whose parent is the stack.
+    const componentOf = (r: RecordedResource): string => {
+        let c = r;
+        while (c.parent && byUrn.has(c.parent)) c = byUrn.get(c.parent)!;
+        return c === r && (r.custom || r.remote) ? "(top level)" : `${c.type.split(":").pop()} ${c.name}`;
+    };
+    const groups = new Map<string, Map<string, number>>();
+    for (const r of planned) {
+        const types = groups.get(componentOf(r)) ?? new Map<string, number>();
+        const short = r.type.split(":").pop()!;
+        types.set(short, (types.get(short) ?? 0) + 1);
+        groups.set(componentOf(r), types);
+    }
+    const lines = [fit(`Offline plan of stack ${stack}: ${planned.length} resources (placeholder AWS values; see README)`), "", "Resources by component:"];
+    for (const [component, types] of groups) {
+        const total = [...types.values()].reduce((a, b) => a + b, 0);
+        lines.push(fit(`  ${component}: ${total}`));
+        lines.push(...wrap([...types].sort(([a], [b]) => a.localeCompare(b)).map(([t, n]) => `${n} ${t}`), "      ").slice(0, 3));
+    }
+    const pool = planned.find((r) => r.type === "kubernetes:karpenter.sh/v1:NodePool");
+    if (pool) {
+        const t = pool.inputs.spec.template.spec;
+        const types: string[] = t.requirements.find((x: any) => x.key === "node.kubernetes.io/instance-type")?.values ?? [];
+        const capacity: string[] = t.requirements.find((x: any) => x.key === "karpenter.sh/capacity-type")?.values ?? [];
+        const zones: string[] = t.requirements.find((x: any) => x.key === "topology.kubernetes.io/zone")?.values ?? [];
+        const d = pool.inputs.spec.disruption;
+        lines.push("", fit(`NodePool ${pool.inputs.metadata.name}: ${types.length} instance types, ${capacity.join("+")} in ${zones.join(" ")}`));
+        lines.push(fit(`  limits cpu ${pool.inputs.spec.limits.cpu} memory ${pool.inputs.spec.limits.memory}; ${d.consolidationPolicy} after ${d.consolidateAfter}; ${d.budgets.length} budgets; expireAfter ${t.expireAfter}`));
+    }
+    const objects = planned.filter((r) => r.type.startsWith("kubernetes:")).map((r) => r.inputs);
+    const templates = podTemplatesOf(objects);
+    for (const nodes of ephemeralNodesOf(objects)) {
+        const findings = placementFindings(templates, nodes);
+        const ephemeral = findings.filter((f) => f.ephemeral);
+        const kinds = (f: typeof findings) => {
+            const n = new Map<string, number>();
+            for (const x of f) n.set(x.owner.split(" ")[0], (n.get(x.owner.split(" ")[0]) ?? 0) + 1);
+            return [...n].map(([k, c]) => `${c} ${k}${c === 1 ? "" : "s"}`).join(", ") || "none";
+        };
+        lines.push(
+            "",
+            fit(`Placement check (${templates.length} pod templates): ${ephemeral.length} may run on ephemeral nodes (${kinds(ephemeral)}),`),
+            fit(`  ${findings.filter((f) => f.launched).length} before a new node's startup taints are removed, ${findings.length - ephemeral.length} kept off (${kinds(findings.filter((f) => !f.ephemeral))})`),
+        );
+    }
+    return lines;
+}

@@ -9,6 +9,9 @@ import { STABLE_NODE_LABELS } from "../components/createdCluster";
 import { controllerNameProblems } from "../components/karpenterController";
 import { SHUTDOWN_MARGIN_SECONDS, placementProblems } from "../components/celeryWorkloadPlacement";
 import { Infer, Issue, Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
+import { cron, durationAtLeast, durationSeconds } from "./schema";
+import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/instanceTypes";
+import { regionProblem, zoneProblems } from "./awsRegions";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
 export const KARPENTER_VERSION = "1.14.1";
@@ -19,6 +22,43 @@ const zone = text("an availability zone such as ca-central-1a", /^[a-z]{2}(-[a-z
 const instanceTypePattern = /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/;
 const instanceType = text("an EC2 instance type such as c7i.xlarge", instanceTypePattern, 63);
 
+/** `schema`, then `problem` on a value that passed it: facts beyond the shape (the type exists, its architecture...). */
+function checked<T>(schema: Schema<T>, problem: (v: T) => string | undefined): Schema<T> {
+    return {
+        expected: schema.expected,
+        parse(value, path, issues) {
+            const before = issues.length;
+            const v = schema.parse(value, path, issues);
+            const p = issues.length === before ? problem(v) : undefined;
+            if (p) issues.push({ path, message: p });
+            return v;
+        },
+    };
+}
+
+/** A quantity above zero: a limit or a request of 0 is accepted by Kubernetes and Karpenter, and makes nothing run. */
+const positiveQuantity = (why: string) => checked(quantity, (q) => (parseFloat(q) > 0 ? undefined : `must be above 0: ${why} (got ${got(q)})`));
+
+/** An instance type EC2 has, amd64 (the pool's and the node group's AMIs), without GPUs (components/instanceTypes.ts). */
+const cpuInstanceType = checked(instanceType, (t) => {
+    const problem = instanceTypeProblem(t);
+    return problem && `must be an amd64 EC2 instance type without GPUs: ${problem}`;
+});
+
+const cpuInstanceFamily = checked(text("an EC2 instance family such as c7i", /^[a-z][a-z0-9-]*$/, 20), (f) => {
+    const problem = instanceFamilyProblem(f);
+    return problem && `must be an amd64 EC2 instance family without GPUs: ${problem}`;
+});
+
+/** Every family in every size must be a type EC2 has: m7i.3xlarge is not, and Karpenter would look for it in vain. */
+function instanceSizeProblems(p: { instanceFamilies?: string[]; instanceSizes?: string[] }): Issue[] {
+    return (p.instanceSizes ?? []).flatMap((size, j) => {
+        const lacking = (p.instanceFamilies ?? []).filter((f) => familySizes(f) && !familySizes(f)!.includes(size));
+        return lacking.length
+            ? [{ path: `nodePool.instanceSizes[${j}]`, message: `must be a size of every family in nodePool.instanceFamilies: there is no ${lacking.map((f) => `${f}.${size}`).join(", ")} (${lacking[0]} comes in ${familySizes(lacking[0])!.join(", ")})` }]
+            : [];
+    });
+}
 /** A cluster the program creates (mode create): its network and its stable on-demand node group. */
 const createdCluster = object({
     /** Kubernetes minor version of the control plane and the stable nodes; a string, as YAML reads 1.30 as 1.3. */
@@ -30,7 +70,7 @@ const createdCluster = object({
     natGateways: optional(oneOf("single", "one-per-zone"), "single"),
     nodeGroup: object(
         {
-            instanceTypes: list(instanceType, { min: 1, max: 10, unique: true }),
+            instanceTypes: list(cpuInstanceType, { min: 1, max: 10, unique: true }),
             minSize: integer(1, 20),
             desiredSize: integer(1, 20),
             maxSize: integer(1, 20),
@@ -56,6 +96,7 @@ const cluster = object(
     create: optional(createdCluster),
     },
     (c, path) => [
+        ...(regionProblem(c.region) ? [{ path: `${path}.region`, message: regionProblem(c.region)! }] : []),
         // Without a selector the controller could land on a node it manages and evict itself.
         ...(Object.keys(c.stableNodeSelector).length === 0 ? [{ path: `${path}.stableNodeSelector`, message: "must name at least one label of the stable nodes, such as eks.amazonaws.com/capacityType: ON_DEMAND" }] : []),
         ...createdClusterProblems(c, path),
@@ -71,9 +112,7 @@ function createdClusterProblems(
         return c.create === undefined ? [] : [{ path: `${path}.create`, message: 'must be absent when mode is "existing": the program looks the cluster up and creates nothing' }];
     }
     if (c.create === undefined) return [{ path: `${path}.create`, message: `is required when mode is "create": it must be ${createdCluster.expected}` }];
-    const problems: Issue[] = c.create.zones.flatMap((z, i) =>
-        z.startsWith(c.region) && z.length === c.region.length + 1 ? [] : [{ path: `${path}.create.zones[${i}]`, message: `must be a zone of ${c.region} such as ${c.region}a (got ${got(z)})` }],
-    );
+    const problems: Issue[] = regionProblem(c.region) ? [] : zoneProblems(c.create.zones, c.region, `${path}.create.zones`);
     const mismatched = Object.entries(c.stableNodeSelector).filter(([k, v]) => STABLE_NODE_LABELS[k] !== v);
     if (mismatched.length > 0) {
         const labels = Object.entries(STABLE_NODE_LABELS).map(([k, v]) => `${k}: ${v}`).join(", ");
@@ -89,46 +128,55 @@ const controller = object(
         serviceAccount: optional(k8sName, "karpenter"),
         identity: optional(oneOf("pod-identity", "irsa"), "pod-identity"),
         replicas: optional(integer(1, 10), 2),
-        cpu: optional(quantity, "1"),
-        memory: optional(quantity, "1Gi"),
+        cpu: optional(positiveQuantity("the controller's request and limit"), "1"),
+        memory: optional(positiveQuantity("the controller's request and limit"), "1Gi"),
         logLevel: optional(oneOf("debug", "info", "error"), "info"),
         namePrefix: optional(text("a name prefix (letters, digits and -, at most 40 characters)", /^[A-Za-z0-9][A-Za-z0-9-]*$/, 40)),
         existingNodeRoleName: optional(text("an IAM role name (letters, digits and +=,.@_-, at most 64 characters)", /^[\w+=,.@-]+$/, 64)),
         nodeRolePolicyArns: optional(list(text("an IAM policy ARN", /^arn:aws[a-z-]*:iam::(aws|[0-9]{12}):policy\/.+$/, 2048), { max: 10, unique: true }), []),
         createSpotServiceLinkedRole: optional(boolean(), false),
         spotToSpotConsolidation: optional(boolean(), false),
-        batchIdleDuration: optional(duration, "1s"),
-        batchMaxDuration: optional(duration, "10s"),
+        batchIdleDuration: optional(durationAtLeast(1, "Karpenter waits this long for more pending pods before it launches"), "1s"),
+        batchMaxDuration: optional(durationAtLeast(1, "Karpenter waits at most this long for more pending pods before it launches"), "10s"),
     },
-    (c, path) =>
-        c.existingNodeRoleName !== undefined && c.nodeRolePolicyArns.length > 0
+    (c, path) => [
+        ...(c.existingNodeRoleName !== undefined && c.nodeRolePolicyArns.length > 0
             ? [{ path: `${path}.nodeRolePolicyArns`, message: "must be empty when existingNodeRoleName is set: the program does not change a role it does not own" }]
-            : [],
+            : []),
+        ...(durationSeconds(c.batchIdleDuration) > durationSeconds(c.batchMaxDuration)
+            ? [{ path: `${path}.batchIdleDuration`, message: `must be at most batchMaxDuration (${c.batchMaxDuration}): the batch window ends at the maximum (got ${got(c.batchIdleDuration)})` }]
+            : []),
+    ],
 );
 
 const resourceMap = record("resource names such as cpu or memory.available", /^[a-z.-]+$/, text("a quantity such as 100m, 500Mi or 10%", /^[0-9.]+(m|Ki|Mi|Gi|%)?$/, 32), 10);
 const nodePool = object(
     {
         name: optional(k8sName, "notify-karpenter"),
-        instanceTypes: optional(list(instanceType, { min: 1, max: 500, unique: true })),
-        instanceFamilies: optional(list(text("an EC2 instance family such as c7i", /^[a-z][a-z0-9-]*$/, 20), { min: 1, max: 50, unique: true })),
-        instanceSizes: optional(list(text("an EC2 instance size such as xlarge", /^[0-9]*x?large|medium|metal$/, 20), { min: 1, max: 20, unique: true })),
+        instanceTypes: optional(list(cpuInstanceType, { min: 1, max: 500, unique: true })),
+        instanceFamilies: optional(list(cpuInstanceFamily, { min: 1, max: 50, unique: true })),
+        instanceSizes: optional(list(text("an EC2 instance size such as xlarge", /^([0-9]*x?large|nano|micro|small|medium|metal(-[0-9]+xl)?)$/, 20), { min: 1, max: 20, unique: true })),
         zones: list(zone, { min: 1, max: 10, unique: true }),
         capacityTypes: optional(list(oneOf("spot", "on-demand"), { min: 1, max: 2, unique: true }), ["spot"] as ("spot" | "on-demand")[]),
         ephemeralKey: optional(text("a label key such as notification-canada-ca/ephemeral", labelKey, 316), "notification-canada-ca/ephemeral"),
-        expireAfter: optional(text("a duration such as 36h, or Never", /^(([0-9]+(s|m|h))+|Never)$/, 32), "Never"),
+        expireAfter: optional(durationAtLeast(3600, "a node must outlive its launch and a Celery drain, or Karpenter replaces nodes without end", { never: true }), "Never"),
         terminationGracePeriod: optional(duration, "1h"),
         consolidationPolicy: optional(oneOf("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"), "WhenEmptyOrUnderutilized"),
-        consolidateAfter: optional(text("a duration such as 30m, or Never", /^(([0-9]+(s|m|h))+|Never)$/, 32), "30m"),
+        consolidateAfter: optional(durationAtLeast(60, "the HPAs add pods every 45 s or so, and a node emptied between two steps would be removed and launched again", { never: true }), "30m"),
         budgets: optional(
             list(
-                object({
-                    nodes: text("a node count or percentage such as 1 or 10%", /^.*$/, 8),
-                    reasons: optional(list(oneOf("Underutilized", "Empty", "Drifted"), { min: 1, max: 3, unique: true })),
-                    schedule: optional(text("a cron schedule in UTC such as \"0 13 * * mon-fri\"", /^.+$/, 100)),
-                    duration: optional(text("a duration in hours and minutes such as 10h or 30m", /^.+$/, 16)),
-                }),
-                { min: 1, max: 50 },
+                object(
+                    {
+                        // Karpenter's pattern for nodes (karpenter.sh_nodepools.yaml, budgets[].nodes).
+                        nodes: text('a node count or a percentage from 0% to 100%, as a string such as "1" or "10%"', /^((100|[0-9]{1,2})%|[0-9]+)$/, 8),
+                        reasons: optional(list(oneOf("Underutilized", "Empty", "Drifted"), { min: 1, max: 3, unique: true })),
+                        schedule: optional(cron()),
+                        duration: optional(durationAtLeast(60, "a shorter window is never active", { units: "hm" })),
+                    },
+                    // Karpenter's CEL rule on budgets: 'schedule' must be set with 'duration'.
+                    (b, path) => ((b.schedule === undefined) === (b.duration === undefined) ? [] : [{ path, message: "must set schedule and duration together: the budget applies for duration from each time schedule fires" }]),
+                ),
+                { min: 1, max: 50, unique: true },
             ),
             // Karpenter's own default, and no Underutilized or Drifted disruption in the default sendingHours.
             [
@@ -145,7 +193,7 @@ const nodePool = object(
             }),
             { start: "08:00", end: "18:00", timeZone: "America/Toronto" },
         ),
-        limits: object({ cpu: quantity, memory: quantity }),
+        limits: object({ cpu: positiveQuantity("a NodePool limited to 0 launches no node"), memory: positiveQuantity("a NodePool limited to 0 launches no node") }),
         weight: optional(integer(1, 100), 10),
         ami: object({
             alias: optional(text("an AMI alias such as al2023@v20251117", /^[a-z0-9]+@.+$/, 30)),
@@ -162,7 +210,13 @@ const nodePool = object(
         securityGroupIds: optional(list(text("a security group ID", /^sg-[0-9a-f]+$/, 32), { min: 1, max: 30, unique: true })),
         tags: optional(record("tag keys", /^.{1,128}$/, tagValue), {}),
         capacityCheck: optional(
-            object({ celeryPodCpu: quantity, celeryPodMemory: quantity, daemonsetCpu: quantity, daemonsetMemory: quantity, peakCeleryPods: integer(0, 10000) }),
+            object({
+                celeryPodCpu: positiveQuantity("the size of one burst Celery pod, which headroom pods and the capacity model divide by"),
+                celeryPodMemory: positiveQuantity("the size of one burst Celery pod, which headroom pods and the capacity model divide by"),
+                daemonsetCpu: quantity,
+                daemonsetMemory: quantity,
+                peakCeleryPods: integer(0, 10000),
+            }),
         ),
     },
     (p, path) => {
@@ -288,7 +342,8 @@ function topicRegionProblems(s: { cluster: { region: string }; alarms: { topicAr
 }
 
 const deploymentName = text("a Deployment name (lowercase letters, digits, - and ., at most 253 characters)", /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 253);
-const countOrPercent = leaf<number | string>("a pod count, or a percentage from 0% to 100% such as 25%", (v) => (Number.isInteger(v) && (v as number) >= 0) || (typeof v === "string" && /^(100|[1-9]?[0-9])%$/.test(v)));
+// A PodDisruptionBudget's IntOrString: an int32 count or a percentage.
+const countOrPercent = leaf<number | string>("a pod count from 0 to 2147483647, or a percentage from 0% to 100% such as 25%", (v) => (Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 2147483647) || (typeof v === "string" && /^(100|[1-9]?[0-9])%$/.test(v)));
 const priorityClass = (name: string, value: number) =>
     optional(object({ name: k8sName, value: integer(-1000000000, 1000000000) }), { name, value });
 
@@ -309,7 +364,7 @@ const placement = object(
                         ? [{ path, message: "must set exactly one of minAvailable and maxUnavailable (its PodDisruptionBudget)" }]
                         : [],
                 ),
-                { max: 30 },
+                { max: 30, uniqueBy: (d) => d.name },
             ),
             spillToStable: optional(boolean(), false),
             /** The longest Celery task; the grace period must outlast it. */
@@ -330,7 +385,8 @@ const placement = object(
                 /** The EKS add-on that owns the DaemonSet (aws-ebs-csi-driver): not patched, configured through EKS. */
                 addOn: optional(text("an EKS add-on name such as aws-ebs-csi-driver", /^[a-z0-9][a-z0-9-]*$/, 100)),
             }),
-            { max: 20 },
+            // One DaemonSet listed twice makes two patches with one name, which the engine refuses.
+            { max: 20, uniqueBy: (d) => `${d.namespace}/${d.name}` },
         ),
         /** Other workloads allowed on ephemeral nodes (verify-placement): by kind, namespace and name, or by pod labels. */
         ephemeralAllowed: optional(
@@ -411,7 +467,7 @@ function placementConfigProblems(s: { placement: Placement; nodePool: Infer<type
 const GC_NOTIFY_SCALE_UP = { pods: 6, periodSeconds: 45, stabilizationSeconds: 90, deployments: 1 };
 
 /** Inputs of the capacity and cost model (`npm run capacity`); the program itself does not read them. */
-const capacity = object({
+export const capacitySchema = object({
     hpaScaleUp: optional(
         object({
             pods: optional(integer(1, 1000), GC_NOTIFY_SCALE_UP.pods),
@@ -441,7 +497,7 @@ const capacity = object({
 });
 
 /** The model needs the pod size and peak, a price for every type Karpenter may launch, and prices for the cluster's region. */
-function capacityConfigProblems(s: { cluster: Infer<typeof cluster>; nodePool: Infer<typeof nodePool>; capacity?: Infer<typeof capacity> }): Issue[] {
+function capacityConfigProblems(s: { cluster: Infer<typeof cluster>; nodePool: Infer<typeof nodePool>; capacity?: Infer<typeof capacitySchema> }): Issue[] {
     const c = s.capacity;
     if (!c) return [];
     const issues: Issue[] = [];
@@ -460,11 +516,7 @@ function capacityConfigProblems(s: { cluster: Infer<typeof cluster>; nodePool: I
     return issues;
 }
 
-/** Seconds in a duration such as 1h30m or 90s. */
-export function durationSeconds(d: string): number {
-    const unit: Record<string, number> = { s: 1, m: 60, h: 3600 };
-    return [...d.matchAll(/([0-9]+)([smh])/g)].reduce((sum, [, n, u]) => sum + Number(n) * unit[u], 0);
-}
+export { durationSeconds };
 
 export const stackSchema = object(
     {
@@ -475,7 +527,8 @@ export const stackSchema = object(
         nodePool,
         alarms,
         placement,
-        capacity: optional(capacity),
+        // Parsed on its own in parseStackConfig: nothing is deployed from it, so it never blocks plan, preview or up.
+        capacity: optional(leaf<Infer<typeof capacitySchema>>("an object", () => true)),
         lifecycle: optional(lifecycle, LIFECYCLE_DEFAULTS),
     },
     (s) => [
@@ -490,7 +543,8 @@ export const stackSchema = object(
         ...placementConfigProblems(s),
         ...topicRegionProblems(s),
         ...(s.cluster.create ? createdCapacityProblems(s.cluster.create, s.nodePool.zones, s.controller.replicas) : []),
-        ...capacityConfigProblems(s),
+        ...(regionProblem(s.cluster.region) ? [] : zoneProblems(s.nodePool.zones, s.cluster.region, "nodePool.zones")),
+        ...instanceSizeProblems(s.nodePool),
     ],
 );
 
@@ -508,16 +562,33 @@ function createdCapacityProblems(create: Infer<typeof createdCluster>, poolZones
     return problems;
 }
 
-export type StackConfig = Infer<typeof stackSchema> & { stack: string };
+export type StackConfig = Infer<typeof stackSchema> & {
+    stack: string;
+    /** What is wrong with the capacity section: `npm run capacity` refuses to model, everything else only warns. */
+    capacityProblems: Issue[];
+};
 export type ClusterConfig = StackConfig["cluster"];
 export type CapacityConfig = NonNullable<StackConfig["capacity"]>;
 export type LifecycleConfig = StackConfig["lifecycle"];
 
-/** Raised for invalid config; its message lists every problem, one per line. */
-export class ConfigError extends Error {
+/**
+ * Raised for invalid config; its message lists every problem, one per line. A RunError, so that `pulumi preview`
+ * and `up` print the message alone, without the stack trace (@pulumi/pulumi cmd/run/run.js: "Always hide the stack
+ * for RunErrors").
+ */
+export class ConfigError extends pulumi.RunError {
     constructor(readonly stack: string, readonly issues: Issue[], project: string) {
         super(issues.map((i) => `${stack}: ${project}:${i.path} ${i.message}`).join("\n"));
         this.name = "ConfigError";
+    }
+}
+
+/** A stack file that cannot be read as config (not YAML, a duplicate key, no config map): one line, file:line:column. */
+export class StackFileError extends ConfigError {
+    constructor(stack: string, message: string) {
+        super(stack, [], "");
+        this.message = message;
+        this.name = "StackFileError";
     }
 }
 
@@ -529,7 +600,12 @@ export function parseStackConfig(stack: string, raw: Record<string, unknown>, pr
     const issues: Issue[] = [];
     const parsed = stackSchema.parse(raw, "", issues);
     if (issues.length > 0) throw new ConfigError(stack, issues, project);
-    const cfg = { ...parsed, stack };
+    const capacityProblems: Issue[] = [];
+    const cap = parsed.capacity === undefined ? undefined : capacitySchema.parse(parsed.capacity, "capacity", capacityProblems);
+    // A capacity section of the wrong shape is left out, so that nothing reads half of it.
+    const wellFormed = capacityProblems.length === 0;
+    if (cap && wellFormed) capacityProblems.push(...capacityConfigProblems({ ...parsed, capacity: cap }));
+    const cfg = { ...parsed, capacity: wellFormed ? cap : undefined, capacityProblems, stack };
     // The Karpenter objects this config renders, checked against the v1.14.1 schema and CEL rules.
     const objectIssues = [
         ...nodePoolProblems(nodePoolArgs(cfg, "node-role")).map((message) => ({ path: "nodePool", message: `would make ${message}` })),
@@ -541,7 +617,14 @@ export function parseStackConfig(stack: string, raw: Record<string, unknown>, pr
 
 /** Reads the current stack's config (all keys in this project's namespace) and validates it. */
 export function loadConfig(): StackConfig {
-    return parseStackConfig(pulumi.getStack(), configSections(pulumi.runtime.allConfig(), pulumi.getProject()), pulumi.getProject());
+    const cfg = parseStackConfig(pulumi.getStack(), configSections(pulumi.runtime.allConfig(), pulumi.getProject()), pulumi.getProject());
+    for (const w of capacityWarnings(cfg)) pulumi.log.warn(w);
+    return cfg;
+}
+
+/** The capacity section's problems as warnings: they concern `npm run capacity` only. */
+export function capacityWarnings(cfg: StackConfig, project = "notify-karpenter"): string[] {
+    return cfg.capacityProblems.map((i) => `${project}:${i.path} ${i.message} (only npm run capacity reads this section; nothing deployed depends on it)`);
 }
 
 /**

@@ -60,8 +60,13 @@ export function oneOf<const T extends readonly (string | number | boolean)[]>(..
     return leaf(expected, (v) => values.includes(v as T[number]));
 }
 
-export function list<T>(item: Schema<T>, opts: { min?: number; max?: number; unique?: boolean } = {}): Schema<T[]> {
-    const { min = 0, max = 1000, unique = false } = opts;
+/**
+ * A list. `unique` refuses an item that repeats an earlier one; `uniqueBy` refuses one whose key (a Deployment's
+ * name, a DaemonSet's namespace/name) repeats, since two resources with one name collide in the engine.
+ */
+export function list<T>(item: Schema<T>, opts: { min?: number; max?: number; unique?: boolean; uniqueBy?: (v: T) => string } = {}): Schema<T[]> {
+    const { min = 0, max = 1000, uniqueBy } = opts;
+    const unique = opts.unique || uniqueBy !== undefined;
     const size = min === max ? `${min}` : max >= 1000 ? `at least ${min}` : `${min} to ${max}`;
     const expected = `a list of ${size} ${unique ? "distinct " : ""}items, each ${item.expected}`;
     return {
@@ -74,11 +79,12 @@ export function list<T>(item: Schema<T>, opts: { min?: number; max?: number; uni
             }
             const out = value.map((v, i) => item.parse(v, `${path}[${i}]`, issues));
             if (unique) {
-                const seen = new Set<string>();
+                const seen = new Map<string, number>();
                 out.forEach((v, i) => {
-                    const k = JSON.stringify(v);
-                    if (seen.has(k)) issues.push({ path: `${path}[${i}]`, message: `repeats ${k}; items must be distinct` });
-                    seen.add(k);
+                    const k = uniqueBy ? uniqueBy(v) : JSON.stringify(v);
+                    const first = seen.get(k);
+                    if (first !== undefined) issues.push({ path: `${path}[${i}]`, message: `repeats ${k} (already at ${path}[${first}]); items must be distinct` });
+                    else seen.set(k, i);
                 });
             }
             return out;
@@ -204,6 +210,99 @@ function editDistance(a: string, b: string): number {
 
 // Shapes shared by several config sections.
 export const duration = text("a duration such as 30s, 15m or 24h", /^([0-9]+(s|m|h))+$/, 32);
+
+/** Seconds in a duration such as 1h30m or 90s. */
+export function durationSeconds(d: string): number {
+    const unit: Record<string, number> = { s: 1, m: 60, h: 3600 };
+    return [...d.matchAll(/([0-9]+)([smh])/g)].reduce((sum, [, n, u]) => sum + Number(n) * unit[u], 0);
+}
+
+/**
+ * A duration of `units` (Karpenter's patterns: s, m and h; budgets only h and m) of at least `minSeconds`, or
+ * "Never" when `never` is true. Karpenter accepts 0s everywhere; the minimum is what makes sense here, and `why`
+ * says why.
+ */
+export function durationAtLeast(minSeconds: number, why: string, opts: { never?: boolean; units?: "smh" | "hm" } = {}): Schema<string> {
+    const units = opts.units ?? "smh";
+    const pattern = units === "hm" ? /^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$/ : /^([0-9]+(s|m|h))+$/;
+    const min = minSeconds % 3600 === 0 ? `${minSeconds / 3600}h` : minSeconds % 60 === 0 ? `${minSeconds / 60}m` : `${minSeconds}s`;
+    const example = units === "hm" ? "30m, 10h or 1h30m" : "90s, 30m or 24h";
+    const expected = `a duration of at least ${min} such as ${example}${opts.never ? ", or Never" : ""}`;
+    return {
+        expected,
+        parse(value, path, issues) {
+            if (opts.never && value === "Never") return value;
+            if (typeof value !== "string" || value.length > 32 || !pattern.test(value)) issues.push({ path, message: `must be ${expected} (got ${got(value)})` });
+            else if (durationSeconds(value) < minSeconds) issues.push({ path, message: `must be at least ${min}: ${why} (got ${got(value)})` });
+            return value as string;
+        },
+    };
+}
+
+// The five fields of a standard cron schedule, as robfig/cron v3 (parser.go, which Karpenter v1.14.1 calls through
+// cron.ParseStandard in pkg/apis/v1/nodepool.go Budget.IsActive) bounds them; names are case-insensitive.
+const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+const CRON_FIELDS: { name: string; min: number; max: number; names?: string[] }[] = [
+    { name: "minute", min: 0, max: 59 },
+    { name: "hour", min: 0, max: 23 },
+    { name: "day of month", min: 1, max: 31 },
+    { name: "month", min: 1, max: 12, names: MONTHS },
+    { name: "day of week", min: 0, max: 6, names: DAYS },
+];
+const CRON_DESCRIPTORS = ["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"];
+
+/** Why one cron field is wrong, or undefined: a comma list of *, ?, n, n-m, each with an optional /step. */
+function cronFieldProblem(expr: string, f: (typeof CRON_FIELDS)[number]): string | undefined {
+    const allowed = `${f.min}-${f.max}${f.names ? ` or ${f.names[0]}-${f.names[f.names.length - 1]}` : ""}`;
+    const value = (v: string) => {
+        const i = f.names?.indexOf(v.toLowerCase()) ?? -1;
+        if (i >= 0) return i + (f.name === "month" ? 1 : 0);
+        return /^[0-9]+$/.test(v) ? Number(v) : NaN;
+    };
+    for (const part of expr.split(",")) {
+        const m = /^(\*|\?|[^-/]+)(?:-([^/]+))?(?:\/(.+))?$/.exec(part);
+        if (!m) return `the ${f.name} field "${expr}" is not a number, range or list (allowed: ${allowed})`;
+        const [, start, end, step] = m;
+        if (step !== undefined && !(/^[0-9]+$/.test(step) && Number(step) > 0)) return `the ${f.name} field "${expr}" has step "${step}": a step must be a whole number above 0`;
+        if (start === "*" || start === "?") {
+            if (end !== undefined) return `the ${f.name} field "${expr}" is not a number, range or list (allowed: ${allowed})`;
+            continue;
+        }
+        for (const v of [start, end].filter((x): x is string => x !== undefined)) {
+            const n = value(v);
+            if (!(n >= f.min && n <= f.max)) return `the ${f.name} field "${expr}" has ${v}: it must be ${allowed}`;
+        }
+        if (end !== undefined && value(end) < value(start)) return `the ${f.name} field "${expr}" runs backwards: ${start} is after ${end}`;
+    }
+    return undefined;
+}
+
+/** A standard five-field cron schedule in UTC, or one of its @ descriptors, checked field by field. */
+export function cron(): Schema<string> {
+    const expected = `a cron schedule in UTC of five fields (minute hour day-of-month month day-of-week) such as "0 13 * * mon-fri", or one of ${CRON_DESCRIPTORS.join(", ")}`;
+    return {
+        expected,
+        parse(value, path, issues) {
+            if (typeof value !== "string" || value.length > 100) {
+                issues.push({ path, message: `must be ${expected} (got ${got(value)})` });
+                return value as string;
+            }
+            if (value.startsWith("@")) {
+                if (!CRON_DESCRIPTORS.includes(value)) issues.push({ path, message: `must be ${expected} (got ${got(value)})` });
+                return value;
+            }
+            const fields = value.trim().split(/\s+/);
+            if (fields.length !== 5) {
+                issues.push({ path, message: `must be ${expected}: it has ${fields.length} field${fields.length === 1 ? "" : "s"} (got ${got(value)})` });
+                return value;
+            }
+            const problem = fields.map((f, i) => cronFieldProblem(f, CRON_FIELDS[i])).find((p) => p !== undefined);
+            if (problem) issues.push({ path, message: `must be a cron schedule in UTC: ${problem} (got ${got(value)})` });
+            return value;
+        },
+    };
+}
 export const k8sName = text("a Kubernetes name (lowercase letters, digits and -, at most 63 characters)", /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 63);
 export const labelKey = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 export const labelValue = text("a label value (letters, digits, -, _ and ., at most 63 characters)", /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/, 63);

@@ -635,7 +635,7 @@ describe("CloudWatch agent file for Karpenter's metrics (npm run plan)", () => {
         out = fs.mkdtempSync(path.join(os.tmpdir(), "plan-"));
         const result = await plan(["--stack", "production", "--out", out]);
         expect(result.exitCode, result.output).to.equal(0);
-        expect(result.output).to.include(path.join(out, "cwagent-prometheus-karpenter.json"));
+        expect(result.output).to.include("cwagent-prometheus-karpenter.json");
         file = JSON.parse(fs.readFileSync(path.join(out, "cwagent-prometheus-karpenter.json"), "utf8"));
     });
     after(() => fs.rmSync(out, { recursive: true, force: true }));

@@ -48,7 +48,7 @@ describe("stack config", () => {
         ["an unknown identity", "controller", { identity: "kiam" }, /notify-karpenter:controller\.identity must be one of "pod-identity", "irsa" \(got "kiam"\)/],
         ["a bad namespace", "controller", { namespace: "Karpenter" }, /notify-karpenter:controller\.namespace must be a Kubernetes name/],
         ["a bad cpu quantity", "controller", { cpu: "one" }, /notify-karpenter:controller\.cpu must be a Kubernetes quantity/],
-        ["a bad duration", "controller", { batchMaxDuration: "10 seconds" }, /notify-karpenter:controller\.batchMaxDuration must be a duration such as 30s, 15m or 24h/],
+        ["a bad duration", "controller", { batchMaxDuration: "10 seconds" }, /notify-karpenter:controller\.batchMaxDuration must be a duration of at least 1s such as 90s, 30m or 24h \(got "10 seconds"\)/],
         ["a feature gate as a string", "controller", { spotToSpotConsolidation: "yes" }, /notify-karpenter:controller\.spotToSpotConsolidation must be true or false \(got "yes"\)/],
         ["node role policies with an existing role", "controller", { nodeRolePolicyArns: ["arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"] }, /notify-karpenter:controller\.nodeRolePolicyArns must be empty when existingNodeRoleName is set/],
         ["a bad policy ARN", "controller", { existingNodeRoleName: undefined, nodeRolePolicyArns: ["CloudWatchAgentServerPolicy"] }, /notify-karpenter:controller\.nodeRolePolicyArns\[0\] must be an IAM policy ARN/],

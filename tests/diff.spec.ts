@@ -1,15 +1,15 @@
 import { expect } from "chai";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { parseDocument } from "yaml";
 import { plan } from "../plan/cli";
 import { edits, inputDifferences } from "../plan/diff";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { tempDir } from "./opsHelpers";
 
 /** A project directory with copies of Pulumi.yaml and the stack files, `edit` applied to one stack file. */
 function fixture(stack: string, edit: (doc: ReturnType<typeof parseDocument>) => void): string {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "diff-"));
+    const dir = tempDir("diff-");
     for (const file of ["Pulumi.yaml", "Pulumi.staging.yaml", "Pulumi.production.yaml"]) fs.copyFileSync(path.join(PROJECT_DIR, file), path.join(dir, file));
     const file = path.join(dir, `Pulumi.${stack}.yaml`);
     const doc = parseDocument(fs.readFileSync(file, "utf8"));

@@ -29,7 +29,8 @@ function plannedStacks() {
             try {
                 const result = await plan(["--stack", stack, "--out", out]);
                 expect(result.exitCode, result.output).to.equal(0);
-                planned[stack] = { steps: JSON.parse(fs.readFileSync(path.join(out, "preview.json"), "utf8")).steps, output: result.output };
+                // The full listing (summary.txt, or --verbose) names each resource; the printed summary only counts them.
+                planned[stack] = { steps: JSON.parse(fs.readFileSync(path.join(out, "preview.json"), "utf8")).steps, output: fs.readFileSync(path.join(out, "summary.txt"), "utf8") };
             } finally {
                 fs.rmSync(out, { recursive: true, force: true });
             }
@@ -115,7 +116,7 @@ describe("lifecycle options in preview.json", () => {
 
 describe("lifecycle config", () => {
     before(loadPlans);
-    it("marks protected and retained resources in the plan's summary", () => {
+    it("marks protected and retained resources in the plan's full listing", () => {
         const { output } = planned.production;
         expect(output).to.include("PriorityClass celery: 10 [protected, kept on delete]");
         expect(output).to.match(/helm karpenter-crd: oci:\/\/public\.ecr\.aws\/karpenter\/karpenter-crd 1\.14\.1 in namespace karpenter \[protected, kept on delete\]/);

@@ -140,7 +140,7 @@ describe("Karpenter object validation (v1.14.1 schema and CEL rules)", () => {
 
 describe("EphemeralNodePool config", () => {
     const bad: [string, Record<string, unknown>, RegExp][] = [
-        ["a budget schedule without a duration", { budgets: [{ nodes: "0", schedule: "0 13 * * mon-fri" }] }, /^staging: notify-karpenter:nodePool would make NodePool "notify-karpenter" spec\.disruption\.budgets: 'schedule' must be set with 'duration'$/m],
+        ["a budget schedule without a duration", { budgets: [{ nodes: "0", schedule: "0 13 * * mon-fri" }] }, /^staging: notify-karpenter:nodePool\.budgets\[0\] must set schedule and duration together: the budget applies for duration from each time schedule fires$/m],
         ["an unpinned AMI alias", { ami: { alias: "al2023@latest" } }, /notify-karpenter:nodePool would make ami: alias "al2023@latest" follows every new AMI/],
         ["both instance type forms", { instanceTypes: ["c7i.xlarge"] }, /notify-karpenter:nodePool\.instanceTypes or instanceFamilies with instanceSizes \(but not both forms\)/],
         ["a bad capacity type", { capacityTypes: ["reserved"] }, /notify-karpenter:nodePool\.capacityTypes\[0\] must be one of "spot", "on-demand"/],
@@ -163,7 +163,8 @@ describe("EphemeralNodePool warnings", () => {
     it("reads instance shapes and quantities", () => {
         expect(instanceShape("c7i.xlarge")).to.deep.equal({ vcpu: 4, memoryGiB: 8 });
         expect(instanceShape("r6a.2xlarge")).to.deep.equal({ vcpu: 8, memoryGiB: 64 });
-        expect(instanceShape("t3.micro")).to.equal(undefined);
+        expect(instanceShape("t3.micro")).to.deep.equal({ vcpu: 2, memoryGiB: 1 });
+        expect(instanceShape("m7z.xlarge")).to.equal(undefined);
         expect(quantityValue("550m", "cores")).to.equal(0.55);
         expect(quantityValue("1250Mi", "GiB")).to.be.closeTo(1.2207, 0.001);
     });
@@ -246,7 +247,7 @@ describe("Disruption policy config: no Underutilized disruption, expiry or drift
 
     it("refuses a schedule Karpenter's cron cannot parse (it would block every disruption the budget governs) and an unknown time zone", () => {
         expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * 7", "11h")] })).to.equal(
-            'staging: notify-karpenter:nodePool.budgets[1].schedule must be a cron schedule Karpenter can parse, or Karpenter blocks every disruption it governs: "0 12 * * 7": field "7" is outside 0-6',
+            'staging: notify-karpenter:nodePool.budgets[1].schedule must be a cron schedule in UTC: the day of week field "7" has 7: it must be 0-6 or sun-sat (got "0 12 * * 7")',
         );
         expect(pool({ sendingHours: { start: "08:00", end: "18:00", timeZone: "Eastern" } })).to.equal(
             'staging: notify-karpenter:nodePool.sendingHours.timeZone must be an IANA time zone such as America/Toronto (got "Eastern")',

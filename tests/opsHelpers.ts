@@ -22,6 +22,16 @@ export function readSeries(svg: string): ChartSeries[] {
     });
 }
 
+let root: string | undefined;
+
+/** A new temporary directory, under one root per test run that tests/cleanup.ts removes when the run ends. */
 export function tempDir(prefix = "ops-"): string {
-    return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    root ??= fs.mkdtempSync(path.join(os.tmpdir(), "notify-karpenter-tests-"));
+    return fs.mkdtempSync(path.join(root, prefix));
+}
+
+/** Removes every directory tempDir made. */
+export function removeTempDirs(): void {
+    if (root) fs.rmSync(root, { recursive: true, force: true });
+    root = undefined;
 }

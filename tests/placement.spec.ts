@@ -444,7 +444,7 @@ describe("placement config errors", () => {
             [
                 "staging: notify-karpenter:placement.burst.deployments[0] must set exactly one of minAvailable and maxUnavailable (its PodDisruptionBudget)",
                 "staging: notify-karpenter:placement.burst.deployments[1] must set exactly one of minAvailable and maxUnavailable (its PodDisruptionBudget)",
-                'staging: notify-karpenter:placement.burst.deployments[2].minAvailable must be a pod count, or a percentage from 0% to 100% such as 25% (got "150%")',
+                'staging: notify-karpenter:placement.burst.deployments[2].minAvailable must be a pod count from 0 to 2147483647, or a percentage from 0% to 100% such as 25% (got "150%")',
             ].join("\n"),
         );
     });
@@ -462,8 +462,6 @@ describe("placement config errors", () => {
         expect(errorOf(() => parseStackConfig("staging", raw))).to.equal(
             [
                 "staging: notify-karpenter:placement.headroom.pods needs nodePool.capacityCheck.celeryPodCpu and celeryPodMemory, the size of each placeholder pod",
-                // The capacity model sizes its nodes from the same pod.
-                "staging: notify-karpenter:capacity needs nodePool.capacityCheck: the Celery pod's and daemonsets' requests and the peak pod count the model sizes nodes for",
             ].join("\n"),
         );
     });

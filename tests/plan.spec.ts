@@ -1,7 +1,6 @@
 import { expect } from "chai";
 import { ResourceValidationPolicy } from "@pulumi/policy";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { parseAllDocuments } from "yaml";
 import { plan } from "../plan/cli";
@@ -10,10 +9,7 @@ import { policyInputs, runPolicies } from "../plan/policyRun";
 import { GC_NOTIFY_FACTS, policies } from "../policy/policies";
 import { policyConfigFor } from "../stacks/policyConfig";
 import { STACKS, buildStack, patchSections, stackConfig } from "./helpers";
-
-function tempDir(): string {
-    return fs.mkdtempSync(path.join(os.tmpdir(), "plan-"));
-}
+import { tempDir } from "./opsHelpers";
 
 describe("offline plan (npm run plan)", () => {
     for (const stack of STACKS) {
@@ -24,7 +20,14 @@ describe("offline plan (npm run plan)", () => {
             expect(Date.now() - started).to.be.below(10_000);
             expect(result.exitCode, result.output).to.equal(0);
             expect(result.output).to.match(new RegExp(`Offline plan of stack ${stack}: \\d+ resources`));
-            expect(result.output).to.include("helm karpenter: oci://public.ecr.aws/karpenter/karpenter 1.14.1 in namespace karpenter");
+            // The terminal gets a summary; summary.txt (and --verbose) the full listing.
+            const lines = result.output.split("\n");
+            expect(lines.length, result.output).to.be.at.most(40);
+            expect(lines.filter((l) => l.length > 120 && !l.includes(out)), "lines wider than 120 columns").to.deep.equal([]);
+            expect(result.output).to.match(/^  KarpenterController karpenter: \d+$/m);
+            expect(result.output).to.include(`Wrote to ${out}:\n  preview.json, manifests.yaml, policy-config.json, policy-report.json,\n  cwagent-prometheus-karpenter.json, summary.txt (the full listing; or --verbose)`);
+            const full = fs.readFileSync(path.join(out, "summary.txt"), "utf8");
+            expect(full).to.include("helm karpenter: oci://public.ecr.aws/karpenter/karpenter 1.14.1 in namespace karpenter");
 
             const preview = JSON.parse(fs.readFileSync(path.join(out, "preview.json"), "utf8"));
             const root = `urn:pulumi:${stack}::${PROJECT}::pulumi:pulumi:Stack::${PROJECT}-${stack}`;
@@ -48,7 +51,8 @@ describe("offline plan (npm run plan)", () => {
             expect(releases.find((x: any) => x.name === "karpenter").values.settings.clusterName).to.equal(`notification-canada-ca-${stack}-eks-cluster`);
             const kinds = docs.filter((d) => d.kind).map((d) => `${d.apiVersion}/${d.kind}/${d.metadata.name}`);
             expect(kinds).to.include.members(["karpenter.k8s.aws/v1/EC2NodeClass/notify-karpenter", "karpenter.sh/v1/NodePool/notify-karpenter"]);
-            expect(result.output).to.match(/NodePool notify-karpenter: (12|24) approved types/);
+            expect(full).to.match(/NodePool notify-karpenter: (12|24) approved types/);
+            expect(result.output).to.match(/^NodePool notify-karpenter: (12|24) instance types, spot in ca-central-1a ca-central-1b ca-central-1d$/m);
 
             expect(result.output).to.include(`Policy pack: ${policies.length} policies, no violations`);
             // The file the CLI gets (--policy-pack-config): one entry per configurable policy, exactly its schema's keys,
@@ -76,7 +80,7 @@ describe("offline plan (npm run plan)", () => {
             enforcementLevel,
             validateResource: (args, report) => (args.type === "kubernetes:karpenter.sh/v1:NodePool" ? report("NodePools are not allowed here") : args.notApplicable()),
         });
-        const result = await plan(["--stack", "staging", "--out", out], undefined, [noNodePools("mandatory"), noNodePools("advisory")]);
+        const result = await plan(["--stack", "staging", "--out", out, "--verbose"], undefined, [noNodePools("mandatory"), noNodePools("advisory")]);
         expect(result.exitCode).to.equal(1);
         expect(result.output).to.include(
             [
@@ -86,7 +90,10 @@ describe("offline plan (npm run plan)", () => {
                 "  [advisory] no-nodepools-advisory: kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool",
             ].join("\n"),
         );
-        expect(fs.readdirSync(out).sort()).to.deep.equal(["cwagent-prometheus-karpenter.json", "manifests.yaml", "policy-config.json", "policy-report.json", "preview.json"]);
+        expect(fs.readdirSync(out).sort()).to.deep.equal(["cwagent-prometheus-karpenter.json", "manifests.yaml", "policy-config.json", "policy-report.json", "preview.json", "summary.txt"]);
+        // Without --verbose, the summary shows the violations too.
+        const brief = await plan(["--stack", "staging", "--out", out], undefined, [noNodePools("mandatory")]);
+        expect(brief.output).to.include("Policy pack: 1 violation (1 mandatory)\n  [mandatory] no-nodepools-mandatory: kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool");
         const [violation] = JSON.parse(fs.readFileSync(path.join(out, "policy-report.json"), "utf8")).violations;
         expect(violation.urn).to.match(/^urn:pulumi:staging::notify-karpenter::.*kubernetes:karpenter\.sh\/v1:NodePool::celery-burst-node-pool$/);
 

@@ -1,14 +1,12 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { expect } from "chai";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
 import { plan } from "../plan/cli";
 import { PLACEHOLDERS, RecordedResource, runOffline } from "../plan/offlineRuntime";
 import { clusterFor } from "../stacks/cluster";
 import { loadConfig, parseStackConfig } from "../stacks/config";
 import { buildStack, configErrorOf, customResources, errorOf, parseJson, patchSections, rawConfig, section, stackConfig } from "./helpers";
+import { tempDir } from "./opsHelpers";
 
 const CLUSTER = "notify-karpenter-scratch";
 const REGION = "ca-central-1";
@@ -154,8 +152,7 @@ describe("scratch stack (cluster.mode: create)", () => {
     });
 
     it("shows the VPC, the cluster and its stable node group in the offline plan", async () => {
-        const out = fs.mkdtempSync(path.join(os.tmpdir(), "plan-"));
-        const result = await plan(["--stack", "scratch", "--out", out]);
+        const result = await plan(["--stack", "scratch", "--out", tempDir("plan-"), "--verbose"]);
         expect(result.exitCode, result.output).to.equal(0);
         expect(result.output).to.include("1  awsx:ec2:Vpc (component; its contents are not planned offline)");
         expect(result.output).to.include("1  eks:index:Cluster (component; its contents are not planned offline)");
@@ -222,7 +219,7 @@ describe("cluster.mode config", () => {
         ["a missing mode", "staging", "cluster", { mode: undefined }, /^staging: notify-karpenter:cluster\.mode is required: it must be one of "existing", "create"$/m],
         ["create mode without cluster.create", "scratch", "cluster", { create: undefined }, /^scratch: notify-karpenter:cluster\.create is required when mode is "create": it must be an object with the keys kubernetesVersion, vpcCidr, zones, natGateways, nodeGroup$/m],
         ["cluster.create in existing mode", "staging", "cluster", { create: scratchCreate }, /^staging: notify-karpenter:cluster\.create must be absent when mode is "existing": the program looks the cluster up and creates nothing$/m],
-        ["a zone of another region", "scratch", "cluster", createWith({ zones: ["ca-central-1a", "us-east-1b", "ca-central-1d"] }), /^scratch: notify-karpenter:cluster\.create\.zones\[1\] must be a zone of ca-central-1 such as ca-central-1a \(got "us-east-1b"\)$/m],
+        ["a zone of another region", "scratch", "cluster", createWith({ zones: ["ca-central-1a", "us-east-1b", "ca-central-1d"] }), /^scratch: notify-karpenter:cluster\.create\.zones\[1\] must be one of ca-central-1a, ca-central-1b, ca-central-1d: us-east-1b is not in the cluster's region ca-central-1 \(table of 2026-11 in stacks\/awsRegions\.ts; preflight checks live\)$/m],
         ["an unquoted Kubernetes version", "scratch", "cluster", createWith({ kubernetesVersion: 1.3 }), /notify-karpenter:cluster\.create\.kubernetesVersion must be a Kubernetes minor version as a string, such as "1\.34" \(got 1\.3\)/],
         ["a single zone", "scratch", "cluster", createWith({ zones: ["ca-central-1a"] }), /notify-karpenter:cluster\.create\.zones must be a list of 2 to 6 distinct items, each an availability zone/],
         ["a VPC too small", "scratch", "cluster", createWith({ vpcCidr: "10.0.0.0/24" }), /notify-karpenter:cluster\.create\.vpcCidr must be an IPv4 CIDR block from \/16 to \/20 such as 10\.0\.0\.0\/16 \(got "10\.0\.0\.0\/24"\)/],

@@ -1,17 +1,17 @@
 import { expect } from "chai";
 import { spawn } from "child_process";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { parse } from "yaml";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { lintWorkflows, workflowFiles } from "../scripts/lint-workflows";
+import { tempDir } from "./opsHelpers";
 
 const workflow = (name: string) => parse(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8"));
 
 /** A repository with these workflow files and the real reusable pulumi.yml. */
 function repoWith(files: Record<string, string>): string {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), "workflows-"));
+    const root = tempDir("workflows-");
     const dir = path.join(root, ".github", "workflows");
     fs.mkdirSync(dir, { recursive: true });
     fs.copyFileSync(path.join(PROJECT_DIR, ".github", "workflows", "pulumi.yml"), path.join(dir, "pulumi.yml"));
