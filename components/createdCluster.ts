@@ -45,49 +45,9 @@ export class CreatedCluster extends pulumi.ComponentResource {
         const child = { parent: this };
         // A remote component gets its own package's provider from its parent, but no other: pass on the aws one.
         const remote = { parent: this, providers: { aws: this.getProvider("aws::")! } };
-        const discovery = { "karpenter.sh/discovery": args.name };
 
-        const vpc = new awsx.ec2.Vpc(
-            `${name}-vpc`,
-            {
-                cidrBlock: args.vpcCidr,
-                availabilityZoneNames: args.zones,
-                natGateways: { strategy: args.natGateways === "single" ? "Single" : "OnePerAz" },
-                subnetStrategy: "Auto",
-                // Karpenter finds its subnets by the discovery tag, load balancer controllers by the role tags.
-                subnetSpecs: [
-                    { type: "Private", tags: { ...discovery, "kubernetes.io/role/internal-elb": "1" } },
-                    { type: "Public", tags: { "kubernetes.io/role/elb": "1" } },
-                ],
-                // Nodes do not register with the cluster without DNS hostnames.
-                enableDnsHostnames: true,
-                tags: { Name: args.name },
-            },
-            remote,
-        );
-
-        const cluster = new eks.Cluster(
-            `${name}-eks`,
-            {
-                name: args.name,
-                version: args.kubernetesVersion,
-                vpcId: vpc.vpcId,
-                privateSubnetIds: vpc.privateSubnetIds,
-                publicSubnetIds: vpc.publicSubnetIds,
-                authenticationMode: "API",
-                // The node group below replaces the default self-managed one, and the security group EKS creates is
-                // the only one: managed nodes get it, Karpenter's nodes find it by the discovery tag.
-                skipDefaultNodeGroup: true,
-                skipDefaultSecurityGroups: true,
-                // So that controller.identity: irsa works here as on the existing clusters.
-                createOidcProvider: true,
-                // Extended support costs six times the standard hourly fee; a scratch cluster upgrades instead.
-                upgradePolicy: { supportType: "STANDARD" },
-            },
-            remote,
-        );
-
-        const eksCluster = cluster.eksCluster;
+        const vpc = createVpc(name, args, remote);
+        const eksCluster = createControlPlane(name, args, vpc, remote).eksCluster;
         const attributes = {
             name: eksCluster.name,
             arn: eksCluster.arn,
@@ -106,42 +66,7 @@ export class CreatedCluster extends pulumi.ComponentResource {
             { resourceId: attributes.nodeSecurityGroupId, key: "karpenter.sh/discovery", value: args.name },
             child,
         );
-
-        // In API authentication mode EKS creates the access entry of a managed node group's role itself.
-        const nodeRole = new aws.iam.Role(
-            `${name}-stable-node-role`,
-            {
-                assumeRolePolicy: partition.apply((p) =>
-                    JSON.stringify({
-                        Version: "2012-10-17",
-                        Statement: [{ Effect: "Allow", Principal: { Service: `ec2.${dnsSuffix(p)}` }, Action: ["sts:AssumeRole"] }],
-                    }),
-                ),
-            },
-            child,
-        );
-        const attachments = NODE_ROLE_POLICIES.map(
-            (policy) => new aws.iam.RolePolicyAttachment(`${name}-stable-node-${policy}`, { role: nodeRole.name, policyArn: pulumi.interpolate`arn:${partition}:iam::aws:policy/${policy}` }, child),
-        );
-        const g = args.nodeGroup;
-        const nodeGroup = new aws.eks.NodeGroup(
-            `${name}-stable-nodes`,
-            {
-                clusterName: attributes.name,
-                nodeGroupName: STABLE_NODE_GROUP,
-                nodeRoleArn: nodeRole.arn,
-                subnetIds: vpc.privateSubnetIds,
-                capacityType: "ON_DEMAND",
-                instanceTypes: g.instanceTypes,
-                amiType: "AL2023_x86_64_STANDARD",
-                diskSize: g.diskSize,
-                scalingConfig: { minSize: g.minSize, desiredSize: g.desiredSize, maxSize: g.maxSize },
-                // Follows the control plane when kubernetesVersion changes, so an upgrade can be rehearsed.
-                version: args.kubernetesVersion,
-            },
-            // Nodes whose role lacks a policy never join, and the node group fails after 20 minutes.
-            { parent: this, dependsOn: attachments },
-        );
+        const nodeGroup = createStableNodeGroup(name, args, { clusterName: attributes.name, subnetIds: vpc.privateSubnetIds, partition }, this);
 
         // Nothing is installed before the controller can run: stable nodes, the Pod Identity agent, and the discovery
         // tag its nodes need. (A dependency, not part of the kubeconfig: a kubeconfig unknown at preview, as when the
@@ -149,4 +74,92 @@ export class CreatedCluster extends pulumi.ComponentResource {
         this.facts = clusterFacts(attributes, () => podIdentityAgent.addonVersion, [nodeGroup, podIdentityAgent, discoveryTag]);
         this.registerOutputs({ clusterName: attributes.name, vpcId: vpc.vpcId, nodeGroupName: nodeGroup.nodeGroupName });
     }
+}
+
+/** The VPC: a private and a public subnet per zone, tagged for Karpenter and the load balancer controllers. */
+function createVpc(name: string, args: CreatedClusterArgs, remote: pulumi.ComponentResourceOptions): awsx.ec2.Vpc {
+    const discovery = { "karpenter.sh/discovery": args.name };
+    return new awsx.ec2.Vpc(
+        `${name}-vpc`,
+        {
+            cidrBlock: args.vpcCidr,
+            availabilityZoneNames: args.zones,
+            natGateways: { strategy: args.natGateways === "single" ? "Single" : "OnePerAz" },
+            subnetStrategy: "Auto",
+            // Karpenter finds its subnets by the discovery tag, load balancer controllers by the role tags.
+            subnetSpecs: [
+                { type: "Private", tags: { ...discovery, "kubernetes.io/role/internal-elb": "1" } },
+                { type: "Public", tags: { "kubernetes.io/role/elb": "1" } },
+            ],
+            // Nodes do not register with the cluster without DNS hostnames.
+            enableDnsHostnames: true,
+            tags: { Name: args.name },
+        },
+        remote,
+    );
+}
+
+/** The EKS control plane, API authentication only, with no node group or security groups of pulumi-eks's own. */
+function createControlPlane(name: string, args: CreatedClusterArgs, vpc: awsx.ec2.Vpc, remote: pulumi.ComponentResourceOptions): eks.Cluster {
+    return new eks.Cluster(
+        `${name}-eks`,
+        {
+            name: args.name,
+            version: args.kubernetesVersion,
+            vpcId: vpc.vpcId,
+            privateSubnetIds: vpc.privateSubnetIds,
+            publicSubnetIds: vpc.publicSubnetIds,
+            authenticationMode: "API",
+            // The node group below replaces the default self-managed one, and the security group EKS creates is
+            // the only one: managed nodes get it, Karpenter's nodes find it by the discovery tag.
+            skipDefaultNodeGroup: true,
+            skipDefaultSecurityGroups: true,
+            // So that controller.identity: irsa works here as on the existing clusters.
+            createOidcProvider: true,
+            // Extended support costs six times the standard hourly fee; a scratch cluster upgrades instead.
+            upgradePolicy: { supportType: "STANDARD" },
+        },
+        remote,
+    );
+}
+
+/** The on-demand node group `stable` for the controller and everything that is not burst Celery, with its role. */
+function createStableNodeGroup(name: string, args: CreatedClusterArgs, at: { clusterName: pulumi.Output<string>; subnetIds: pulumi.Output<string[]>; partition: pulumi.Output<string> }, parent: pulumi.Resource): aws.eks.NodeGroup {
+    const child = { parent };
+    const partition = at.partition;
+    // In API authentication mode EKS creates the access entry of a managed node group's role itself.
+    const nodeRole = new aws.iam.Role(
+        `${name}-stable-node-role`,
+        {
+            assumeRolePolicy: partition.apply((p) =>
+                JSON.stringify({
+                    Version: "2012-10-17",
+                    Statement: [{ Effect: "Allow", Principal: { Service: `ec2.${dnsSuffix(p)}` }, Action: ["sts:AssumeRole"] }],
+                }),
+            ),
+        },
+        child,
+    );
+    const attachments = NODE_ROLE_POLICIES.map(
+        (policy) => new aws.iam.RolePolicyAttachment(`${name}-stable-node-${policy}`, { role: nodeRole.name, policyArn: pulumi.interpolate`arn:${partition}:iam::aws:policy/${policy}` }, child),
+    );
+    const g = args.nodeGroup;
+    return new aws.eks.NodeGroup(
+        `${name}-stable-nodes`,
+        {
+            clusterName: at.clusterName,
+            nodeGroupName: STABLE_NODE_GROUP,
+            nodeRoleArn: nodeRole.arn,
+            subnetIds: at.subnetIds,
+            capacityType: "ON_DEMAND",
+            instanceTypes: g.instanceTypes,
+            amiType: "AL2023_x86_64_STANDARD",
+            diskSize: g.diskSize,
+            scalingConfig: { minSize: g.minSize, desiredSize: g.desiredSize, maxSize: g.maxSize },
+            // Follows the control plane when kubernetesVersion changes, so an upgrade can be rehearsed.
+            version: args.kubernetesVersion,
+        },
+        // Nodes whose role lacks a policy never join, and the node group fails after 20 minutes.
+        { parent, dependsOn: attachments },
+    );
 }

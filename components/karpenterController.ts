@@ -117,172 +117,34 @@ export class KarpenterController extends pulumi.ComponentResource {
 
     constructor(name: string, args: KarpenterControllerArgs, opts?: pulumi.ComponentResourceOptions) {
         super("notify-karpenter:index:KarpenterController", name, {}, opts);
-        const problems = controllerNameProblems(args.namePrefix);
-        if (problems.length > 0) throw new Error(`KarpenterController ${name}: namePrefix "${args.namePrefix}" ${problems.join("; ")}`);
-        if (args.existingNodeRoleName && args.nodeRolePolicyArns?.length) {
-            throw new Error(`KarpenterController ${name}: nodeRolePolicyArns cannot be used with existingNodeRoleName`);
-        }
+        validateControllerArgs(name, args);
         const namespace = (this.namespace = args.namespace ?? "karpenter");
         const serviceAccount = (this.serviceAccount = args.serviceAccount ?? "karpenter");
-        const identity = args.identity ?? "pod-identity";
-        const names = controllerNames(args.namePrefix);
-        const { cluster } = args;
-        const child = { parent: this };
-        // Fixed names: a change that forces replacement (a policy's description or path, a role's path; terraform-
-        // provider-aws internal/service/iam/policy.go, role.go: ForceNew) would create the new one under the name the
-        // old one still holds, and IAM refuses with EntityAlreadyExists. Delete first.
-        const fixedName = { ...child, deleteBeforeReplace: true };
+        const step: Step = { name, args, names: controllerNames(args.namePrefix), child: { parent: this } };
 
-        // Interruption handling: EC2 and AWS Health events reach the controller through this queue, so it can
-        // drain a spot node in the two minutes before AWS reclaims it.
-        const queue = new aws.sqs.Queue(`${name}-interruption-queue`, { name: names.queue, messageRetentionSeconds: 300, sqsManagedSseEnabled: true }, child);
-        const queuePolicy = new aws.sqs.QueuePolicy(
-            `${name}-interruption-queue-policy`,
-            { queueUrl: queue.url, policy: queue.arn.apply((arn) => JSON.stringify(interruptionQueuePolicy(arn))) },
-            child,
-        );
-        const targets = interruptionRules.map((r) => {
-            const rule = new aws.cloudwatch.EventRule(
-                `${name}-${r.key}-rule`,
-                {
-                    name: names.rules[r.key],
-                    description: `Karpenter interruption handling for ${args.namePrefix}: ${r.detailType}`,
-                    eventPattern: JSON.stringify({ source: [r.source], "detail-type": [r.detailType] }),
-                },
-                child,
-            );
-            return new aws.cloudwatch.EventTarget(
-                `${name}-${r.key}-target`,
-                { rule: rule.name, arn: queue.arn, targetId: "KarpenterInterruptionQueueTarget" },
-                { parent: this, dependsOn: [queuePolicy] },
-            );
-        });
-        this.ruleNames = interruptionRules.map((r) => pulumi.output(names.rules[r.key]));
-
-        // The role Karpenter's nodes run as. GC Notify reuses its managed node group's role, which EKS already maps.
-        let nodeRole: { arn: pulumi.Output<string>; name: pulumi.Output<string> };
-        let accessEntry: aws.eks.AccessEntry | undefined;
-        if (args.existingNodeRoleName) {
-            const existing = aws.iam.getRoleOutput({ name: args.existingNodeRoleName }, child);
-            nodeRole = { arn: existing.arn, name: existing.name };
-        } else {
-            const role = new aws.iam.Role(
-                `${name}-node-role`,
-                {
-                    name: names.nodeRole,
-                    assumeRolePolicy: pulumi.output(cluster.partition).apply((p) =>
-                        JSON.stringify({
-                            Version: "2012-10-17",
-                            Statement: [{ Effect: "Allow", Principal: { Service: `ec2.${dnsSuffix(p)}` }, Action: ["sts:AssumeRole"] }],
-                        }),
-                    ),
-                },
-                fixedName,
-            );
-            const policyArns = [
-                ...NODE_ROLE_POLICIES.map((p) => pulumi.interpolate`arn:${cluster.partition}:iam::aws:policy/${p}`),
-                ...(args.nodeRolePolicyArns ?? []).map((arn) => pulumi.output(arn)),
-            ];
-            policyArns.forEach((policyArn, i) => {
-                const label = i < NODE_ROLE_POLICIES.length ? NODE_ROLE_POLICIES[i] : `extra-${i - NODE_ROLE_POLICIES.length}`;
-                new aws.iam.RolePolicyAttachment(`${name}-node-${label}`, { role: role.name, policyArn }, child);
-            });
-            // Without an access entry, nodes launch but never join the cluster.
-            accessEntry = new aws.eks.AccessEntry(`${name}-node-access-entry`, { clusterName: cluster.name, principalArn: role.arn, type: "EC2_LINUX" }, child);
-            nodeRole = { arn: role.arn, name: role.name };
+        const interruption = createInterruptionQueue(step);
+        const nodeRole = createNodeRole(step);
+        const identity = createControllerIdentity(step, { nodeRoleArn: nodeRole.arn, queueArn: interruption.queue.arn, namespace, serviceAccount });
+        if (args.createSpotServiceLinkedRole) {
+            new aws.iam.ServiceLinkedRole(`${name}-spot-service-linked-role`, { awsServiceName: "spot.amazonaws.com" }, step.child);
         }
+        const charts = installCharts(step, {
+            namespace,
+            serviceAccount,
+            queueName: interruption.queue.name,
+            irsaRoleArn: identity.irsaRoleArn,
+            // The controller must find its CRDs, credentials and queue when it starts, or it crash-loops.
+            prerequisites: [...identity.credentials, ...interruption.targets, ...nodeRole.accessEntries],
+        });
+
+        this.ready = [charts.crds, charts.controller];
+        this.ruleNames = interruptionRules.map((r) => pulumi.output(step.names.rules[r.key]));
+        this.queueName = interruption.queue.name;
+        this.queueUrl = interruption.queue.url;
+        this.queueArn = interruption.queue.arn;
         this.nodeRoleArn = nodeRole.arn;
         this.nodeRoleName = nodeRole.name;
-
-        // The controller's own role and its six scoped policies.
-        const controllerRole = new aws.iam.Role(
-            `${name}-controller-role`,
-            {
-                name: names.controllerRole,
-                assumeRolePolicy:
-                    identity === "pod-identity"
-                        ? JSON.stringify(podIdentityTrust())
-                        : pulumi.all([cluster.partition, cluster.accountId, cluster.oidcIssuerUrl]).apply(([p, a, issuer]) =>
-                              JSON.stringify(irsaTrust(p, a, issuer, namespace, serviceAccount)),
-                          ),
-            },
-            fixedName,
-        );
-        const policyContext = pulumi.all([cluster.partition, cluster.accountId, cluster.name, nodeRole.arn, queue.arn]);
-        const attachments = (Object.keys(names.policies) as ControllerPolicyKey[]).map((key) => {
-            const policy = new aws.iam.Policy(
-                `${name}-${key}-policy`,
-                {
-                    name: names.policies[key],
-                    description: `Karpenter controller (${key}) for cluster ${args.namePrefix}`,
-                    policy: policyContext.apply(([partition, accountId, clusterName, nodeRoleArn, queueArn]) =>
-                        JSON.stringify(controllerPolicies({ partition, region: cluster.region, accountId, clusterName, nodeRoleArn, queueArn })[key]),
-                    ),
-                },
-                fixedName,
-            );
-            return new aws.iam.RolePolicyAttachment(`${name}-${key}-attachment`, { role: controllerRole.name, policyArn: policy.arn }, child);
-        });
-        const credentials: pulumi.Resource[] = [...attachments];
-        if (identity === "pod-identity") {
-            credentials.push(
-                new aws.eks.PodIdentityAssociation(
-                    `${name}-pod-identity`,
-                    {
-                        clusterName: cluster.name,
-                        namespace,
-                        serviceAccount,
-                        // Waits on the agent's version: on a cluster without the agent the preview fails here, before
-                        // the controller is installed with no way to get credentials.
-                        roleArn: pulumi.all([cluster.podIdentityAgentVersion(), controllerRole.arn]).apply(([, arn]) => arn),
-                    },
-                    child,
-                ),
-            );
-        }
-        this.controllerRoleArn = controllerRole.arn;
-
-        if (args.createSpotServiceLinkedRole) {
-            new aws.iam.ServiceLinkedRole(`${name}-spot-service-linked-role`, { awsServiceName: "spot.amazonaws.com" }, child);
-        }
-
-        // CRDs from their own chart: Helm never upgrades a chart's crds/ folder, the karpenter-crd chart does.
-        const crds = new k8s.helm.v3.Release(
-            `${name}-crds`,
-            { name: CRD_RELEASE, chart: `${CHART_REPOSITORY}/karpenter-crd`, version: args.version, namespace, createNamespace: true },
-            // The chart keeps its CRDs in templates/, so uninstalling it deletes every NodePool and NodeClaim with them.
-            { ...child, protect: args.crds?.protect ?? false, retainOnDelete: args.crds?.retainOnDelete ?? false },
-        );
-        const controller = new k8s.helm.v3.Release(
-            `${name}-chart`,
-            {
-                name: this.deploymentName,
-                chart: `${CHART_REPOSITORY}/karpenter`,
-                version: args.version,
-                namespace,
-                createNamespace: true,
-                skipCrds: true,
-                // Awaited (helm --wait; pulumi-kubernetes helm_release.go:608, 300 s by default): the controller exits
-                // when its EC2 check fails (karpenter-provider-aws v1.14.1 pkg/operator/operator.go:124-126), as it
-                // does until the Pod Identity association reaches the agent, so ready means credentials work.
-                timeout: args.readyTimeoutSeconds ?? 600,
-                values: controllerValues({
-                    ...args,
-                    clusterName: cluster.name,
-                    clusterEndpoint: cluster.endpoint,
-                    queueName: queue.name,
-                    serviceAccount,
-                    irsaRoleArn: identity === "irsa" ? controllerRole.arn : undefined,
-                }),
-            },
-            // The controller must find its CRDs, credentials and queue when it starts, or it crash-loops.
-            { parent: this, dependsOn: [crds, ...credentials, ...targets, ...(accessEntry ? [accessEntry] : [])] },
-        );
-        this.ready = [crds, controller];
-
-        this.queueName = queue.name;
-        this.queueUrl = queue.url;
-        this.queueArn = queue.arn;
+        this.controllerRoleArn = identity.roleArn;
         this.registerOutputs({
             queueName: this.queueName,
             queueUrl: this.queueUrl,
@@ -294,6 +156,176 @@ export class KarpenterController extends pulumi.ComponentResource {
             serviceAccount,
         });
     }
+}
+
+/** What every builder below needs: the component's name and args, its fixed AWS names, and `{ parent }`. */
+interface Step {
+    name: string;
+    args: KarpenterControllerArgs;
+    names: ReturnType<typeof controllerNames>;
+    child: pulumi.CustomResourceOptions;
+}
+
+/** Refuses args that AWS would refuse later, before any resource exists. */
+function validateControllerArgs(name: string, args: KarpenterControllerArgs): void {
+    const problems = controllerNameProblems(args.namePrefix);
+    if (problems.length > 0) throw new Error(`KarpenterController ${name}: namePrefix "${args.namePrefix}" ${problems.join("; ")}`);
+    if (args.existingNodeRoleName && args.nodeRolePolicyArns?.length) {
+        throw new Error(`KarpenterController ${name}: nodeRolePolicyArns cannot be used with existingNodeRoleName`);
+    }
+}
+
+/**
+ * Fixed names: a change that forces replacement (a policy's description or path, a role's path; terraform-provider-aws
+ * internal/service/iam/policy.go, role.go: ForceNew) would create the new one under the name the old one still holds,
+ * and IAM refuses with EntityAlreadyExists. Delete first.
+ */
+const fixedName = (step: Step): pulumi.CustomResourceOptions => ({ ...step.child, deleteBeforeReplace: true });
+
+/**
+ * Interruption handling: EC2 and AWS Health events reach the controller through this queue, so it can drain a spot
+ * node in the two minutes before AWS reclaims it.
+ */
+function createInterruptionQueue({ name, args, names, child }: Step) {
+    const queue = new aws.sqs.Queue(`${name}-interruption-queue`, { name: names.queue, messageRetentionSeconds: 300, sqsManagedSseEnabled: true }, child);
+    const queuePolicy = new aws.sqs.QueuePolicy(
+        `${name}-interruption-queue-policy`,
+        { queueUrl: queue.url, policy: queue.arn.apply((arn) => JSON.stringify(interruptionQueuePolicy(arn))) },
+        child,
+    );
+    const targets = interruptionRules.map((r) => {
+        const rule = new aws.cloudwatch.EventRule(
+            `${name}-${r.key}-rule`,
+            {
+                name: names.rules[r.key],
+                description: `Karpenter interruption handling for ${args.namePrefix}: ${r.detailType}`,
+                eventPattern: JSON.stringify({ source: [r.source], "detail-type": [r.detailType] }),
+            },
+            child,
+        );
+        return new aws.cloudwatch.EventTarget(`${name}-${r.key}-target`, { rule: rule.name, arn: queue.arn, targetId: "KarpenterInterruptionQueueTarget" }, { ...child, dependsOn: [queuePolicy] });
+    });
+    return { queue, targets };
+}
+
+/** The role Karpenter's nodes run as. GC Notify reuses its managed node group's role, which EKS already maps. */
+function createNodeRole(step: Step): { arn: pulumi.Output<string>; name: pulumi.Output<string>; accessEntries: pulumi.Resource[] } {
+    const { name, args, names, child } = step;
+    const { cluster } = args;
+    if (args.existingNodeRoleName) {
+        const existing = aws.iam.getRoleOutput({ name: args.existingNodeRoleName }, child);
+        return { arn: existing.arn, name: existing.name, accessEntries: [] };
+    }
+    const role = new aws.iam.Role(
+        `${name}-node-role`,
+        {
+            name: names.nodeRole,
+            assumeRolePolicy: pulumi.output(cluster.partition).apply((p) =>
+                JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: { Service: `ec2.${dnsSuffix(p)}` }, Action: ["sts:AssumeRole"] }] }),
+            ),
+        },
+        fixedName(step),
+    );
+    const policyArns = [
+        ...NODE_ROLE_POLICIES.map((p) => pulumi.interpolate`arn:${cluster.partition}:iam::aws:policy/${p}`),
+        ...(args.nodeRolePolicyArns ?? []).map((arn) => pulumi.output(arn)),
+    ];
+    policyArns.forEach((policyArn, i) => {
+        const label = i < NODE_ROLE_POLICIES.length ? NODE_ROLE_POLICIES[i] : `extra-${i - NODE_ROLE_POLICIES.length}`;
+        new aws.iam.RolePolicyAttachment(`${name}-node-${label}`, { role: role.name, policyArn }, child);
+    });
+    // Without an access entry, nodes launch but never join the cluster.
+    const accessEntry = new aws.eks.AccessEntry(`${name}-node-access-entry`, { clusterName: cluster.name, principalArn: role.arn, type: "EC2_LINUX" }, child);
+    return { arn: role.arn, name: role.name, accessEntries: [accessEntry] };
+}
+
+/** The controller's own role, its six scoped policies, and how its pods get the role (Pod Identity or IRSA). */
+function createControllerIdentity(step: Step, at: { nodeRoleArn: pulumi.Output<string>; queueArn: pulumi.Output<string>; namespace: string; serviceAccount: string }) {
+    const { name, args, names, child } = step;
+    const { cluster } = args;
+    const identity = args.identity ?? "pod-identity";
+    const role = new aws.iam.Role(
+        `${name}-controller-role`,
+        {
+            name: names.controllerRole,
+            assumeRolePolicy:
+                identity === "pod-identity"
+                    ? JSON.stringify(podIdentityTrust())
+                    : pulumi.all([cluster.partition, cluster.accountId, cluster.oidcIssuerUrl]).apply(([p, a, issuer]) => JSON.stringify(irsaTrust(p, a, issuer, at.namespace, at.serviceAccount))),
+        },
+        fixedName(step),
+    );
+    const policyContext = pulumi.all([cluster.partition, cluster.accountId, cluster.name, at.nodeRoleArn, at.queueArn]);
+    const credentials: pulumi.Resource[] = (Object.keys(names.policies) as ControllerPolicyKey[]).map((key) => {
+        const policy = new aws.iam.Policy(
+            `${name}-${key}-policy`,
+            {
+                name: names.policies[key],
+                description: `Karpenter controller (${key}) for cluster ${args.namePrefix}`,
+                policy: policyContext.apply(([partition, accountId, clusterName, nodeRoleArn, queueArn]) =>
+                    JSON.stringify(controllerPolicies({ partition, region: cluster.region, accountId, clusterName, nodeRoleArn, queueArn })[key]),
+                ),
+            },
+            fixedName(step),
+        );
+        return new aws.iam.RolePolicyAttachment(`${name}-${key}-attachment`, { role: role.name, policyArn: policy.arn }, child);
+    });
+    if (identity === "pod-identity") {
+        credentials.push(
+            new aws.eks.PodIdentityAssociation(
+                `${name}-pod-identity`,
+                {
+                    clusterName: cluster.name,
+                    namespace: at.namespace,
+                    serviceAccount: at.serviceAccount,
+                    // Waits on the agent's version: on a cluster without the agent the preview fails here, before
+                    // the controller is installed with no way to get credentials.
+                    roleArn: pulumi.all([cluster.podIdentityAgentVersion(), role.arn]).apply(([, arn]) => arn),
+                },
+                child,
+            ),
+        );
+    }
+    return { roleArn: role.arn, irsaRoleArn: identity === "irsa" ? role.arn : undefined, credentials };
+}
+
+/** The karpenter-crd and karpenter charts, CRDs first; the controller once everything it needs at start exists. */
+function installCharts(
+    { name, args, child }: Step,
+    at: { namespace: string; serviceAccount: string; queueName: pulumi.Output<string>; irsaRoleArn?: pulumi.Output<string>; prerequisites: pulumi.Resource[] },
+) {
+    // CRDs from their own chart: Helm never upgrades a chart's crds/ folder, the karpenter-crd chart does.
+    const crds = new k8s.helm.v3.Release(
+        `${name}-crds`,
+        { name: CRD_RELEASE, chart: `${CHART_REPOSITORY}/karpenter-crd`, version: args.version, namespace: at.namespace, createNamespace: true },
+        // The chart keeps its CRDs in templates/, so uninstalling it deletes every NodePool and NodeClaim with them.
+        { ...child, protect: args.crds?.protect ?? false, retainOnDelete: args.crds?.retainOnDelete ?? false },
+    );
+    const controller = new k8s.helm.v3.Release(
+        `${name}-chart`,
+        {
+            name: CONTROLLER_RELEASE,
+            chart: `${CHART_REPOSITORY}/karpenter`,
+            version: args.version,
+            namespace: at.namespace,
+            createNamespace: true,
+            skipCrds: true,
+            // Awaited (helm --wait; pulumi-kubernetes helm_release.go:608, 300 s by default): the controller exits
+            // when its EC2 check fails (karpenter-provider-aws v1.14.1 pkg/operator/operator.go:124-126), as it
+            // does until the Pod Identity association reaches the agent, so ready means credentials work.
+            timeout: args.readyTimeoutSeconds ?? 600,
+            values: controllerValues({
+                ...args,
+                clusterName: args.cluster.name,
+                clusterEndpoint: args.cluster.endpoint,
+                queueName: at.queueName,
+                serviceAccount: at.serviceAccount,
+                irsaRoleArn: at.irsaRoleArn,
+            }),
+        },
+        { ...child, dependsOn: [crds, ...at.prerequisites] },
+    );
+    return { crds, controller };
 }
 
 interface ValuesInput extends KarpenterControllerArgs {
