@@ -1,7 +1,8 @@
 // What the commands share: one argument parser (Node's util.parseArgs) with --help, the stack's validated config,
 // and exit codes that fit CI.
 import { parseArgs } from "node:util";
-import { ConfigError, StackConfig, configSections, parseStackConfig } from "../stacks/config";
+import { ConfigError, StackConfig, configSections } from "../stacks/config";
+import { parseStackConfig } from "../stacks/validatedConfig";
 import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig } from "../plan/offlineRuntime";
 
 /**

@@ -1,13 +1,12 @@
-// The only place that reads pulumi.Config. Each stack's config is read once into one typed, validated object;
-// components receive plain values from it and never see config keys.
+// The config schema: every key of a stack file, what it allows, and the rules across keys. Each stack's config is read
+// once (stacks/validatedConfig.ts, the only reader of Pulumi config) into one typed, validated object; components
+// receive plain values from it and never see config keys.
 import * as pulumi from "@pulumi/pulumi";
-import { nodePoolProblems } from "../components/ephemeralNodePool";
 import { disruptionProblems } from "../components/disruptionBudgets";
-import { nodePoolArgs, placementArgs } from "./componentArgs";
 import { AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms";
 import { STABLE_NODE_LABELS } from "../components/createdCluster";
 import { controllerNameProblems } from "../components/karpenterController";
-import { SHUTDOWN_MARGIN_SECONDS, placementProblems } from "../components/celeryWorkloadPlacement";
+import { SHUTDOWN_MARGIN_SECONDS } from "../components/celeryWorkloadPlacement";
 import { Infer, Issue, Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
 import { cron, durationAtLeast, durationSeconds } from "./schema";
 import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/instanceTypes";
@@ -593,10 +592,11 @@ export class StackFileError extends ConfigError {
 }
 
 /**
- * Validates a stack's config: `raw` maps the keys below the project namespace (`cluster`, `controller`, ...) to
- * their parsed YAML values. Throws a ConfigError naming the stack and each full key path.
+ * Checks a stack's config against the schema: `raw` maps the keys below the project namespace (`cluster`,
+ * `controller`, ...) to their parsed YAML values. Throws a ConfigError naming the stack and each full key path.
+ * `parseStackConfig` (stacks/validatedConfig.ts) also checks the Karpenter objects the config renders.
  */
-export function parseStackConfig(stack: string, raw: Record<string, unknown>, project = "notify-karpenter"): StackConfig {
+export function parseConfigSchema(stack: string, raw: Record<string, unknown>, project = "notify-karpenter"): StackConfig {
     const issues: Issue[] = [];
     const parsed = stackSchema.parse(raw, "", issues);
     if (issues.length > 0) throw new ConfigError(stack, issues, project);
@@ -605,21 +605,7 @@ export function parseStackConfig(stack: string, raw: Record<string, unknown>, pr
     // A capacity section of the wrong shape is left out, so that nothing reads half of it.
     const wellFormed = capacityProblems.length === 0;
     if (cap && wellFormed) capacityProblems.push(...capacityConfigProblems({ ...parsed, capacity: cap }));
-    const cfg = { ...parsed, capacity: wellFormed ? cap : undefined, capacityProblems, stack };
-    // The Karpenter objects this config renders, checked against the v1.14.1 schema and CEL rules.
-    const objectIssues = [
-        ...nodePoolProblems(nodePoolArgs(cfg, "node-role")).map((message) => ({ path: "nodePool", message: `would make ${message}` })),
-        ...placementProblems(placementArgs(cfg)).map((message) => ({ path: "placement", message })),
-    ];
-    if (objectIssues.length > 0) throw new ConfigError(stack, objectIssues, project);
-    return cfg;
-}
-
-/** Reads the current stack's config (all keys in this project's namespace) and validates it. */
-export function loadConfig(): StackConfig {
-    const cfg = parseStackConfig(pulumi.getStack(), configSections(pulumi.runtime.allConfig(), pulumi.getProject()), pulumi.getProject());
-    for (const w of capacityWarnings(cfg)) pulumi.log.warn(w);
-    return cfg;
+    return { ...parsed, capacity: wellFormed ? cap : undefined, capacityProblems, stack };
 }
 
 /** The capacity section's problems as warnings: they concern `npm run capacity` only. */

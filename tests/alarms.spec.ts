@@ -2,7 +2,7 @@ import { expect } from "chai";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { parseStackConfig } from "../stacks/config";
+import { parseStackConfig } from "../stacks/validatedConfig";
 import { CONTAINER_INSIGHTS_METRIC_SOURCE, DEFAULT_RULES, KarpenterAlarms, LOG_METRIC } from "../components/karpenterAlarms";
 import { filterPatternMatches, jsonPatternMatches, parseJsonPattern } from "../components/filterPattern";
 import { FAILURE_CLASSES, KARPENTER_METRICS, cloudwatchAgentKarpenterConfig, logSignalPatterns } from "../components/karpenterSignals";

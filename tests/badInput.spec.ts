@@ -11,7 +11,8 @@ import { scaleTest } from "../ops/scaleTest";
 import { verifyPlacement } from "../ops/verifyPlacement";
 import { plan } from "../plan/cli";
 import { PROJECT, PROJECT_DIR, readStackConfig } from "../plan/offlineRuntime";
-import { ConfigError, configSections, parseStackConfig } from "../stacks/config";
+import { ConfigError, configSections } from "../stacks/config";
+import { parseStackConfig } from "../stacks/validatedConfig";
 import { FakeClock, FakeKubeApi } from "./fakeKubeApi";
 import { tempDir } from "./opsHelpers";
 

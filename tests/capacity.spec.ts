@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
-import { parseStackConfig } from "../stacks/config";
+import { parseStackConfig } from "../stacks/validatedConfig";
 import { CapacityInputs, capacityInputs, capacityReport, costs, chosenType, limitCheck, rampUp, typeFits } from "../ops/capacity";
 import { capacity } from "../ops/capacityCli";
 import { parse, stringify } from "yaml";

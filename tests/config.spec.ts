@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseStackConfig } from "../stacks/config";
+import { parseStackConfig } from "../stacks/validatedConfig";
 import { readStackConfig } from "../plan/offlineRuntime";
 import { STACKS, configErrorOf, errorOf, patchSections, rawConfig, section } from "./helpers";
 

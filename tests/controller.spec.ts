@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { PLACEHOLDERS, runOffline } from "../plan/offlineRuntime";
-import { loadConfig } from "../stacks/config";
+import { loadConfig } from "../stacks/validatedConfig";
 import { createStack } from "../stacks/createStack";
 import { CHART_VALUE_KEYS } from "./chartValueKeys";
 import { STACKS, buildStack, customResources, parseJson, patchSections } from "./helpers";

@@ -1,6 +1,7 @@
 // Shared test helpers: build a stack offline from its real stack file, with optional config changes.
 import { expect } from "chai";
-import { ConfigError, StackConfig, configSections, loadConfig, parseStackConfig } from "../stacks/config";
+import { ConfigError, StackConfig, configSections } from "../stacks/config";
+import { loadConfig, parseStackConfig } from "../stacks/validatedConfig";
 import { createStack } from "../stacks/createStack";
 import { PROJECT, RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime";
 

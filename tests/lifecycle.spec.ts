@@ -8,7 +8,7 @@ import { CeleryWorkloadPlacement, batches } from "../components/celeryWorkloadPl
 import { plan } from "../plan/cli";
 import { InvokeAnswer, InvokeFailure, PLACEHOLDERS, PROJECT, PreviewError, duplicateUrnMessage, runOffline } from "../plan/offlineRuntime";
 import { placementArgs } from "../stacks/componentArgs";
-import { loadConfig } from "../stacks/config";
+import { loadConfig } from "../stacks/validatedConfig";
 import { createStack } from "../stacks/createStack";
 import { BURST_DEPLOYMENTS, buildStack, configErrorOf, patchSections, stackConfig } from "./helpers";
 

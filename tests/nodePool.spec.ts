@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolWarnings, quantityValue, renderNodePool } from "../components/ephemeralNodePool";
 import { KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate";
 import { nodePoolArgs } from "../stacks/componentArgs";
-import { parseStackConfig } from "../stacks/config";
+import { parseStackConfig } from "../stacks/validatedConfig";
 import { STACKS, buildStack, configErrorOf, patchSections, rawConfig, stackConfig } from "./helpers";
 
 const FAMILIES = ["m7i", "m7a", "r7i", "r7a", "c7i", "c7a", "m6i", "m6a", "r6i", "r6a", "c6i", "c6a"];

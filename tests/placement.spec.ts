@@ -2,7 +2,7 @@ import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
 import { CeleryWorkloadPlacement, DEPLOYMENT_LABEL, admissionPolicySpec } from "../components/celeryWorkloadPlacement";
 import { NodeModel, requireInEveryTerm, schedulingProblems } from "../components/scheduling";
-import { parseStackConfig } from "../stacks/config";
+import { parseStackConfig } from "../stacks/validatedConfig";
 import { nodePoolArgs, placementArgs } from "../stacks/componentArgs";
 import { renderNodePool } from "../components/ephemeralNodePool";
 import { runOffline } from "../plan/offlineRuntime";

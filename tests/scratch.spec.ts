@@ -4,7 +4,7 @@ import { expect } from "chai";
 import { plan } from "../plan/cli";
 import { PLACEHOLDERS, RecordedResource, runOffline } from "../plan/offlineRuntime";
 import { clusterFor } from "../stacks/cluster";
-import { loadConfig, parseStackConfig } from "../stacks/config";
+import { loadConfig, parseStackConfig } from "../stacks/validatedConfig";
 import { buildStack, configErrorOf, customResources, errorOf, parseJson, patchSections, rawConfig, section, stackConfig } from "./helpers";
 import { tempDir } from "./opsHelpers";
 
