@@ -33,7 +33,7 @@ export async function capacity(argv: string[], dir = PROJECT_DIR): Promise<Comma
         return { exitCode: EXIT.findings, output: [`${cfg.stack}: the capacity section cannot be modelled:`, ...cfg.capacityProblems.map((i) => `  notify-karpenter:${i.path} ${i.message}`)].join("\n") };
     }
     const inputs = capacityInputs(cfg);
-    if (!inputs) return { exitCode: EXIT.findings, output: `${cfg.stack}: notify-karpenter:capacity is not set in Pulumi.${cfg.stack}.yaml; the model needs it (see README, Operations)` };
+    if (!inputs) return { exitCode: EXIT.findings, output: `${cfg.stack}: notify-karpenter:capacity is not set in Pulumi.${cfg.stack}.yaml; the model needs it (see docs/capacity.md)` };
     const report = capacityReport(inputs);
     if (typeof report === "string") return { exitCode: EXIT.findings, output: `${cfg.stack}: ${report}` };
 
@@ -61,7 +61,7 @@ export function render(cfg: StackConfig, report: CapacityReport): string[] {
         "",
         `One burst Celery pod requests ${check.celeryPodCpu} cpu, ${check.celeryPodMemory}; the daemonsets ${check.daemonsetCpu} cpu, ${check.daemonsetMemory} per node.`,
         `Allocatable is the node less ${VM_MEMORY_OVERHEAD * 100} % of memory (Karpenter's VM overhead) and ${reserved.filter(Boolean).join(", ") || "no kubelet reservations"}.`,
-        `Prices: on-demand Linux, ${m.prices.region}, ${m.prices.currency} per hour, as of ${m.prices.asOf} (an approximate snapshot; see README). Spot: on-demand less ${Math.round(m.spotDiscount * 100)} %.`,
+        `Prices: on-demand Linux, ${m.prices.region}, ${m.prices.currency} per hour, as of ${m.prices.asOf} (an approximate snapshot; see docs/configuring.md, capacity). Spot: on-demand less ${Math.round(m.spotDiscount * 100)} %.`,
         "",
         ...table(
             ["  type", "vCPU", "GiB", "alloc cpu", "alloc GiB", "pod cpu", "pod GiB", "pods/node", "on-demand", "spot", "spot/pod", "peak nodes", "limit nodes"],

@@ -17,7 +17,7 @@ export const PROJECT = "notify-karpenter";
 export const PROJECT_DIR = path.join(__dirname, "..");
 
 /**
- * Stand-ins for what only AWS knows. They are documented in the README, and they look like real values so
+ * Stand-ins for what only AWS knows. They are documented in docs/architecture.md, and they look like real values so
  * that the plan reads naturally: AWS's documentation account, an example endpoint and OIDC issuer.
  */
 export const PLACEHOLDERS = {

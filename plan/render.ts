@@ -63,7 +63,7 @@ export function summary(stack: string, resources: RecordedResource[]): string {
     const custom = resources.filter((r) => (r.custom || r.remote) && !r.type.startsWith("pulumi:providers:"));
     const counts = new Map<string, number>();
     for (const r of custom) counts.set(r.type, (counts.get(r.type) ?? 0) + 1);
-    const lines = [`Offline plan of stack ${stack}: ${custom.length} resources (placeholder AWS values; see README)`, "", "Resources by type:"];
+    const lines = [`Offline plan of stack ${stack}: ${custom.length} resources (placeholder AWS values; see docs/architecture.md)`, "", "Resources by type:"];
     for (const [type, n] of [...counts].sort()) lines.push(`  ${String(n).padStart(3)}  ${type}${custom.find((r) => r.type === type)!.remote ? " (component; its contents are not planned offline)" : ""}`);
     lines.push("", "Key settings:");
     for (const r of custom) {
@@ -246,7 +246,7 @@ export function briefSummary(stack: string, resources: RecordedResource[]): stri
         types.set(short, (types.get(short) ?? 0) + 1);
         groups.set(componentOf(r), types);
     }
-    const lines = [fit(`Offline plan of stack ${stack}: ${planned.length} resources (placeholder AWS values; see README)`), "", "Resources by component:"];
+    const lines = [fit(`Offline plan of stack ${stack}: ${planned.length} resources (placeholder AWS values; see docs/architecture.md)`), "", "Resources by component:"];
     for (const [component, types] of groups) {
         const total = [...types.values()].reduce((a, b) => a + b, 0);
         lines.push(fit(`  ${component}: ${total}`));
