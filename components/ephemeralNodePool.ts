@@ -41,11 +41,17 @@ export interface EphemeralNodePoolArgs {
     ephemeralKey: string;
     /** Taints present until node daemonsets are ready (removed by another controller). @default [] */
     startupTaints?: { key: string; value?: string; effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute" }[];
-    /** Node lifetime before replacement. @default "24h" */
+    /**
+     * Node lifetime before replacement. Expiry ignores disruption budgets and drains every node of one burst at once
+     * (Karpenter v1.14.1 pkg/controllers/nodeclaim/expiration/controller.go), so the default is none. @default "Never"
+     */
     expireAfter?: string;
     /** Longest a draining node waits for its pods before it is terminated. @default "1h" */
     terminationGracePeriod?: string;
-    /** @default "WhenEmpty" */
+    /**
+     * WhenEmpty never disrupts a node that still runs pods, so it is the safe default without budgets that keep
+     * Underutilized out of sending hours; the stacks set WhenEmptyOrUnderutilized with such a budget. @default "WhenEmpty"
+     */
     consolidationPolicy?: "WhenEmpty" | "WhenEmptyOrUnderutilized" | "Balanced";
     /** @default "30m" */
     consolidateAfter?: string;
@@ -122,7 +128,7 @@ export function renderNodePool(a: EphemeralNodePoolArgs, nodeRoleName: pulumi.In
                     ],
                     taints: [{ key: a.ephemeralKey, value: "true", effect: "NoSchedule" }],
                     startupTaints: a.startupTaints ?? [],
-                    expireAfter: a.expireAfter ?? "24h",
+                    expireAfter: a.expireAfter ?? "Never",
                     terminationGracePeriod: a.terminationGracePeriod ?? "1h",
                 },
             },

@@ -1,5 +1,5 @@
-// The few Kubernetes API calls the cluster commands make, over @kubernetes/client-node (1.4.0: the 2.x line needs
-// Node 22). It is an ES module; Node 20.19+ loads it from our CommonJS code with require().
+// The few Kubernetes API calls the cluster commands make, over @kubernetes/client-node 2.x (the official client: it
+// reads kubeconfig contexts and EKS exec credentials). It is an ES module, which Node 22+ require()s from CommonJS.
 import * as k8s from "@kubernetes/client-node";
 
 export type KubeConfig = k8s.KubeConfig;

@@ -332,9 +332,9 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     const lg = cfg.alarms.logGroupName;
     if (!aws.logGroup.exists) {
         if (cfg.alarms.createLogGroup) ok("log-group", `${lg}: absent, the stack creates it (alarms.createLogGroup)`);
-        else fail("log-group", `${lg} does not exist: the provisioning-failures metric filter cannot be created; fix alarms.logGroupName (Fluent Bit's group: /aws/containerinsights/${cluster}/application) or set alarms.createLogGroup`);
+        else fail("log-group", `${lg} does not exist: the stack's metric filters on Karpenter's lines cannot be created; fix alarms.logGroupName (Fluent Bit's group: /aws/containerinsights/${cluster}/application) or set alarms.createLogGroup`);
     } else if (!aws.logGroup.karpenterLines) {
-        warn("log-group", `${lg} has no line from the ${cfg.controller.namespace}/${KARPENTER_CONTAINER} container in the last day: the provisioning-failures alarm would count nothing; check that Fluent Bit ships the ${cfg.controller.namespace} namespace`);
+        warn("log-group", `${lg} has no line from the ${cfg.controller.namespace}/${KARPENTER_CONTAINER} container in the last day: the failure and heartbeat alarms would count nothing (the heartbeat fires); check that Fluent Bit ships the ${cfg.controller.namespace} namespace`);
     } else ok("log-group", `${lg} exists and has Karpenter lines from the last day`);
 
     // ami

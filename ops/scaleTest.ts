@@ -5,8 +5,9 @@
 //
 // The scale-down is complete when every test pod is gone and every ephemeral node the test used or caused (it ran a
 // test pod, or appeared after the scale-up) is either gone or holds a burst-labelled pod from outside the test. The
-// test pods preempt headroom pods, which start again elsewhere, often on a node launched for them; with WhenEmpty
-// such a node stays, rightly, for as long as it holds them. What is measured is that Karpenter removes the nodes
+// test pods preempt headroom pods, which start again elsewhere, often on a node launched for them; such a node is not
+// empty, so it stays until consolidation may take it (never with WhenEmpty; with WhenEmptyOrUnderutilized, once the
+// budgets allow Underutilized outside sending hours). What is measured is that Karpenter removes the nodes
 // the test left empty; the nodes that stay are listed with the pods that keep them.
 import * as fs from "fs";
 import * as path from "path";
@@ -249,7 +250,7 @@ export interface ScaleDownState {
     /** Ephemeral nodes the test used or caused: they ran a test pod, or appeared after the scale-up. */
     scope: NodeRecord[];
     gone: NodeRecord[];
-    /** Still up, holding burst pods from outside the test (headroom, real workers): not empty, so WhenEmpty keeps them. */
+    /** Still up, holding burst pods from outside the test (headroom, real workers): not empty, so only Underutilized consolidation may take them. */
     kept: { node: NodeRecord; pods: OtherPodRecord[] }[];
     /** Still up with no burst pod at all, since `since`: Karpenter should remove them after consolidateAfter. */
     empty: { node: NodeRecord; since: number }[];

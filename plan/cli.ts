@@ -33,6 +33,7 @@ export const PLAN: Command = {
     exits: {
         0: "planned with no mandatory policy violation (or, with --diff, no resource in only one stack)",
         1: "a mandatory policy violation, a refused config, or (with --diff) a resource in only one stack",
+        3: "the plan files could not be written to --out",
     },
     examples: ["npm run plan -- --stack staging", "npm run plan -- --diff staging production"],
     positionals: 1,

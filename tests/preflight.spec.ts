@@ -202,7 +202,7 @@ describe("npm run preflight", function () {
             "WARN  pod-identity-agent        eks-pod-identity-agent v1.3.4-eksbuild.1 is CREATING, not ACTIVE: wait for it or fix the add-on",
             "WARN  helm-releases             kube-system/nidhogg revision 4 is pending-upgrade: the next up upgrades it; a pending release blocks that: helm rollback nidhogg -n kube-system first",
             "WARN  daemonset-managers        kube-system/secrets-store-csi-driver is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues and mark it addOn in placement.nodeDaemonSets",
-            "WARN  log-group                 /aws/containerinsights/notification-canada-ca-staging-eks-cluster/application has no line from the karpenter/controller container in the last day: the provisioning-failures alarm would count nothing; check that Fluent Bit ships the karpenter namespace",
+            "WARN  log-group                 /aws/containerinsights/notification-canada-ca-staging-eks-cluster/application has no line from the karpenter/controller container in the last day: the failure and heartbeat alarms would count nothing (the heartbeat fires); check that Fluent Bit ships the karpenter namespace",
             "WARN  instance-types            ca-central-1d: c7a.xlarge not offered (the others are)",
         ]);
         expect(r.output.split("\n").at(-1)).to.equal("OK: no check failed (6 warnings)");
