@@ -97,6 +97,8 @@ export interface PlacementLifecycle {
     burstPatchTimeout: string;
     /** How long to wait for a node daemonset's rollout on every node, e.g. "15m". */
     daemonSetPatchTimeout: string;
+    /** How long to wait for a stable Deployment's rollout (its pods need room on the on-demand nodes), e.g. "15m". */
+    stablePatchTimeout: string;
     /**
      * A provider with `upsertExistingObjects` for the priority classes only, so `up` adopts classes of the same name
      * (GC Notify's priority-classes release) instead of failing on AlreadyExists. @default the component's provider
@@ -453,7 +455,7 @@ function patchStableDeployments({ name, args, parent }: PlacementStep, classes: 
                 new k8s.apps.v1.DeploymentPatch(
                     `${name}-stable-${d}`,
                     { metadata: patchMetadata(d, args.namespace), spec: { template: stablePodTemplate(args) } },
-                    { parent, dependsOn: [...classes, ...previous] },
+                    { parent, dependsOn: [...classes, ...previous], ...rollout(args.lifecycle.stablePatchTimeout) },
                 ),
         );
         patched.push(...previous);

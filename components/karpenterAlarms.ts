@@ -18,7 +18,7 @@ export const SEVERITIES: AlarmSeverity[] = ["warning", "critical"];
 
 /** When an alarm fires: CloudWatch's period, M of N and threshold, and who hears about it. */
 export interface AlarmRule {
-    /** Seconds per evaluation period: 10, 30 or a multiple of 60. */
+    /** Seconds per evaluation period: a multiple of 60 (the metrics have one-minute resolution). */
     period: number;
     /** N: how many recent periods CloudWatch looks at. period x N is at most one day. */
     evaluationPeriods: number;
@@ -155,13 +155,16 @@ export interface KarpenterAlarmsArgs {
 
 /** CloudWatch's rule for an alarm period. */
 export function isValidPeriod(p: unknown): boolean {
-    return p === 10 || p === 30 || (Number.isInteger(p) && (p as number) >= 60 && (p as number) <= 86400 && (p as number) % 60 === 0);
+    // CloudWatch also takes 10 and 30, but only for high-resolution metrics; every metric these alarms read (log
+    // metric filters, the agent's EMF, SQS, EventBridge) has one-minute resolution, and a shorter period misses data
+    // points (PutMetricAlarm, Period), which breaching alarms read as an outage.
+    return Number.isInteger(p) && (p as number) >= 60 && (p as number) <= 86400 && (p as number) % 60 === 0;
 }
 
-/** CloudWatch limits: a period is 10, 30 or a multiple of 60, M <= N, and N periods cover at most a day. */
+/** CloudWatch limits: a period is a multiple of 60, M <= N, and N periods cover at most a day. */
 export function alarmRuleProblems(rule: AlarmRule): { key: keyof AlarmRule; message: string }[] {
     const problems: { key: keyof AlarmRule; message: string }[] = [];
-    if (!isValidPeriod(rule.period)) problems.push({ key: "period", message: `must be 10, 30 or a multiple of 60 up to 86400 (got ${rule.period})` });
+    if (!isValidPeriod(rule.period)) problems.push({ key: "period", message: `must be a multiple of 60 up to 86400 (got ${rule.period})` });
     if (rule.datapointsToAlarm > rule.evaluationPeriods) {
         problems.push({
             key: "datapointsToAlarm",
@@ -204,14 +207,17 @@ export function alarmNames(clusterName: string, ruleLabels: string[], burstDeplo
 
 /** Each burst Deployment whose alarm name CloudWatch would reject, as a "must be" sentence; empty when all fit. */
 export function burstAlarmNameProblems(clusterName: string, burstDeployments: string[]): { index: number; message: string }[] {
-    const names = alarmNames(clusterName, [], burstDeployments).burstReplicas;
-    return burstDeployments
-        .map((d, index) => ({ index, d, name: names[d] }))
-        .filter((x) => x.name.length > MAX_ALARM_NAME)
-        .map(({ index, d, name }) => ({
-            index,
-            message: `must be at most ${MAX_ALARM_NAME - (name.length - d.length)} characters, or its alarm name "${name}" exceeds CloudWatch's ${MAX_ALARM_NAME} (got ${d.length} characters)`,
-        }));
+    const all = alarmNames(clusterName, [], burstDeployments);
+    const names = all.burstReplicas;
+    // A burst alarm named like one of the fixed ones would overwrite it: PutMetricAlarm replaces an alarm of that name.
+    const fixed = new Set(Object.values(all).filter((v): v is string => typeof v === "string"));
+    return burstDeployments.flatMap((d, index) => {
+        const name = names[d];
+        if (name.length > MAX_ALARM_NAME) {
+            return [{ index, message: `must be at most ${MAX_ALARM_NAME - (name.length - d.length)} characters, or its alarm name "${name}" exceeds CloudWatch's ${MAX_ALARM_NAME} (got ${d.length} characters)` }];
+        }
+        return fixed.has(name) ? [{ index, message: `must not be ${JSON.stringify(d)}: its alarm "${name}" would overwrite the Karpenter alarm of that name` }] : [];
+    });
 }
 
 /** The args with their defaults, every rule filled in. */

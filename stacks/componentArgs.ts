@@ -63,6 +63,7 @@ export function placementArgs(cfg: StackConfig, dependsOn?: pulumi.Resource[], p
             stableBatchSize: cfg.lifecycle.stableBatchSize,
             burstPatchTimeout: cfg.lifecycle.burstPatchTimeout,
             daemonSetPatchTimeout: cfg.lifecycle.daemonSetPatchTimeout,
+            stablePatchTimeout: cfg.lifecycle.stablePatchTimeout,
             priorityClassProvider,
         },
     };

@@ -225,11 +225,12 @@ const nodePool = object(
             return [{ path: `${path}.instanceTypes`, message: "or instanceFamilies with instanceSizes (but not both forms) must list the approved instance types" }];
         }
         // Karpenter accepts such a budget and it silently does nothing: WhenEmpty never consolidates underused nodes.
+        // A budget that also governs another reason (the default one also holds Drifted back) still does something.
         const inert =
             p.consolidationPolicy !== "WhenEmpty"
                 ? []
                 : p.budgets.flatMap((b, i) =>
-                      b.reasons?.includes("Underutilized")
+                      b.reasons?.length && b.reasons.every((r) => r === "Underutilized")
                           ? [{ path: `${path}.budgets[${i}].reasons`, message: "must not list Underutilized with consolidationPolicy WhenEmpty, which never disrupts a node for that reason: the budget would do nothing (use Empty or Drifted)" }]
                           : [],
                   );
@@ -262,7 +263,7 @@ const subscriptions = list(subscription, { min: 1, max: 10 });
 function alarmRule(defaults: AlarmRule, threshold: Schema<number>) {
     const rule = object(
         {
-            period: optional(leaf<number>("a period in seconds: 10, 30 or a multiple of 60 up to 86400", isValidPeriod), defaults.period),
+            period: optional(leaf<number>("a period in seconds: a multiple of 60 up to 86400 (the metrics have one-minute resolution)", isValidPeriod), defaults.period),
             evaluationPeriods: optional(integer(1, 8640), defaults.evaluationPeriods),
             datapointsToAlarm: optional(integer(1, 8640), defaults.datapointsToAlarm),
             threshold: optional(threshold, defaults.threshold),
@@ -385,7 +386,9 @@ const placement = object(
                 addOn: optional(text("an EKS add-on name such as aws-ebs-csi-driver", /^[a-z0-9][a-z0-9-]*$/, 100)),
             }),
             // One DaemonSet listed twice makes two patches with one name, which the engine refuses.
-            { max: 20, uniqueBy: (d) => `${d.namespace}/${d.name}` },
+            // By name alone: a node agent's patch is named after it (celery-placement-agent-<name>), so two agents of
+            // one name in two namespaces would be two resources with one URN, which the engine refuses.
+            { max: 20, uniqueBy: (d) => d.name },
         ),
         /** Other workloads allowed on ephemeral nodes (verify-placement): by kind, namespace and name, or by pod labels. */
         ephemeralAllowed: optional(
@@ -429,10 +432,12 @@ const lifecycle = object({
     burstPatchTimeout: optional(duration, "20m"),
     /** How long `up` waits for a node daemonset to roll out on every node. */
     daemonSetPatchTimeout: optional(duration, "15m"),
+    /** How long `up` waits for a stable Deployment to roll out: its new pods need room on the on-demand nodes. */
+    stablePatchTimeout: optional(duration, "15m"),
     /** How long `up` waits for the controller to be ready; pods restart until their Pod Identity credentials work. */
     controllerReadyTimeout: optional(duration, "10m"),
 });
-const LIFECYCLE_DEFAULTS = { protect: false, retainOnDelete: true, stableBatchSize: 4, burstPatchTimeout: "20m", daemonSetPatchTimeout: "15m", controllerReadyTimeout: "10m" };
+const LIFECYCLE_DEFAULTS = { protect: false, retainOnDelete: true, stableBatchSize: 4, burstPatchTimeout: "20m", daemonSetPatchTimeout: "15m", stablePatchTimeout: "15m", controllerReadyTimeout: "10m" };
 
 /** Placement rules that span sections: grace periods against the queue and the node pool, headroom sizing. */
 function placementConfigProblems(s: { placement: Placement; nodePool: Infer<typeof nodePool> }): Issue[] {
@@ -544,8 +549,24 @@ export const stackSchema = object(
         ...(s.cluster.create ? createdCapacityProblems(s.cluster.create, s.nodePool.zones, s.controller.replicas) : []),
         ...(regionProblem(s.cluster.region) ? [] : zoneProblems(s.nodePool.zones, s.cluster.region, "nodePool.zones")),
         ...instanceSizeProblems(s.nodePool),
+        ...stableSelectorProblems(s.cluster.stableNodeSelector, s.nodePool.ephemeralKey),
+        // At error level an idle controller writes nothing, and the heartbeat alarm would page every quiet day.
+        ...(s.controller.logLevel === "error"
+            ? [{ path: "controller.logLevel", message: 'must be "debug" or "info": at "error" an idle Karpenter writes no line, so the log heartbeat alarm (alarms.heartbeat) fires every quiet day' }]
+            : []),
     ],
 );
+
+/**
+ * The stable selector may not name a label Karpenter's own nodes carry (the ephemeral key, karpenter.sh/...): stable
+ * pods would then need ephemeral nodes, which their karpenter.sh/nodepool DoesNotExist term and the admission policy
+ * forbid, and nothing stable could schedule.
+ */
+function stableSelectorProblems(selector: Record<string, string>, ephemeralKey: string): Issue[] {
+    return Object.keys(selector)
+        .filter((k) => k === ephemeralKey || k.startsWith("karpenter.sh/") || k.startsWith("karpenter.k8s.aws/"))
+        .map((k) => ({ path: `cluster.stableNodeSelector.${k}`, message: `must not be a label of Karpenter's nodes (${ephemeralKey}, karpenter.sh/*, karpenter.k8s.aws/*): select the on-demand node group, such as eks.amazonaws.com/capacityType: ON_DEMAND` }));
+}
 
 /** A created cluster must have room for what runs on it: the pool's zones and one stable node per controller replica. */
 function createdCapacityProblems(create: Infer<typeof createdCluster>, poolZones: string[], replicas: number): Issue[] {

@@ -464,7 +464,7 @@ describe("alarms config", () => {
         [
             "a period CloudWatch does not accept",
             rule("staging", "unschedulablePods", { period: 45 }),
-            /^staging: notify-karpenter:alarms\.unschedulablePods\.period must be a period in seconds: 10, 30 or a multiple of 60 up to 86400 \(got 45\)$/m,
+            /^staging: notify-karpenter:alarms\.unschedulablePods\.period must be a period in seconds: a multiple of 60 up to 86400 \(the metrics have one-minute resolution\) \(got 45\)$/m,
         ],
         [
             "more datapoints than evaluation periods",
@@ -621,7 +621,7 @@ describe("KarpenterAlarms options", () => {
             message = (e as Error).message;
         }
         expect(message).to.equal(
-            "KarpenterAlarms bad: rules.queueAge.period must be 10, 30 or a multiple of 60 up to 86400 (got 90); " +
+            "KarpenterAlarms bad: rules.queueAge.period must be a multiple of 60 up to 86400 (got 90); " +
                 "rules.queueAge.datapointsToAlarm must be at most evaluationPeriods (5): an alarm cannot need more breaching periods than it looks at (got 9); " +
                 "rules.nodePoolLimit.threshold must be a percentage of the limit, at most 100 (got 150)",
         );

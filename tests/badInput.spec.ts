@@ -156,7 +156,7 @@ const semantic: [string, unknown, RegExp][] = [
     ["controller.batchIdleDuration", "0s", /must be at least 1s/],
     ["controller.batchIdleDuration", "20s", /must be at most batchMaxDuration \(10s\)/],
     ["controller.batchMaxDuration", "0s", /must be at least 1s/],
-    ["placement.nodeDaemonSets[1]", { namespace: "kube-system", name: "secrets-store-csi-driver" }, /repeats kube-system\/secrets-store-csi-driver \(already at placement\.nodeDaemonSets\[0\]\)/],
+    ["placement.nodeDaemonSets[1]", { namespace: "kube-system", name: "secrets-store-csi-driver" }, /repeats secrets-store-csi-driver \(already at placement\.nodeDaemonSets\[0\]\)/],
     ["placement.burst.deployments[1]", { name: "notify-celery-core-tasks-burst", minAvailable: 1 }, /repeats notify-celery-core-tasks-burst \(already at placement\.burst\.deployments\[0\]\)/],
     ["placement.stableDeployments[1]", "notify-api", /repeats "notify-api"/],
     ["placement.stableDeployments[0]", "notify-celery-sms-send-burst", /must not repeat the burst Deployment/],

@@ -105,9 +105,13 @@ describe("lifecycle options in preview.json", () => {
         });
     }
 
-    it("staging and production time out every burst and daemonset patch they have (five, and one per agent that is no EKS add-on)", () => {
+    it("staging and production time out every burst, stable and daemonset patch they have (one per agent that is no EKS add-on)", () => {
         for (const stack of ["staging", "production"]) {
-            expect(byType(steps[stack], "kubernetes:apps/v1:DeploymentPatch").filter((p) => p.newState.customTimeouts).map((p) => p.newState.inputs.metadata.name)).to.deep.equal(BURST_DEPLOYMENTS);
+            const patches = byType(steps[stack], "kubernetes:apps/v1:DeploymentPatch");
+            const timeoutOf = (name: string) => patches.find((p) => p.newState.inputs.metadata.name === name)!.newState.customTimeouts;
+            for (const d of BURST_DEPLOYMENTS) expect(timeoutOf(d), d).to.deep.equal({ create: 1200, update: 1200 });
+            // Stable patches roll their Deployments too (the nodepool affinity term changes the pod template).
+            for (const d of stackConfig(stack).placement.stableDeployments) expect(timeoutOf(d), d).to.deep.equal({ create: 900, update: 900 });
             const agents = stackConfig(stack).placement.nodeDaemonSets.filter((d) => !d.addOn).map((d) => d.name);
             expect(byType(steps[stack], "kubernetes:apps/v1:DaemonSetPatch").filter((p) => p.newState.customTimeouts).map((p) => p.newState.inputs.metadata.name)).to.have.members(agents);
         }

@@ -15,7 +15,7 @@ import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { ConfigError } from "../stacks/config";
 import { parseStackConfig } from "../stacks/validatedConfig";
 import { ResourceValidationPolicy } from "@pulumi/policy";
-import { errorOf, rawConfig } from "./helpers";
+import { errorOf, rawConfig, section } from "./helpers";
 import { tempDir } from "./opsHelpers";
 
 /** A project directory holding the stack file `stack` with `edit` applied to its parsed config. */
@@ -102,13 +102,49 @@ describe("zones, cron schedules, durations and duplicates", () => {
         );
     });
 
-    it("refuses a node DaemonSet listed twice (was accepted; the engine refuses two resources with one URN)", () => {
+    it("refuses a node DaemonSet listed twice, also by name in two namespaces (was accepted; the engine refuses two resources with one URN)", () => {
         const nodeDaemonSets = [
             { namespace: "kube-system", name: "ebs-csi-node" },
             { namespace: "kube-system", name: "ebs-csi-node", tolerateAll: false },
         ];
         expect(refusal("placement", { nodeDaemonSets })).to.equal(
-            "staging: notify-karpenter:placement.nodeDaemonSets[1] repeats kube-system/ebs-csi-node (already at placement.nodeDaemonSets[0]); items must be distinct",
+            "staging: notify-karpenter:placement.nodeDaemonSets[1] repeats ebs-csi-node (already at placement.nodeDaemonSets[0]); items must be distinct",
+        );
+        const twoNamespaces = [
+            { namespace: "falco", name: "falco" },
+            { namespace: "monitoring", name: "falco" },
+        ];
+        expect(refusal("placement", { nodeDaemonSets: twoNamespaces })).to.equal(
+            "staging: notify-karpenter:placement.nodeDaemonSets[1] repeats falco (already at placement.nodeDaemonSets[0]); items must be distinct",
+        );
+    });
+});
+
+describe("values that pass alone but break together (found in review)", () => {
+    const refusal = (section: string, patch: Record<string, unknown>) => errorOf(() => parseStackConfig("staging", rawConfig("staging", section, patch)));
+
+    it("refuses an alarm period under a minute: every metric the alarms read has one-minute resolution", () => {
+        expect(refusal("alarms", { heartbeat: { period: 30, evaluationPeriods: 2, datapointsToAlarm: 2, threshold: 1, notify: "warning" } })).to.equal(
+            "staging: notify-karpenter:alarms.heartbeat.period must be a period in seconds: a multiple of 60 up to 86400 (the metrics have one-minute resolution) (got 30)",
+        );
+    });
+
+    it("refuses logLevel error, at which an idle Karpenter writes nothing and the heartbeat alarm fires daily", () => {
+        expect(refusal("controller", { logLevel: "error" })).to.equal(
+            'staging: notify-karpenter:controller.logLevel must be "debug" or "info": at "error" an idle Karpenter writes no line, so the log heartbeat alarm (alarms.heartbeat) fires every quiet day',
+        );
+    });
+
+    it("refuses a stable node selector that names a label of Karpenter's own nodes", () => {
+        expect(refusal("cluster", { stableNodeSelector: { "notification-canada-ca/ephemeral": "false" } })).to.equal(
+            "staging: notify-karpenter:cluster.stableNodeSelector.notification-canada-ca/ephemeral must not be a label of Karpenter's nodes (notification-canada-ca/ephemeral, karpenter.sh/*, karpenter.k8s.aws/*): select the on-demand node group, such as eks.amazonaws.com/capacityType: ON_DEMAND",
+        );
+    });
+
+    it("refuses a burst Deployment whose replicas alarm would overwrite the controller's (both <cluster>-karpenter-replicas-unavailable)", () => {
+        const burst = { ...section("staging", "placement").burst, deployments: [{ name: "karpenter", minAvailable: 1 }] };
+        expect(refusal("placement", { burst }).split("\n")[0]).to.equal(
+            'staging: notify-karpenter:placement.burst.deployments[0].name must not be "karpenter": its alarm "notification-canada-ca-staging-eks-cluster-karpenter-replicas-unavailable" would overwrite the Karpenter alarm of that name',
         );
     });
 });
