@@ -14,7 +14,7 @@ import { GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, SNSClient }
 import { GetQueueUrlCommand, ListQueueTagsCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
 import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames } from "../components/karpenterController";
-import { NIDHOGG_RELEASE, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement";
+import { NIDHOGG_RELEASE, burstBudgetName, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement";
 import { quantityValue } from "../components/ephemeralNodePool";
 import { placementArgs } from "../stacks/componentArgs";
 import { StackConfig, approvedInstanceTypes } from "../stacks/config";
@@ -100,6 +100,8 @@ export interface AwsFacts {
     offerings: { type: string; zone: string }[];
     instanceTypes: { type: string; architectures: string[] }[];
     spotRole: boolean;
+    /** The stack that tagged the spot service-linked role (it created it), if any. */
+    spotRoleStack?: string;
     existingNodeRole?: boolean;
     names: { kind: string; name: string; tags?: Tags }[];
     topics: TopicFacts[];
@@ -283,7 +285,7 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
 
     // owned-objects
     const owned: [string, KubeObject[], string, string | undefined][] = [
-        ...p.burst.deployments.map((d): [string, KubeObject[], string, string | undefined] => ["PodDisruptionBudget", kube.pdbs, d.name, p.namespace]),
+        ...p.burst.deployments.map((d): [string, KubeObject[], string, string | undefined] => ["PodDisruptionBudget", kube.pdbs, burstBudgetName(d.name), p.namespace]),
         ["PodDisruptionBudget", kube.pdbs, NIDHOGG_RELEASE.name, NIDHOGG_RELEASE.namespace],
         ["NodePool", kube.nodePools, cfg.nodePool.name, undefined],
         ["EC2NodeClass", kube.nodeClasses, cfg.nodePool.name, undefined],
@@ -297,7 +299,14 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
         const by = managers(live).join(", ") || "an unknown manager";
         fail("owned-objects", `${kind} ${namespace ? `${namespace}/` : ""}${name} exists, managed by ${by}: the stack's create fails with AlreadyExists; remove it from the chart or release that made it (docs/migration.md)`);
     }
-    if (!clashes) ok("owned-objects", `no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment of another tool has a name this stack creates`);
+    // GC Notify's chart names its budgets after the Deployments (notification-manifests notify-celery chart).
+    for (const d of p.burst.deployments) {
+        const chart = kube.pdbs.find((o) => o.metadata.name === d.name && o.metadata.namespace === p.namespace && !managedByPulumi(o));
+        if (!chart) continue;
+        clashes++;
+        fail("owned-objects", `PodDisruptionBudget ${p.namespace}/${d.name} (the chart's) covers the burst pods beside this stack's ${burstBudgetName(d.name)}: the eviction API refuses to evict a pod under two budgets, so node drains stall; turn the chart's budget off in its values (docs/migration.md)`);
+    }
+    if (!clashes) ok("owned-objects", `no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment of another tool has a name this stack creates, and no chart budget covers the burst pods`);
 
     // patch-targets: EKS add-ons' DaemonSets are not patched (the add-on's configurationValues set their fields).
     const patchedAgents = p.nodeDaemonSets.filter((ds) => !ds.addOn);
@@ -382,7 +391,10 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     }
 
     // spot-service-linked-role
-    if (aws.spotRole && cfg.controller.createSpotServiceLinkedRole) fail("spot-service-linked-role", `${SPOT_ROLE} exists, and controller.createSpotServiceLinkedRole is true: creating it again fails; set it to false`);
+    if (aws.spotRole && cfg.controller.createSpotServiceLinkedRole && aws.spotRoleStack === cfg.stack) ok("spot-service-linked-role", `${SPOT_ROLE} exists, created by this stack`);
+    else if (aws.spotRole && cfg.controller.createSpotServiceLinkedRole) {
+        fail("spot-service-linked-role", `${SPOT_ROLE} exists and is ${aws.spotRoleStack ? `stack ${aws.spotRoleStack}'s` : "not this stack's"}, and controller.createSpotServiceLinkedRole is true: creating it again fails; set it to false`);
+    }
     else if (!aws.spotRole && !cfg.controller.createSpotServiceLinkedRole) {
         fail("spot-service-linked-role", `${SPOT_ROLE} does not exist: spot launches fail; aws iam create-service-linked-role --aws-service-name spot.amazonaws.com, or set controller.createSpotServiceLinkedRole`);
     } else ok("spot-service-linked-role", aws.spotRole ? `${SPOT_ROLE} exists` : `${SPOT_ROLE}: absent, the stack creates it`);
@@ -420,8 +432,12 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     // stable-nodes
     const zones = new Set(kube.stableNodes.map((n) => n.metadata.labels?.[ZONE_LABEL]).filter(Boolean));
     const selector = Object.entries(cfg.cluster.stableNodeSelector).map(([k, v]) => `${k}=${v}`).join(",");
-    if (zones.size < 2) {
-        fail("stable-nodes", `${plural(kube.stableNodes.length, "stable node")} (${selector}) in ${plural(zones.size, "zone")}: the controller spreads its replicas over zones (chart topologySpreadConstraints, DoNotSchedule), so a replica stays Pending; add stable nodes in a second zone`);
+    if (kube.stableNodes.length < cfg.controller.replicas) {
+        // The chart's required anti-affinity on kubernetes.io/hostname (values.yaml affinity): one replica per node.
+        fail("stable-nodes", `${plural(kube.stableNodes.length, "stable node")} (${selector}) for ${cfg.controller.replicas} controller replicas: the chart puts each replica on its own node (required anti-affinity on kubernetes.io/hostname), so a replica stays Pending; add stable nodes`);
+    } else if (zones.size < 2) {
+        // The chart's zone spread has no minDomains, so one zone schedules; it only loses the zone redundancy.
+        warn("stable-nodes", `${plural(kube.stableNodes.length, "stable node")} (${selector}) in ${plural(zones.size, "zone")}: both controller replicas share a zone, so a zone outage stops Karpenter; add stable nodes in a second zone`);
     } else ok("stable-nodes", `${plural(kube.stableNodes.length, "stable node")} in ${[...zones].sort().join(", ")}`);
     const onStable = new Set(kube.stableNodes.map((n) => n.metadata.name));
     const free = { cpu: 0, memoryGiB: 0 };
@@ -445,7 +461,9 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
         need.memoryGiB += surgePods(d) * r.memoryGiB;
     }
     const room = `free ${fmt(free.cpu)} CPU and ${fmt(free.memoryGiB)} GiB, the rollout's surge and the controller need ${fmt(need.cpu)} CPU and ${fmt(need.memoryGiB)} GiB`;
-    if (free.cpu < need.cpu || free.memoryGiB < need.memoryGiB) fail("stable-nodes", `${room}: surge pods would stay Pending and the up time out; add a stable node (or lower maxSurge) first`);
+    // A warning: after the first up the controller's pods already run (and count as used), and later ups roll no
+    // stable Deployment, so this sizes the first up only.
+    if (free.cpu < need.cpu || free.memoryGiB < need.memoryGiB) warn("stable-nodes", `${room}: on a first up, surge pods would stay Pending and the up time out; add a stable node (or lower maxSurge) first`);
     else ok("stable-nodes", room);
     return out;
 }
@@ -616,6 +634,7 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
             offerings: offerings ?? [],
             instanceTypes: types ?? [],
             spotRole: spot !== undefined,
+            spotRoleStack: spot ? tagsOf(spot.Tags)[STACK_TAG] : undefined,
             existingNodeRole: cfg.controller.existingNodeRoleName ? existingNode !== undefined : undefined,
             names: named,
             topics,
