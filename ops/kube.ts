@@ -1,6 +1,9 @@
 // The few Kubernetes API calls the cluster commands make, over @kubernetes/client-node 2.x (the official client: it
 // reads kubeconfig contexts and EKS exec credentials). It is an ES module, which Node 22+ require()s from CommonJS.
 import * as k8s from "@kubernetes/client-node";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
 
 export type KubeConfig = k8s.KubeConfig;
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
@@ -41,9 +44,18 @@ export interface Cluster {
     watch(path: string, query: Record<string, string>, onEvent: (type: WatchEventType, object: KubeObject) => void, onEnd: (err?: Error) => void): Promise<() => void>;
 }
 
-export function loadKubeConfig(): KubeConfig {
+/**
+ * The kubeconfig of $KUBECONFIG or ~/.kube/config. Throws when there is none: client-node's loadFromDefault then
+ * falls back to a made-up context of http://localhost:8080, which would read as "another cluster".
+ */
+export function loadKubeConfig(env = process.env, home = os.homedir()): KubeConfig {
+    const files = env.KUBECONFIG ? env.KUBECONFIG.split(path.delimiter).filter(Boolean) : [path.join(home, ".kube", "config")];
+    if (!env.KUBERNETES_SERVICE_HOST && !files.some((f) => fs.existsSync(f))) {
+        throw new Error(`no kubeconfig (${files.join(", ")} not found): run aws eks update-kubeconfig --name <cluster> --alias <context>`);
+    }
     const kc = new k8s.KubeConfig();
     kc.loadFromDefault();
+    if (!kc.getCurrentContext() && kc.getContexts().length === 0) throw new Error(`the kubeconfig (${files.join(", ")}) has no context`);
     return kc;
 }
 

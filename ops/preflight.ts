@@ -686,6 +686,7 @@ export async function preflight(argv: string[], deps: PreflightDeps = {}): Promi
         return cannotCheck(`could not load the kubeconfig: ${(e as Error)?.message ?? e}`);
     }
     const context = valueOf(line, "context") ?? kc.getCurrentContext();
+    if (!context) return usage("the kubeconfig has no current context: pass --context <kubecontext>", PREFLIGHT);
     const refused = useContext(kc, context, cfg.cluster.name);
     if (refused) return usage(refused, PREFLIGHT);
     const now = (deps.now ?? Date.now)();

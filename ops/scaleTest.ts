@@ -19,6 +19,7 @@ import { Command, CommandResult, EXIT, integerFlag, isResult, loadStack, parseCo
 import { toCsv } from "./csv";
 import { Cluster, KubeConfig, KubeObject, WatchEventType, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
 import { lineChart, steps } from "./svg";
+import { apiError } from "./verifyPlacement";
 import { plural } from "./table";
 import { outDirProblem, writeFiles } from "./outDir";
 
@@ -431,7 +432,14 @@ export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promi
         nodeLaunchSeconds: cfg.capacity?.nodeLaunchSeconds,
         record: new Recorder(() => clock.now(), cfg.placement.priorityClasses.headroom.name),
     };
-    const outcome = await execute(cfg, run, clusterOf(kc), clock, progress, deps);
+    const cluster = clusterOf(kc);
+    // One read first: an unreachable cluster or refused credentials is "could not run" (3), not a failed scale test.
+    try {
+        await cluster.namespaceExists(run.namespace);
+    } catch (e) {
+        return { exitCode: EXIT.cannotCheck, output: `Could not run: the cluster of context ${context} did not answer: ${apiError(e)}` };
+    }
+    const outcome = await execute(cfg, run, cluster, clock, progress, deps);
     const report = summary(run, outcome.message);
     const unwritable = writeFiles(out, { "pods.csv": podsCsv(run), "timeline.csv": timelineCsv(run), "chart.svg": chart(run), "summary.txt": report.join("\n") + "\n" });
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: [...report, unwritable].join("\n") };

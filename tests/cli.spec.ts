@@ -88,3 +88,12 @@ describe("every command's flags (util.parseArgs)", () => {
         expect(Number(process.versions.node.split(".")[0])).to.be.at.least(22);
     });
 });
+
+describe("kubeconfig loading (preflight, verify-placement, scale-test)", () => {
+    it("says there is no kubeconfig instead of falling back to client-node's made-up localhost context", async () => {
+        const { loadKubeConfig } = await import("../ops/kube");
+        const missing = path.join(PROJECT_DIR, "no-such-dir", "config");
+        expect(() => loadKubeConfig({ KUBECONFIG: missing }, "/nowhere")).to.throw(`no kubeconfig (${missing} not found): run aws eks update-kubeconfig --name <cluster> --alias <context>`);
+        expect(() => loadKubeConfig({}, "/nowhere")).to.throw("no kubeconfig (/nowhere/.kube/config not found)");
+    });
+});

@@ -377,6 +377,17 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
         expect(r).to.deep.equal({ exitCode: 3, output: "Could not run: could not load the kubeconfig: ENOENT: no such file or directory, open '/root/.kube/config'" });
     });
 
+    it("exits 3, writing nothing, when the cluster is unreachable: the test could not run, it did not fail", async () => {
+        const api = await new FakeKubeApi(new FakeClock()).start();
+        const kc = api.kubeConfig();
+        await api.stop();
+        const out = tempDir("scale-unreachable-");
+        const r = await scaleTest(["--stack", "staging", "--context", "staging", "--out", out], { kubeConfig: () => kc });
+        expect(r.exitCode).to.equal(3);
+        expect(r.output).to.match(/^Could not run: the cluster of context staging did not answer: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
+        expect(fs.readdirSync(out)).to.deep.equal([]);
+    });
+
     it("checks its flags", async () => {
         h = await harness({});
         expect((await run(h, ["--stack", "staging"])).output).to.match(/^--context is required/);
