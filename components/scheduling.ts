@@ -68,9 +68,17 @@ export function tolerates(t: Toleration, taint: Taint): boolean {
     return t.operator === "Exists" || (t.value ?? "") === (taint.value ?? "");
 }
 
+/**
+ * A label the node surely has, with a value the model does not know (its hostname, its instance generation): it may
+ * match any In, NotIn, Gt or Lt, so a check built on the model never says "kept off" for a node that could admit
+ * the pod. Label values cannot contain "*", so it is no real value.
+ */
+export const ANY_VALUE = "*";
+
 function matches(req: NodeSelectorRequirement, labels: NodeModel["labels"]): boolean {
     if (!Object.prototype.hasOwnProperty.call(labels, req.key)) return req.operator === "NotIn" || req.operator === "DoesNotExist";
     const values = ([] as string[]).concat(labels[req.key]);
+    if (values.includes(ANY_VALUE)) return req.operator !== "DoesNotExist";
     return values.some((value) => {
         switch (req.operator) {
             case "In":
@@ -103,13 +111,16 @@ export function schedulingProblems(pod: PodScheduling, node: NodeModel): string[
         }
     }
     for (const [key, value] of Object.entries(pod.nodeSelector ?? {})) {
-        if (!([] as (string | undefined)[]).concat(node.labels[key]).includes(value)) problems.push(`nodeSelector ${key}=${value} does not match`);
+        const has = ([] as (string | undefined)[]).concat(node.labels[key]);
+        if (!has.includes(value) && !has.includes(ANY_VALUE)) problems.push(`nodeSelector ${key}=${value} does not match`);
     }
     const required = pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
     if (required) {
-        // Terms are ORed, expressions within a term ANDed. matchFields (node names) are not modelled, so a term
-        // without expressions counts as no match: the model errs towards "cannot land" only for such terms.
-        const ok = required.nodeSelectorTerms.some((term) => (term.matchExpressions ?? []).length > 0 && term.matchExpressions!.every((r) => matches(r, node.labels)));
+        // Terms are ORed, expressions within a term ANDed. matchFields (metadata.name) are not modelled: a term with
+        // them may match some node, so the model errs towards "can land", never towards "kept off".
+        const ok = required.nodeSelectorTerms.some(
+            (term) => ((term.matchExpressions ?? []).length > 0 || (term.matchFields ?? []).length > 0) && (term.matchExpressions ?? []).every((r) => matches(r, node.labels)),
+        );
         if (!ok) problems.push("required node affinity does not match");
     }
     return problems;

@@ -1,7 +1,7 @@
 // Which pod templates of a plan could run on the stack's ephemeral nodes. The nodes are modelled from the NodePool
 // itself (its labels, taints and startup taints are what Karpenter puts on every node it launches), and each pod
 // template goes through the scheduler's filters (components/scheduling.ts).
-import { NodeModel, PodScheduling, Taint, schedulingProblems } from "../components/scheduling";
+import { ANY_VALUE, NodeModel, PodScheduling, Taint, schedulingProblems } from "../components/scheduling";
 
 const NODEPOOL = "karpenter.sh/v1:NodePool";
 
@@ -55,7 +55,30 @@ export function ephemeralNodesOf(objects: KubeObject[]): EphemeralNodes[] {
  * (instance types, zones, capacity types...), plus the family, size and category that follow from the types.
  */
 function wellKnownLabels(requirements: { key: string; operator: string; values?: string[] }[]): Record<string, string | string[]> {
-    const labels: Record<string, string | string[]> = { "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "karpenter.sh/capacity-type": "spot" };
+    const labels: Record<string, string | string[]> = {
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "karpenter.sh/capacity-type": "spot",
+        // Labels every node has (kubelet; karpenter-provider-aws v1.14.1 pkg/apis/v1/labels.go) with values the
+        // model cannot know: a selector on them may match, so they are "any value".
+        ...Object.fromEntries(
+            [
+                "kubernetes.io/hostname",
+                "topology.kubernetes.io/region",
+                "karpenter.k8s.aws/instance-generation",
+                "karpenter.k8s.aws/instance-cpu",
+                "karpenter.k8s.aws/instance-memory",
+                "karpenter.k8s.aws/instance-hypervisor",
+                "karpenter.k8s.aws/instance-cpu-manufacturer",
+                "karpenter.k8s.aws/instance-network-bandwidth",
+                "karpenter.k8s.aws/instance-ebs-bandwidth",
+                "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+                "karpenter.k8s.aws/instance-tenancy",
+                "karpenter.k8s.aws/ec2nodeclass",
+                "topology.k8s.aws/zone-id",
+            ].map((k) => [k, ANY_VALUE]),
+        ),
+    };
     for (const r of requirements) if (r.operator === "In" && r.values?.length) labels[r.key] = r.values;
     const types = ([] as string[]).concat(labels["node.kubernetes.io/instance-type"] ?? []);
     if (types.length) {

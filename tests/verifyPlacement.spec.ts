@@ -483,3 +483,24 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
         expect(spilled).to.deep.equal([{ node: "ip-10-0-9-9", status: "warn", subject: "notification-canada-ca/b", reason: "burst pod on a stable node (allowed: placement.burst.spillToStable is true)" }]);
     });
 });
+
+describe("npm run verify-placement: selectors on labels the node model cannot know (found in review)", () => {
+    it("never says kept off for a pod that tolerates the taint and selects a label every node has, or a node by name", async () => {
+        const pod = (name: string, spec: Record<string, unknown>) => ({
+            apiVersion: "apps/v1",
+            kind: "Deployment",
+            metadata: { name, namespace: "monitoring" },
+            spec: { selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { tolerations: [{ operator: "Exists" }], containers: [{ name: "c", image: "x" }], ...spec } } },
+        });
+        const term = (e: Record<string, unknown>) => ({ affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [e] } } } });
+        const docs = [
+            pod("region-sel", { nodeSelector: { "topology.kubernetes.io/region": "ca-central-1" } }),
+            pod("gen-sel", term({ matchExpressions: [{ key: "karpenter.k8s.aws/instance-generation", operator: "Gt", values: ["4"] }] })),
+            pod("host-sel", term({ matchExpressions: [{ key: "kubernetes.io/hostname", operator: "Exists" }] })),
+            pod("fields", term({ matchFields: [{ key: "metadata.name", operator: "In", values: ["ip-10-0-1-1"] }] })),
+        ];
+        const r = await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: async () => docs.map((d) => JSON.stringify(d)).join("\n---\n") });
+        expect(r.exitCode, r.output).to.equal(1);
+        for (const name of ["region-sel", "gen-sel", "host-sel", "fields"]) expect(r.output).to.match(new RegExp(`FAIL  Deployment monitoring/${name}: could run on ephemeral nodes`));
+    });
+});
