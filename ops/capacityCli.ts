@@ -18,7 +18,7 @@ export const CAPACITY: Command = {
         stack: { value: "<name>", meaning: "the stack whose Pulumi.<name>.yaml to model", default: "required" },
         out: { value: "<dir>", meaning: "where to write ramp.csv and ramp.svg", default: "capacity-out/<stack>" },
     },
-    exits: { 0: "the NodePool limits allow the peak on every approved instance type", 1: "the limits are too low for the peak, or the config is refused or lacks the capacity section" },
+    exits: { 0: "the NodePool limits allow the peak on every approved instance type", 1: "the limits are too low for the peak, or the config is refused or lacks the capacity section", 3: "the results could not be written to --out" },
     examples: ["npm run capacity -- --stack production"],
 };
 

@@ -147,7 +147,7 @@ function planArgs(argv: string[]): Args | CommandResult {
         if (line.positionals.length !== 1) return usage("--diff needs two stack names: --diff <stack> <stack>", PLAN);
         return { diff: [diff, line.positionals[0]] };
     }
-    if (line.positionals.length) return usage(`unexpected argument "${line.positionals[0]}": the flags are --stack, --out, --diff`, PLAN);
+    if (line.positionals.length) return usage(`unexpected argument "${line.positionals[0]}": the flags are ${Object.keys(PLAN.flags).map((f) => `--${f}`).join(", ")}`, PLAN);
     return stack !== undefined ? { stack, out, verbose } : usage("--stack or --diff is required", PLAN);
 }
 

@@ -128,8 +128,10 @@ function malformed(spec: Record<string, any>): string | undefined {
     const na = spec.affinity?.nodeAffinity;
     const required = na?.requiredDuringSchedulingIgnoredDuringExecution;
     if (required != null && !(Array.isArray(required.nodeSelectorTerms) && required.nodeSelectorTerms.every(isObject))) return "its required node affinity has no list of nodeSelectorTerms";
+    const requirementLists = (term: Record<string, any>) => [term.matchExpressions, term.matchFields].every((l) => l == null || (Array.isArray(l) && l.every(isObject)));
+    if (required != null && !required.nodeSelectorTerms.every(requirementLists)) return "a nodeSelectorTerm's matchExpressions or matchFields is not a list of requirements";
     const preferred = na?.preferredDuringSchedulingIgnoredDuringExecution;
-    if (preferred != null && !(Array.isArray(preferred) && preferred.every((p) => isObject(p) && isObject(p.preference)))) return "its preferred node affinity is not a list of weighted preferences";
+    if (preferred != null && !(Array.isArray(preferred) && preferred.every((p) => isObject(p) && isObject(p.preference) && requirementLists(p.preference)))) return "its preferred node affinity is not a list of weighted preferences";
     return undefined;
 }
 

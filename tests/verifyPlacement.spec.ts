@@ -503,4 +503,13 @@ describe("npm run verify-placement: selectors on labels the node model cannot kn
         expect(r.exitCode, r.output).to.equal(1);
         for (const name of ["region-sel", "gen-sel", "host-sel", "fields"]) expect(r.output).to.match(new RegExp(`FAIL  Deployment monitoring/${name}: could run on ephemeral nodes`));
     });
+
+    it("reports a template whose matchExpressions is not a list as not checked, and judges the rest of the file", async () => {
+        const broken = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "oops", namespace: "monitoring" }, spec: { template: { spec: { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: "oops" }] } } }, containers: [{ name: "c", image: "x" }] } } } };
+        const fine = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "fine", namespace: "monitoring" }, spec: { template: { spec: { containers: [{ name: "c", image: "x" }] } } } };
+        const r = await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: async () => `${JSON.stringify(broken)}\n---\n${JSON.stringify(fine)}` });
+        expect(r.exitCode, r.output).to.equal(3);
+        expect(r.output).to.match(/NOT CHECKED.*oops.*matchExpressions or matchFields is not a list of requirements/);
+        expect(r.output).to.match(/OK    Deployment monitoring\/fine/);
+    });
 });

@@ -89,7 +89,9 @@ describe("GitHub workflows", () => {
     it("run Node of the major the tests run on (the node devDependency), since the Pulumi CLI runs the program with the machine's Node", () => {
         const major = JSON.parse(fs.readFileSync(path.join(PROJECT_DIR, "package.json"), "utf8")).devDependencies.node.split(".")[0];
         const setups = ["pull-request.yml", "pulumi.yml"].flatMap((name) => Object.values(workflow(name).jobs).flatMap((j: any) => j.steps ?? []).filter((s: any) => s.uses?.startsWith("actions/setup-node@")));
-        expect(setups.map((s: any) => s.with["node-version"])).to.deep.equal([major, major]);
+        expect(setups.map((s: any) => s.with["node-version"])).to.deep.equal([major, major, major]);
+        // Pull requests run the repository's own CI, which no preview replaces.
+        expect(workflow("pull-request.yml").jobs.ci.steps.map((s: any) => s.run).filter(Boolean)).to.deep.equal(["bash .ci/run"]);
         expect(Number(process.versions.node.split(".")[0]), "the tests themselves run on Node 22 or later").to.be.at.least(22);
     });
 
