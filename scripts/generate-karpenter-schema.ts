@@ -23,7 +23,7 @@ export const GENERATE_KARPENTER: Command = {
         out: { value: "<file>", meaning: "the module to write", default: "components/karpenter/generated/crds.ts" },
     },
     exits: { 0: "written", 3: "a CRD file could not be read or parsed" },
-    examples: ["npm run generate:karpenter -- --crds ../shared/reference/karpenter-v1.14.1"],
+    examples: ["npm run generate:karpenter -- --crds ./karpenter-crds-1.14.1"],
 };
 
 /** A schema without its `description`s, which document but never validate, so an upgrade's diff shows what checks change. */
