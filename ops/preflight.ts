@@ -87,12 +87,16 @@ export interface HelmRelease {
 export type Tags = Record<string, string>;
 
 /** What the AWS account says. `undefined` tags: the name is free. */
+/** How many FilterLogEvents pages the log-group check reads before it calls the answer unsure. */
+const LOG_SEARCH_PAGES = 30;
+
 export interface AwsFacts {
     account: string;
     partition: string;
     cluster?: { version: string; status: string };
     podIdentityAgent?: { status: string; version: string };
-    logGroup: { exists: boolean; karpenterLines: boolean };
+    /** karpenterLines: "unsure" when the search ran out of pages before the group's end. */
+    logGroup: { exists: boolean; karpenterLines: boolean | "unsure" };
     /** null: no such image; undefined: not looked up (an alias). */
     image?: { id: string; state: string; architecture: string; name: string } | null;
     subnets: { id: string; zone: string }[];
@@ -342,6 +346,8 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     if (!aws.logGroup.exists) {
         if (cfg.alarms.createLogGroup) ok("log-group", `${lg}: absent, the stack creates it (alarms.createLogGroup)`);
         else fail("log-group", `${lg} does not exist: the stack's metric filters on Karpenter's lines cannot be created; fix alarms.logGroupName (Fluent Bit's group: /aws/containerinsights/${cluster}/application) or set alarms.createLogGroup`);
+    } else if (aws.logGroup.karpenterLines === "unsure") {
+        warn("log-group", `${lg}: ${LOG_SEARCH_PAGES} pages of the last day searched without a line from the ${cfg.controller.namespace}/${KARPENTER_CONTAINER} container (a large group); check the heartbeat metric on the dashboard instead`);
     } else if (!aws.logGroup.karpenterLines) {
         warn("log-group", `${lg} has no line from the ${cfg.controller.namespace}/${KARPENTER_CONTAINER} container in the last day: the failure and heartbeat alarms would count nothing (the heartbeat fires); check that Fluent Bit ships the ${cfg.controller.namespace} namespace`);
     } else ok("log-group", `${lg} exists and has Karpenter lines from the last day`);
@@ -565,11 +571,13 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
             }
             return facts;
         };
-        const karpenterLines = async (): Promise<boolean> => {
+        // FilterLogEvents may answer pages with no events and a nextToken while it searches a large group (API
+        // reference, FilterLogEvents): page on, up to a bound, and say "unsure" rather than "none" when it is reached.
+        const karpenterLines = async (): Promise<boolean | "unsure"> => {
             // Fluent Bit's records carry the pod's kubernetes metadata (Container Insights' application log group).
             const filterPattern = `{ $.kubernetes.namespace_name = "${cfg.controller.namespace}" && $.kubernetes.container_name = "${KARPENTER_CONTAINER}" }`;
             let token: string | undefined;
-            for (let page = 0; page < 10; page++) {
+            for (let page = 0; page < LOG_SEARCH_PAGES; page++) {
                 const r = (await call(`logs:FilterLogEvents ${cfg.alarms.logGroupName}`, () =>
                     logs.send(new FilterLogEventsCommand({ logGroupName: cfg.alarms.logGroupName, filterPattern, startTime: now - 86_400_000, endTime: now, limit: 1, nextToken: token })),
                 ))!;
@@ -577,7 +585,7 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
                 token = r.nextToken;
                 if (!token) return false;
             }
-            return false;
+            return "unsure";
         };
 
         const [cluster, addon, logGroups, image, subnets, groups, offerings, types, spot, existingNode] = await Promise.all([

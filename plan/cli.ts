@@ -39,8 +39,6 @@ export const PLAN: Command = {
     positionals: 1,
 };
 
-export type PlanResult = CommandResult;
-
 type Args = { stack: string; out?: string; verbose: boolean } | { diff: [string, string] };
 
 /** The most lines `npm run plan` prints without --verbose. */
@@ -50,7 +48,7 @@ const SUMMARY_LINES = 40;
 export const PLAN_FILES = ["preview.json", "manifests.yaml", "policy-config.json", "policy-report.json", "cwagent-prometheus-karpenter.json", "summary.txt"];
 
 /** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. */
-export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = policies): Promise<PlanResult> {
+export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = policies): Promise<CommandResult> {
     const args = planArgs(argv);
     if (isResult(args)) return args;
     const stacks = knownStacks(dir);
@@ -95,7 +93,7 @@ async function build(stack: string, dir: string): Promise<{ resources: RecordedR
 }
 
 /** Writes the plan and the policy results, even when a policy fails, so that users can look at what failed. */
-async function planStack(stack: string, out: string, verbose: boolean, dir: string, pack: Policies): Promise<PlanResult> {
+async function planStack(stack: string, out: string, verbose: boolean, dir: string, pack: Policies): Promise<CommandResult> {
     const { resources, cfg } = await build(stack, dir);
     const policyConfig = policyConfigFor(cfg);
     const report = await runPolicies(pack, policyInputs(resources), policyConfig);
@@ -130,7 +128,7 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
 }
 
 /** Exit code 1 when a resource exists in only one stack: the stacks run the same code and may differ only in values. */
-async function diff([a, b]: [string, string], dir: string): Promise<PlanResult> {
+async function diff([a, b]: [string, string], dir: string): Promise<CommandResult> {
     const d = diffStacks({ stack: a, ...(await build(a, dir)) }, { stack: b, ...(await build(b, dir)) });
     return { exitCode: d.onlyIn[0].length + d.onlyIn[1].length > 0 ? 1 : 0, output: renderDiff(d) };
 }

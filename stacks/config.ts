@@ -589,7 +589,6 @@ export type StackConfig = Infer<typeof stackSchema> & {
 };
 export type ClusterConfig = StackConfig["cluster"];
 export type CapacityConfig = NonNullable<StackConfig["capacity"]>;
-export type LifecycleConfig = StackConfig["lifecycle"];
 
 /**
  * Raised for invalid config; its message lists every problem, one per line. A RunError, so that `pulumi preview`

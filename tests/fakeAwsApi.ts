@@ -14,6 +14,7 @@
 //   https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_DescribeRule.html, API_ListTagsForResource.html.
 // - EKS (REST JSON, error type in x-amzn-ErrorType): https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html, API_DescribeAddon.html.
 import * as http from "http";
+import { filterPatternMatches } from "../components/filterPattern";
 import { AddressInfo } from "net";
 
 export type Tags = Record<string, string>;
@@ -25,6 +26,11 @@ export interface FakeAwsState {
     addons: Record<string, { status: string; addonVersion: string }>;
     /** Log groups and their events (messages are Fluent Bit's JSON records). */
     logGroups: Record<string, { timestamp: number; message: string }[]>;
+    /**
+     * Empty FilterLogEvents pages (with a nextToken) to answer before the events: the API reference says a call may
+     * return no events and a token while it keeps searching a large group.
+     */
+    emptyLogPages?: number;
     images: { ImageId: string; State: string; Architecture: string; Name: string }[];
     subnets: { SubnetId: string; AvailabilityZone: string; Tags: Tags }[];
     securityGroups: { GroupId: string; Tags: Tags }[];
@@ -139,7 +145,9 @@ export class FakeAwsApi {
             case "logs:FilterLogEvents": {
                 const events = s.logGroups[input.logGroupName];
                 if (!events) return fail("ResourceNotFoundException", "The specified log group does not exist.");
-                const hits = events.filter((e) => e.timestamp >= (input.startTime ?? 0) && e.timestamp <= (input.endTime ?? Infinity) && jsonPatternMatches(input.filterPattern, e.message));
+                const page = input.nextToken ? Number(input.nextToken) : 0;
+                if (page < (s.emptyLogPages ?? 0)) return ok({ events: [], searchedLogStreams: [], nextToken: String(page + 1) });
+                const hits = events.filter((e) => e.timestamp >= (input.startTime ?? 0) && e.timestamp <= (input.endTime ?? Infinity) && (!input.filterPattern || filterPatternMatches(input.filterPattern, e.message)));
                 return ok({ events: hits.slice(0, input.limit ?? 10000).map((e, i) => ({ logStreamName: "karpenter-abc_karpenter_controller", timestamp: e.timestamp, message: e.message, ingestionTime: e.timestamp, eventId: String(i) })), searchedLogStreams: [] });
             }
             case "events:DescribeRule":
@@ -256,17 +264,6 @@ function ec2Filters(params: URLSearchParams): Record<string, string[]> {
 }
 
 /** A JSON filter pattern of `$.a.b = "v"` terms joined by &&, as CloudWatch Logs evaluates it on JSON events. */
-function jsonPatternMatches(pattern: string | undefined, message: string): boolean {
-    if (!pattern) return true;
-    let event: any;
-    try {
-        event = JSON.parse(message);
-    } catch {
-        return false;
-    }
-    return [...pattern.matchAll(/\$\.([\w.]+)\s*=\s*"([^"]*)"/g)].every(([, path, value]) => path.split(".").reduce((o, k) => o?.[k], event) === value);
-}
-
 function jsonReply(res: http.ServerResponse, code: number, body: object): void {
     res.writeHead(code, { "Content-Type": "application/json", "x-amzn-RequestId": "req-1" });
     res.end(JSON.stringify(body));

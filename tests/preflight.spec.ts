@@ -315,6 +315,19 @@ describe("npm run preflight", function () {
         ]);
     });
 
+    it("pages through FilterLogEvents' empty pages (a large log group), and says unsure rather than none when it stops", async () => {
+        const w = goodWorld(cfg);
+        w.aws.emptyLogPages = 3;
+        const found = await run(w);
+        expect(found.exitCode, found.output).to.equal(0);
+        expect(found.output).to.include("exists and has Karpenter lines from the last day");
+        expect(found.awsRequests.filter((q) => q.startsWith("logs:FilterLogEvents"))).to.have.length(4);
+        w.aws.emptyLogPages = 100;
+        expect(linesOf((await run(w)).output, "WARN")).to.deep.equal([
+            `WARN  log-group                 ${cfg.alarms.logGroupName}: 30 pages of the last day searched without a line from the karpenter/controller container (a large group); check the heartbeat metric on the dashboard instead`,
+        ]);
+    });
+
     it("fails a topic whose key policy leaves CloudWatch out (a topic outside the region is a config error already)", async () => {
         const w = goodWorld(cfg);
         const policy = JSON.stringify({ Statement: [{ Effect: "Allow", Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: "kms:*", Resource: "*" }] });
