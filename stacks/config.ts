@@ -421,6 +421,9 @@ const placement = object(
 type Placement = Infer<typeof placement>;
 
 /** How resources behave when deleted, replaced or rolled out (docs/migration.md). */
+/** A rollout must have time to pull images and start pods: a shorter wait fails `up` on a healthy rollout. */
+const rolloutTimeout = durationAtLeast(60, "a rollout needs time to pull images and start its pods");
+
 const lifecycle = object({
     /** Refuse any delete or replacement of the PriorityClasses and the CRD release until unprotected (production). */
     protect: optional(boolean(), false),
@@ -429,13 +432,13 @@ const lifecycle = object({
     /** Stable Deployments patched at once; each batch starts once the previous one has rolled out. */
     stableBatchSize: optional(integer(1, 50), 4),
     /** How long `up` waits for a burst Deployment to roll out: its new pods wait for a spot node and nidhogg. */
-    burstPatchTimeout: optional(duration, "20m"),
+    burstPatchTimeout: optional(rolloutTimeout, "20m"),
     /** How long `up` waits for a node daemonset to roll out on every node. */
-    daemonSetPatchTimeout: optional(duration, "15m"),
+    daemonSetPatchTimeout: optional(rolloutTimeout, "15m"),
     /** How long `up` waits for a stable Deployment to roll out: its new pods need room on the on-demand nodes. */
-    stablePatchTimeout: optional(duration, "15m"),
+    stablePatchTimeout: optional(rolloutTimeout, "15m"),
     /** How long `up` waits for the controller to be ready; pods restart until their Pod Identity credentials work. */
-    controllerReadyTimeout: optional(duration, "10m"),
+    controllerReadyTimeout: optional(rolloutTimeout, "10m"),
 });
 const LIFECYCLE_DEFAULTS = { protect: false, retainOnDelete: true, stableBatchSize: 4, burstPatchTimeout: "20m", daemonSetPatchTimeout: "15m", stablePatchTimeout: "15m", controllerReadyTimeout: "10m" };
 

@@ -129,7 +129,7 @@ describe("lifecycle config", () => {
 
     for (const [key, value, message] of [
         ["stableBatchSize", 0, "notify-karpenter:lifecycle.stableBatchSize must be an integer from 1 to 50 (got 0)"],
-        ["burstPatchTimeout", "20 minutes", 'notify-karpenter:lifecycle.burstPatchTimeout must be a duration such as 30s, 15m or 24h (got "20 minutes")'],
+        ["burstPatchTimeout", "20 minutes", 'notify-karpenter:lifecycle.burstPatchTimeout must be a duration of at least 1m such as 90s, 30m or 24h (got "20 minutes")'],
         ["protect", "yes", 'notify-karpenter:lifecycle.protect must be true or false (got "yes")'],
     ] as const) {
         it(`refuses lifecycle.${key}: ${JSON.stringify(value)} in one line naming the key`, async () => {

@@ -129,6 +129,10 @@ describe("values that pass alone but break together (found in review)", () => {
         );
     });
 
+    it("refuses a rollout timeout too short for any rollout (a 0s wait would fail every up)", () => {
+        expect(refusal("lifecycle", { stablePatchTimeout: "0s" })).to.match(/^staging: notify-karpenter:lifecycle\.stablePatchTimeout must be at least 1m: a rollout needs time to pull images and start its pods/);
+    });
+
     it("refuses logLevel error, at which an idle Karpenter writes nothing and the heartbeat alarm fires daily", () => {
         expect(refusal("controller", { logLevel: "error" })).to.equal(
             'staging: notify-karpenter:controller.logLevel must be "debug" or "info": at "error" an idle Karpenter writes no line, so the log heartbeat alarm (alarms.heartbeat) fires every quiet day',
