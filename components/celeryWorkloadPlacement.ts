@@ -190,9 +190,15 @@ export function daemonSetPodTemplate(a: CeleryWorkloadPlacementArgs, ds: NodeDae
 /** The headroom Deployment's name; its pods are named `celery-headroom-<hash>-<hash>`. */
 export const HEADROOM_DEPLOYMENT = "celery-headroom";
 
-/** Placeholder pods shaped like one burst Celery pod, lowest priority, so any real pod preempts them. */
+/**
+ * Placeholder pods shaped like one burst Celery pod, lowest priority, so any real pod preempts them. They prefer the
+ * nodes that already hold headroom: the pods a burst preempts are re-created on its new nodes, and gathered there
+ * they keep as few nodes as possible from emptying when the burst is over (docs/capacity.md).
+ */
 export function headroomDeployment(a: CeleryWorkloadPlacementArgs) {
     const labels = { app: HEADROOM_DEPLOYMENT, [a.burstPodLabel]: "true" };
+    const scheduling = burstScheduling({ ephemeralKey: a.ephemeralKey, burst: { ...a.burst, spillToStable: false } });
+    const together = { weight: 100, podAffinityTerm: { labelSelector: { matchLabels: { app: HEADROOM_DEPLOYMENT } }, topologyKey: "kubernetes.io/hostname" } };
     return {
         // Not awaited: the pods wait for spot capacity, and a spot shortage must not fail `up`; the burst alarm watches it.
         metadata: { name: HEADROOM_DEPLOYMENT, namespace: a.namespace, annotations: { "pulumi.com/skipAwait": "true" } },
@@ -202,7 +208,8 @@ export function headroomDeployment(a: CeleryWorkloadPlacementArgs) {
             template: {
                 metadata: { labels },
                 spec: {
-                    ...burstScheduling({ ephemeralKey: a.ephemeralKey, burst: { ...a.burst, spillToStable: false } }),
+                    tolerations: scheduling.tolerations,
+                    affinity: { ...scheduling.affinity, podAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [together] } },
                     priorityClassName: a.priorityClasses.headroom.name,
                     terminationGracePeriodSeconds: 0,
                     automountServiceAccountToken: false,

@@ -15,6 +15,8 @@ export interface CapacityInputs {
     baselinePods: number;
     peakPods: number;
     headroomPods: number;
+    /** Whether the burst pods carry a deletion cost by node age (placement.burst.scaleDownOrder), so scale-down empties the newest nodes. */
+    scaleDownOrdered: boolean;
     /** NodePool limits (node capacity counts against them). */
     limits: NodeResources;
     hpa: CapacityConfig["hpaScaleUp"];
@@ -53,6 +55,7 @@ export function capacityInputs(cfg: StackConfig): CapacityInputs | undefined {
         baselinePods: c.baselineCeleryPods,
         peakPods: check.peakCeleryPods,
         headroomPods: cfg.placement.headroom.pods,
+        scaleDownOrdered: cfg.placement.burst.scaleDownOrder !== undefined,
         limits: resources(p.limits.cpu, p.limits.memory),
         hpa: c.hpaScaleUp,
         batchIdleSeconds: durationSeconds(cfg.controller.batchIdleDuration),
@@ -280,9 +283,11 @@ export interface Costs {
     peak: Tier;
     /**
      * The nodes left once a burst is over, until consolidation may remove underutilized nodes or they expire. Only
-     * empty nodes go before that, and when the HPAs scale down, the ReplicaSet controller deletes pods from the
-     * nodes with the most of them first, so the baseline and headroom pods that remain end up spread out: at worst
-     * one per node, min(peak nodes, baseline + headroom pods).
+     * empty nodes go before that. Unordered, the ReplicaSet controller deletes pods from the nodes with the most of
+     * them first, so the baseline and headroom pods that remain end up spread out: at worst one per node,
+     * min(peak nodes, baseline + headroom pods). Ordered by node age, the survivors are the pods on the oldest
+     * nodes, the baseline's, and the headroom re-created during the burst gathers on the nodes it fills (its
+     * preferred affinity to itself): baseline nodes (if any baseline pod survives) + headroom nodes.
      */
     afterBurst: Tier;
     /** An always-on on-demand group sized for the peak, of the cheapest on-demand type per pod. */
@@ -306,8 +311,13 @@ export function costs(m: CapacityInputs, fits: TypeFit[], chosen: TypeFit): Cost
     const tier = (pods: number, count = nodes(pods)) => ({ pods, nodes: count, hourly: count * chosen.spotHourly });
     const baseline = tier(m.baselinePods + m.headroomPods);
     const peak = tier(m.peakPods + m.headroomPods);
-    // One remaining pod per node at worst, on at most the nodes the peak had.
-    const afterBurst = tier(m.baselinePods + m.headroomPods, Math.max(baseline.nodes, Math.min(peak.nodes, m.baselinePods + m.headroomPods)));
+    const kept = m.scaleDownOrdered
+        ? // The survivors stay where the baseline ran (none without baseline pods), beside the gathered headroom.
+          (m.baselinePods > 0 ? baseline.nodes : 0) + nodesFor(m.headroomPods, chosen.podsPerNode)
+        : // One remaining pod per node at worst.
+          m.baselinePods + m.headroomPods;
+    // On at most the nodes the peak had.
+    const afterBurst = tier(m.baselinePods + m.headroomPods, Math.max(baseline.nodes, Math.min(peak.nodes, kept)));
     const onDemand = [...fits].filter((f) => f.podsPerNode > 0).sort((a, b) => a.onDemandHourly / a.podsPerNode - b.onDemandHourly / b.podsPerNode || a.type.localeCompare(b.type))[0];
     const staticNodes = nodesFor(m.peakPods, onDemand.podsPerNode);
     const staticGroup = { type: onDemand.type, nodes: staticNodes, hourly: staticNodes * onDemand.onDemandHourly };

@@ -113,8 +113,16 @@ export function render(cfg: StackConfig, report: CapacityReport): string[] {
             ],
         ),
         `After a burst only empty nodes go until the nodes are released (consolidation, once the budgets allow Underutilized,`,
-        `or expiry): the HPAs' scale-down deletes pods from the most crowded nodes first, so the ${m.baselinePods + m.headroomPods} pods that remain can hold up to`,
-        `${plural(c.afterBurst.nodes, "node")} (one pod each${c.afterBurst.nodes === c.peak.nodes ? ": every node of the peak" : ""}).`,
+        ...(m.scaleDownOrdered
+            ? [
+                  `or expiry): the burst pods carry a deletion cost by node age (placement.burst.scaleDownOrder), so the HPAs' scale-down`,
+                  `empties the newest nodes first: the ${m.baselinePods} pods that remain stay on the nodes the baseline ran on, and the ${m.headroomPods} headroom`,
+                  `pods re-created during the burst gather on as few nodes as they fill: ${plural(c.afterBurst.nodes, "node")} in all.`,
+              ]
+            : [
+                  `or expiry): the HPAs' scale-down deletes pods from the most crowded nodes first, so the ${m.baselinePods + m.headroomPods} pods that remain can hold up to`,
+                  `${plural(c.afterBurst.nodes, "node")} (one pod each${c.afterBurst.nodes === c.peak.nodes ? ": every node of the peak" : ""}).`,
+              ]),
         "",
         ...policyLines(cfg, report, money),
     ];

@@ -372,6 +372,19 @@ const placement = object(
             /** SQS visibility timeout of the high-priority queues (GC Notify: 26 s). */
             queueVisibilityTimeoutSeconds: optional(integer(0, 43200), 26),
             terminationGracePeriodSeconds: integer(1, 86400),
+            /**
+             * Order the HPAs' scale-down by node age (components/burstScaleDownOrder.ts): a small annotator, in the
+             * controller's namespace, gives each burst pod the pod-deletion-cost of its node's age, so the newest nodes
+             * empty first after a burst. Without it the survivors spread over every node of the burst (docs/capacity.md).
+             */
+            scaleDownOrder: optional(
+                object({
+                    /** An image with Node.js 18 or later as `node` and a user 1000: Node's official alpine image, pinned. */
+                    image: text("a container image with a tag or digest, such as public.ecr.aws/docker/library/node:24-alpine", /^[a-z0-9]([a-z0-9._\/:-]*[a-z0-9])?(:[\w][\w.-]{0,127}|@sha256:[a-f0-9]{64})$/, 512),
+                    /** Seconds between passes: a pod gets its cost within this long of starting. */
+                    intervalSeconds: optional(integer(1, 300), 15),
+                }),
+            ),
         }),
         stableDeployments: list(deploymentName, { max: 50, unique: true }),
         nodeDaemonSets: list(
@@ -443,7 +456,7 @@ const lifecycle = object({
 const LIFECYCLE_DEFAULTS = { protect: false, retainOnDelete: true, stableBatchSize: 4, burstPatchTimeout: "20m", daemonSetPatchTimeout: "15m", stablePatchTimeout: "15m", controllerReadyTimeout: "10m" };
 
 /** Placement rules that span sections: grace periods against the queue and the node pool, headroom sizing. */
-function placementConfigProblems(s: { placement: Placement; nodePool: Infer<typeof nodePool> }): Issue[] {
+function placementConfigProblems(s: { placement: Placement; nodePool: Infer<typeof nodePool>; controller: { namespace: string } }): Issue[] {
     const issues: Issue[] = [];
     const b = s.placement.burst;
     const floor = Math.max(b.longestTaskSeconds, b.queueVisibilityTimeoutSeconds) + SHUTDOWN_MARGIN_SECONDS;
@@ -464,6 +477,9 @@ function placementConfigProblems(s: { placement: Placement; nodePool: Infer<type
     s.placement.stableDeployments.forEach((d, i) => {
         if (burst.has(d)) issues.push({ path: `placement.stableDeployments[${i}]`, message: `must not repeat the burst Deployment ${d}: a Deployment is either burst or stable` });
     });
+    if (b.scaleDownOrder && s.controller.namespace === s.placement.namespace) {
+        issues.push({ path: "placement.burst.scaleDownOrder", message: `needs controller.namespace to differ from placement.namespace (${s.placement.namespace}): the annotator runs in the controller's namespace and may patch pods only in the Celery one` });
+    }
     if (s.placement.headroom.pods > 0 && !s.nodePool.capacityCheck) {
         issues.push({ path: "placement.headroom.pods", message: "needs nodePool.capacityCheck.celeryPodCpu and celeryPodMemory, the size of each placeholder pod" });
     }

@@ -3,6 +3,7 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { interruptionRules } from "../components/controllerPolicy";
+import { BurstScaleDownOrder } from "../components/burstScaleDownOrder";
 import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement";
 import { EphemeralNodePool } from "../components/ephemeralNodePool";
 import { KarpenterAlarms } from "../components/karpenterAlarms";
@@ -65,6 +66,15 @@ export function createStack(cfg: StackConfig) {
     const pool = new EphemeralNodePool("celery-burst", nodePoolArgs(cfg, controller.nodeRoleName, controller.ready), { providers });
     // After the pool: burst pods are moved onto ephemeral nodes only once those nodes can exist.
     const placement = new CeleryWorkloadPlacement("celery-placement", placementArgs(cfg, [...controller.ready, pool], adoptingProvider), { providers });
+    const order = cfg.placement.burst.scaleDownOrder;
+    const scaleDownOrder =
+        order &&
+        new BurstScaleDownOrder(
+            "burst-scale-down-order",
+            { namespace: c.namespace, podNamespace: cfg.placement.namespace, nodePoolName: cfg.nodePool.name, stableNodeSelector: cfg.cluster.stableNodeSelector, image: order.image, intervalSeconds: order.intervalSeconds },
+            // The CRD release creates the controller's namespace.
+            { providers, dependsOn: controller.ready },
+        );
     // Names carry the plain cluster name from config, so every alarm name is known at preview.
     const a = cfg.alarms;
     // Topics by name are the cluster account's, in its region: where CloudWatch may publish.
@@ -122,6 +132,7 @@ export function createStack(cfg: StackConfig) {
         priorityClassNames: placement.priorityClassNames,
         admissionPolicyName: placement.admissionPolicyName,
         headroomPods: placement.headroomPods,
+        scaleDownOrderDeployment: scaleDownOrder ? scaleDownOrder.deploymentName : undefined,
         // Lookups that fail the preview when the log group or the pinned AMI is missing.
         alarmLogGroupArn: logGroupArn(cfg, awsProvider),
         nodeAmiId: nodeAmiId(cfg, awsProvider),

@@ -53,12 +53,14 @@ export interface FakeKubeApiOptions {
      * an equality labelSelector. A path that is not here answers 404, as for a CRD that is not installed.
      */
     collections?: Record<string, any[]>;
+    /** Answer 401 to a request without `Authorization: Bearer <token>`, as the API server does. */
+    token?: string;
 }
 
 interface Watcher {
     resource: Resource;
     namespace?: string;
-    selector: Record<string, string>;
+    selector: Record<string, string | undefined>;
     res: http.ServerResponse;
 }
 
@@ -150,16 +152,41 @@ export class FakeKubeApi {
         await new Promise((resolve) => setTimeout(resolve, 1));
     }
 
+    /** The pod as the fake holds it now. */
+    pod(namespace: string, name: string): any {
+        return this.objects.pods.get(`${namespace}/${name}`);
+    }
+
     private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
         const url = new URL(req.url ?? "/", "http://fake");
         this.requests.push(`${req.method} ${url.pathname}`);
         let body = "";
         req.on("data", (chunk) => (body += chunk));
-        req.on("end", () => this.route(req.method ?? "GET", url, body ? JSON.parse(body) : undefined, res));
+        req.on("end", () => {
+            if (this.opts.token !== undefined && req.headers.authorization !== `Bearer ${this.opts.token}`) return status(res, 401, "Unauthorized");
+            this.route(req.method ?? "GET", url, body ? JSON.parse(body) : undefined, res, req.headers["content-type"]);
+        });
     }
 
-    private route(method: string, url: URL, body: any, res: http.ServerResponse): void {
+    /** A JSON merge patch of a pod's metadata (RFC 7386; null removes a key), as `kubectl annotate` sends. */
+    private patchPod(namespace: string, name: string, body: any, contentType: string | undefined, res: http.ServerResponse): void {
+        if (contentType !== "application/merge-patch+json") return status(res, 415, `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
+        const pod = this.objects.pods.get(`${namespace}/${name}`);
+        if (!pod) return status(res, 404, `pods "${name}" not found`);
+        const annotations = { ...pod.metadata.annotations };
+        for (const [k, v] of Object.entries(body.metadata?.annotations ?? {})) {
+            if (v === null) delete annotations[k];
+            else annotations[k] = v;
+        }
+        const patched = this.versioned({ ...pod, metadata: { ...pod.metadata, annotations } });
+        this.objects.pods.set(key(patched), patched);
+        reply(res, 200, patched);
+    }
+
+    private route(method: string, url: URL, body: any, res: http.ServerResponse, contentType?: string): void {
         const p = url.pathname;
+        const podPath = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/.exec(p);
+        if (podPath && method === "PATCH") return this.patchPod(decodeURIComponent(podPath[1]), decodeURIComponent(podPath[2]), body, contentType, res);
         const ns = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(p)?.[1];
         const deployment = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/deployments(?:\/([^/]+)\/scale)?$/.exec(p);
         if (method === "POST" && p === "/api/v1/namespaces") {
@@ -188,14 +215,16 @@ export class FakeKubeApi {
             const selector = parseSelector(url.searchParams.get("labelSelector"));
             const w: Watcher = { resource, namespace: namespaced ? m[1] : undefined, selector, res };
             if (url.searchParams.get("watch") === "true") return this.startWatch(w, url.searchParams.get("resourceVersion"));
-            const items = [...this.objects[resource].values()].filter((o) => matches(w, resource, o));
+            // The one field selector the cluster commands use.
+            const phase = /^status\.phase=(\w+)$/.exec(url.searchParams.get("fieldSelector") ?? "")?.[1];
+            const items = [...this.objects[resource].values()].filter((o) => matches(w, resource, o) && (phase === undefined || o.status?.phase === phase));
             return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) }, items });
         }
         const collection = method === "GET" ? this.opts.collections?.[p] : undefined;
         if (collection) {
             if (this.opts.listStatus) return status(res, this.opts.listStatus, this.opts.listStatus === 401 ? "Unauthorized" : `cannot list ${p}`);
             const selector = parseSelector(url.searchParams.get("labelSelector"));
-            const items = collection.filter((o) => Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v));
+            const items = collection.filter((o) => labelsMatch(selector, o));
             return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) }, items });
         }
         status(res, 404, `the fake API does not serve ${method} ${p}`);
@@ -221,11 +250,16 @@ function key(o: any): string {
 function matches(w: Watcher, resource: Resource, o: any): boolean {
     if (w.resource !== resource) return false;
     if (w.namespace !== undefined && o.metadata.namespace !== w.namespace) return false;
-    return Object.entries(w.selector).every(([k, v]) => o.metadata.labels?.[k] === v);
+    return labelsMatch(w.selector, o);
 }
 
-function parseSelector(s: string | null): Record<string, string> {
-    return Object.fromEntries((s ?? "").split(",").filter(Boolean).map((term) => term.split("=") as [string, string]));
+function labelsMatch(selector: Record<string, string | undefined>, o: any): boolean {
+    return Object.entries(selector).every(([k, v]) => (v === undefined ? o.metadata.labels?.[k] !== undefined : o.metadata.labels?.[k] === v));
+}
+
+/** Equality terms (`key=value`) and existence terms (`key`, value undefined). */
+function parseSelector(s: string | null): Record<string, string | undefined> {
+    return Object.fromEntries((s ?? "").split(",").filter(Boolean).map((term) => [term.split("=")[0], term.includes("=") ? term.split("=")[1] : undefined]));
 }
 
 function write(res: http.ServerResponse, event: object): Promise<void> {

@@ -1,0 +1,171 @@
+// Runs in the cluster, on Node's official image, with no dependencies: BurstScaleDownOrder mounts this file from a
+// ConfigMap. It gives every running burst Celery pod on an ephemeral node the pod-deletion-cost of its node's age, so
+// when an HPA scales a burst Deployment down, the ReplicaSet controller deletes the pods on the newest nodes first.
+// Those nodes empty, and Karpenter removes empty nodes at any hour.
+//
+// Without it the ReplicaSet controller deletes first the pods of nodes that hold the most of that Deployment
+// ("doubled up"), which spreads the survivors over every node of the burst, so no node empties. The deletion cost is
+// compared before that rank (kubernetes pkg/controller/controller_utils.go, ActivePodsWithRanks.Less: step 4, "lower
+// pod-deletion-cost < higher", before step 5, "doubled up < not doubled up"; feature PodDeletionCost, beta and on by
+// default since 1.22). The ReplicaSet documentation calls it best effort: a pod that just started, or a node
+// replaced in the burst, can still keep a node.
+//
+// A node's age never changes, so each pod is patched once in its life: the ReplicaSet documentation asks that the
+// annotation not be updated frequently ("based on a metric value").
+"use strict";
+const fs = require("fs");
+const http = require("http");
+const https = require("https");
+
+const ANNOTATION = "controller.kubernetes.io/pod-deletion-cost";
+const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+/** Passes in a row that reach no API before the process exits, so the pod's restarts show the fault. */
+const MAX_FAILED_PASSES = 20;
+
+/**
+ * Older nodes cost more to delete from. Whole minutes since 1970, negated: below 0, the cost of a pod not annotated
+ * yet, so a pod that just started is kept over any other. It must stay above -2^27: Karpenter v1.14.1 counts a pod
+ * whose deletion cost is -2^27 or lower as nothing when it decides a node is empty (kubernetes-sigs/karpenter
+ * pkg/utils/disruption/disruption.go:59, "1 + cost/2^27", and pkg/controllers/disruption/types.go:136-157), and would
+ * remove nodes that still run Celery as empty. Minutes reach -2^27 in the year 2225; seconds would have in 1974.
+ */
+function deletionCost(nodeCreationTimestamp) {
+    return String(-Math.floor(Date.parse(nodeCreationTimestamp) / 60000));
+}
+
+/** The patches one pass makes: running burst pods on an ephemeral node whose cost is missing or stale. */
+function patchesFor(pods, nodes) {
+    const created = new Map(nodes.map((n) => [n.metadata.name, n.metadata.creationTimestamp]));
+    const patches = [];
+    for (const pod of pods) {
+        const nodeCreated = created.get(pod.spec && pod.spec.nodeName);
+        if (!nodeCreated || pod.metadata.deletionTimestamp) continue;
+        const cost = deletionCost(nodeCreated);
+        if ((pod.metadata.annotations || {})[ANNOTATION] !== cost) patches.push({ namespace: pod.metadata.namespace, name: pod.metadata.name, cost });
+    }
+    return patches;
+}
+
+/** The settings from the environment the Deployment sets; every problem named, or none. */
+function settingsFrom(env) {
+    const problems = [];
+    const need = (key) => {
+        if (!env[key]) problems.push(`${key} must be set`);
+        return env[key];
+    };
+    const settings = {
+        namespace: need("NAMESPACE"),
+        podSelector: need("POD_SELECTOR"),
+        nodeSelector: need("NODE_SELECTOR"),
+        intervalSeconds: Number(env.INTERVAL_SECONDS || "15"),
+    };
+    if (!Number.isInteger(settings.intervalSeconds) || settings.intervalSeconds < 1) problems.push(`INTERVAL_SECONDS must be a whole number of seconds, at least 1 (got ${JSON.stringify(env.INTERVAL_SECONDS)})`);
+    return { settings, problems };
+}
+
+/**
+ * A minimal client for the API server: in the cluster, the service account's token (read at every request, since
+ * the kubelet rotates it) and CA; in tests, KUBE_API_URL and KUBE_TOKEN_FILE.
+ */
+function apiClient(env) {
+    const host = env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_HOST.includes(":") ? `[${env.KUBERNETES_SERVICE_HOST}]` : env.KUBERNETES_SERVICE_HOST;
+    const base = new URL(env.KUBE_API_URL || `https://${host}:${env.KUBERNETES_SERVICE_PORT}`);
+    const tokenFile = env.KUBE_TOKEN_FILE || `${SERVICE_ACCOUNT_DIR}/token`;
+    const ca = base.protocol === "https:" ? fs.readFileSync(env.KUBE_CA_FILE || `${SERVICE_ACCOUNT_DIR}/ca.crt`) : undefined;
+    return (method, path, body, contentType) =>
+        new Promise((resolve, reject) => {
+            const payload = body === undefined ? undefined : JSON.stringify(body);
+            const headers = { Accept: "application/json", Authorization: `Bearer ${fs.readFileSync(tokenFile, "utf8").trim()}` };
+            if (payload !== undefined) Object.assign(headers, { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) });
+            const transport = base.protocol === "https:" ? https : http;
+            const req = transport.request(new URL(path, base), { method, headers, ca, timeout: 10000 }, (res) => {
+                let text = "";
+                res.setEncoding("utf8");
+                res.on("data", (chunk) => (text += chunk));
+                res.on("end", () => {
+                    let json;
+                    try {
+                        json = JSON.parse(text);
+                    } catch {
+                        json = undefined;
+                    }
+                    resolve({ status: res.statusCode, json, text });
+                });
+            });
+            req.on("timeout", () => req.destroy(new Error(`${method} ${path}: no answer in 10 s`)));
+            req.on("error", reject);
+            req.end(payload);
+        });
+}
+
+/** Every item of a list, page by page. */
+async function listAll(api, path) {
+    const items = [];
+    let next = "";
+    do {
+        const res = await api("GET", `${path}&limit=500${next ? `&continue=${encodeURIComponent(next)}` : ""}`);
+        if (res.status !== 200) throw new Error(`GET ${path.split("?")[0]}: HTTP ${res.status} ${(res.json && res.json.message) || res.text}`);
+        items.push(...res.json.items);
+        next = res.json.metadata && res.json.metadata.continue;
+    } while (next);
+    return items;
+}
+
+/** One pass: list the ephemeral nodes and the running burst pods, patch the pods whose cost is missing or stale. */
+async function annotateOnce(api, s) {
+    const q = encodeURIComponent;
+    const nodes = await listAll(api, `/api/v1/nodes?labelSelector=${q(s.nodeSelector)}`);
+    const pods = await listAll(api, `/api/v1/namespaces/${q(s.namespace)}/pods?labelSelector=${q(s.podSelector)}&fieldSelector=${q("status.phase=Running")}`);
+    const result = { patched: [], gone: 0, failed: [] };
+    for (const p of patchesFor(pods, nodes)) {
+        const res = await api("PATCH", `/api/v1/namespaces/${q(p.namespace)}/pods/${q(p.name)}`, { metadata: { annotations: { [ANNOTATION]: p.cost } } }, "application/merge-patch+json");
+        if (res.status === 200) result.patched.push(p);
+        // Deleted since the list: nothing to order.
+        else if (res.status === 404) result.gone++;
+        else result.failed.push(`${p.name}: HTTP ${res.status} ${(res.json && res.json.message) || res.text}`);
+    }
+    return result;
+}
+
+const log = (level, msg, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }));
+
+/** Passes every interval until SIGTERM; exits 1 after MAX_FAILED_PASSES passes in a row that failed. */
+async function main(env) {
+    const { settings, problems } = settingsFrom(env);
+    if (problems.length > 0) {
+        log("error", "bad settings", { problems });
+        process.exit(2);
+    }
+    const api = apiClient(env);
+    let stopping = false;
+    let wake = () => {};
+    process.on("SIGTERM", () => {
+        stopping = true;
+        wake();
+    });
+    let failedPasses = 0;
+    log("info", "started", settings);
+    while (!stopping) {
+        try {
+            const r = await annotateOnce(api, settings);
+            failedPasses = 0;
+            if (r.patched.length > 0 || r.failed.length > 0) log(r.failed.length > 0 ? "error" : "info", "annotated pods", { patched: r.patched.length, gone: r.gone, failed: r.failed });
+        } catch (err) {
+            failedPasses++;
+            log("error", "pass failed", { error: String(err && err.message ? err.message : err), failedPasses });
+            if (failedPasses >= MAX_FAILED_PASSES) process.exit(1);
+        }
+        await new Promise((resolve) => {
+            const timer = setTimeout(resolve, settings.intervalSeconds * 1000);
+            wake = () => {
+                clearTimeout(timer);
+                resolve();
+            };
+        });
+    }
+    log("info", "stopped");
+}
+
+module.exports = { ANNOTATION, deletionCost, patchesFor, settingsFrom, apiClient, annotateOnce };
+
+if (require.main === module) main(process.env);

@@ -1,0 +1,267 @@
+import { evaluate } from "@marcbachmann/cel-js";
+import { expect } from "chai";
+import { ChildProcess, spawn } from "child_process";
+import * as fs from "fs";
+import * as path from "path";
+import { DELETION_COST_ANNOTATION, annotationOnlyPolicySpec, serviceAccountUser } from "../components/burstScaleDownOrder";
+import { DEPLOYMENT_LABEL } from "../components/celeryWorkloadPlacement";
+import { FakeClock, FakeKubeApi, iso } from "./fakeKubeApi";
+import { STACKS, buildStack, configErrorOf, rawConfig } from "./helpers";
+import { tempDir } from "./opsHelpers";
+
+// The script runs in the cluster as plain JavaScript; its functions are tested here as they are.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const annotator = require("../components/deletionCostAnnotator.js");
+const SCRIPT = path.join(__dirname, "..", "components", "deletionCostAnnotator.js");
+
+const NS = "notification-canada-ca";
+const NAME = "burst-scale-down-order";
+const USER = `system:serviceaccount:karpenter:${NAME}`;
+const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
+const MIN = 60_000;
+
+const node = (name: string, created: number, pool = "notify-karpenter") => ({
+    metadata: { name, creationTimestamp: iso(created), labels: pool ? { "karpenter.sh/nodepool": pool } : { "eks.amazonaws.com/capacityType": "ON_DEMAND" } },
+});
+const pod = (name: string, nodeName: string | undefined, o: { deployment?: string; cost?: string; phase?: string; namespace?: string; deleting?: boolean } = {}) => ({
+    metadata: {
+        name,
+        namespace: o.namespace ?? NS,
+        labels: { "notification-canada-ca/celery-burst": "true", ...(o.deployment === undefined ? { [DEPLOYMENT_LABEL]: "notify-celery-email-send-burst" } : o.deployment ? { [DEPLOYMENT_LABEL]: o.deployment } : { app: "celery-headroom" }) },
+        ...(o.cost ? { annotations: { [DELETION_COST_ANNOTATION]: o.cost } } : {}),
+        ...(o.deleting ? { deletionTimestamp: iso(T0) } : {}),
+    },
+    spec: nodeName ? { nodeName } : {},
+    status: { phase: o.phase ?? (nodeName ? "Running" : "Pending") },
+});
+
+/**
+ * Which pods a ReplicaSet scale-down deletes first, for running, ready pods of one ReplicaSet: kubernetes
+ * pkg/controller/controller_utils.go ActivePodsWithRanks.Less, step 4 (lower pod-deletion-cost first; unset is 0)
+ * before step 5 (more of the ReplicaSet's pods on the same node first). Later steps (ready time, restarts, age) are
+ * left as ties, which the real controller breaks by ready-time bucket and then pod UID, effectively at random.
+ */
+function deletionOrder(pods: any[]): string[] {
+    const onNode = (p: any) => pods.filter((q) => q.spec.nodeName === p.spec.nodeName).length;
+    const cost = (p: any) => Number(p.metadata.annotations?.[DELETION_COST_ANNOTATION] ?? 0);
+    return [...pods].sort((a, b) => cost(a) - cost(b) || onNode(b) - onNode(a)).map((p) => p.metadata.name);
+}
+
+describe("scale-down order: the pod-deletion-cost annotator (components/deletionCostAnnotator.js)", () => {
+    it("costs older nodes more, in whole minutes, as the API server accepts it (an int32, no sign or leading zero)", () => {
+        const older = annotator.deletionCost(iso(T0));
+        const newer = annotator.deletionCost(iso(T0 + 5 * MIN));
+        expect(older).to.equal(String(-Math.floor(T0 / MIN)));
+        expect(Number(older)).to.be.greaterThan(Number(newer));
+        // Same minute, same cost: ties fall back to the ReplicaSet controller's own order.
+        expect(annotator.deletionCost(iso(T0 + 59_000))).to.equal(older);
+        for (const c of [older, newer]) expect(c).to.match(/^-[1-9][0-9]*$/);
+    });
+
+    it("stays above -2^27 for two centuries, or Karpenter v1.14.1 would count burst pods as nothing and nodes running Celery as empty", () => {
+        // kubernetes-sigs/karpenter v1.14.1 pkg/utils/disruption/disruption.go:59 (EvictionCost 1 + cost/2^27) and
+        // pkg/controllers/disruption/types.go:136-157 (a node is empty when its pods' costs add up to nothing).
+        const evictionCost = (deletionCost: string, priority: number) => Math.min(10, Math.max(-10, 1 + Number(deletionCost) / 2 ** 27 + priority / 2 ** 25));
+        for (const year of [2026, 2100, 2224]) expect(evictionCost(annotator.deletionCost(`${year}-12-31T23:59:00Z`), 10), String(year)).to.be.greaterThan(0);
+        expect(Number(annotator.deletionCost("2224-12-31T23:59:00Z"))).to.be.greaterThan(-(2 ** 27));
+    });
+
+    it("patches running burst pods on the NodePool's nodes whose cost is missing or stale, and nothing else", () => {
+        const nodes = [node("old", T0), node("new", T0 + 30 * MIN)];
+        const oldCost = annotator.deletionCost(iso(T0));
+        const newCost = annotator.deletionCost(iso(T0 + 30 * MIN));
+        const patches = annotator.patchesFor(
+            [
+                pod("on-old", "old"),
+                pod("on-new-stale", "new", { cost: oldCost }),
+                pod("on-new-done", "new", { cost: newCost }),
+                // A node that is not the NodePool's (stable, with spillToStable): unannotated, so kept longest.
+                pod("on-stable", "stable-1"),
+                pod("terminating", "new", { deleting: true }),
+            ],
+            nodes,
+        );
+        expect(patches).to.deep.equal([
+            { namespace: NS, name: "on-old", cost: oldCost },
+            { namespace: NS, name: "on-new-stale", cost: newCost },
+        ]);
+    });
+
+    it("makes a scale-down empty the newest nodes first, where unordered it takes from the most crowded node", () => {
+        // One burst Deployment: 4 pods on the warm baseline node, 6 on the burst's first node, 2 on its last.
+        const nodes = [node("baseline", T0 - 600 * MIN), node("first", T0), node("last", T0 + 10 * MIN)];
+        const pods = [
+            ...[1, 2, 3, 4].map((i) => pod(`b${i}`, "baseline")),
+            ...[1, 2, 3, 4, 5, 6].map((i) => pod(`f${i}`, "first")),
+            ...[1, 2].map((i) => pod(`l${i}`, "last")),
+        ];
+        // Scale 12 -> 4. Unordered: 6 on "first" are doubled up most, so they go first, and the survivors spread.
+        const unordered = deletionOrder(pods).slice(0, 8);
+        expect(unordered.filter((n) => n.startsWith("l"))).to.have.length.below(2);
+        const annotated = pods.map((p) => {
+            const patch = annotator.patchesFor([p], nodes)[0];
+            return { ...p, metadata: { ...p.metadata, annotations: { [DELETION_COST_ANNOTATION]: patch.cost } } };
+        });
+        // Ordered: every pod of "last", then every pod of "first": both nodes empty, the baseline node keeps 4.
+        expect(deletionOrder(annotated).slice(0, 8).sort()).to.deep.equal(["f1", "f2", "f3", "f4", "f5", "f6", "l1", "l2"]);
+    });
+
+    it("names every missing or bad setting", () => {
+        expect(annotator.settingsFrom({}).problems).to.deep.equal(["NAMESPACE must be set", "POD_SELECTOR must be set", "NODE_SELECTOR must be set"]);
+        expect(annotator.settingsFrom({ NAMESPACE: NS, POD_SELECTOR: "a", NODE_SELECTOR: "b", INTERVAL_SECONDS: "0.5" }).problems).to.deep.equal([
+            'INTERVAL_SECONDS must be a whole number of seconds, at least 1 (got "0.5")',
+        ]);
+    });
+});
+
+describe("scale-down order: the annotator as a process against a fake Kubernetes API", () => {
+    let api: FakeKubeApi;
+    let child: ChildProcess | undefined;
+    let dir: string;
+    const nodes = [node("ip-10-0-1-1", T0), node("ip-10-0-1-2", T0 + 20 * MIN), node("stable-1", T0 - 9000 * MIN, "")];
+
+    async function start(opts: { pods: any[]; listStatus?: number }, env: Record<string, string> = {}) {
+        dir = tempDir();
+        fs.writeFileSync(path.join(dir, "token"), "s3cret\n");
+        api = await new FakeKubeApi(new FakeClock(), { nodes, pods: opts.pods, token: "s3cret", listStatus: opts.listStatus }).start();
+        const output: string[] = [];
+        child = spawn(process.execPath, [SCRIPT], {
+            env: { PATH: process.env.PATH, KUBE_API_URL: api.url, KUBE_TOKEN_FILE: path.join(dir, "token"), NAMESPACE: NS, POD_SELECTOR: DEPLOYMENT_LABEL, NODE_SELECTOR: "karpenter.sh/nodepool=notify-karpenter", INTERVAL_SECONDS: "1", ...env },
+        });
+        child.stdout!.on("data", (d) => output.push(...String(d).trim().split("\n")));
+        return output;
+    }
+    const until = async (what: () => boolean) => {
+        for (let i = 0; i < 200 && !what(); i++) await new Promise((r) => setTimeout(r, 25));
+        expect(what(), "timed out").to.equal(true);
+    };
+    const stop = () =>
+        new Promise<number | null>((resolve) => {
+            child!.on("exit", (code) => resolve(code));
+            child!.kill("SIGTERM");
+        });
+
+    afterEach(async () => {
+        if (child && child.exitCode === null) child.kill("SIGKILL");
+        child = undefined;
+        await api?.stop();
+    });
+
+    it("annotates each running burst pod once with its node's age, leaves headroom, pending and other pods alone, and stops on SIGTERM", async () => {
+        const output = await start({
+            pods: [
+                pod("email-1", "ip-10-0-1-1"),
+                pod("email-2", "ip-10-0-1-2"),
+                pod("headroom-1", "ip-10-0-1-2", { deployment: "" }),
+                pod("pending-1", undefined),
+                pod("elsewhere", "ip-10-0-1-1", { namespace: "other" }),
+            ],
+        });
+        await until(() => api.requests.filter((r) => r.startsWith("PATCH")).length === 2 && api.requests.filter((r) => r.includes("/pods")).length >= 4);
+        expect(api.pod(NS, "email-1").metadata.annotations).to.deep.equal({ [DELETION_COST_ANNOTATION]: annotator.deletionCost(iso(T0)) });
+        expect(api.pod(NS, "email-2").metadata.annotations).to.deep.equal({ [DELETION_COST_ANNOTATION]: annotator.deletionCost(iso(T0 + 20 * MIN)) });
+        for (const [ns, name] of [[NS, "headroom-1"], [NS, "pending-1"], ["other", "elsewhere"]]) expect(api.pod(ns, name).metadata.annotations, name).to.equal(undefined);
+        // A second pass finds nothing stale and patches nothing.
+        expect(api.requests.filter((r) => r.startsWith("PATCH"))).to.deep.equal([`PATCH /api/v1/namespaces/${NS}/pods/email-1`, `PATCH /api/v1/namespaces/${NS}/pods/email-2`]);
+        expect(await stop()).to.equal(0);
+        const logged = output.map((l) => JSON.parse(l));
+        expect(logged.map((l) => l.msg)).to.deep.equal(["started", "annotated pods", "stopped"]);
+        expect(logged[1]).to.deep.include({ level: "info", patched: 2, gone: 0, failed: [] });
+    });
+
+    it("logs a refused list with the API's message and keeps trying", async () => {
+        const output = await start({ pods: [pod("email-1", "ip-10-0-1-1")], listStatus: 403 });
+        await until(() => output.filter((l) => l.includes("pass failed")).length >= 2);
+        const failure = JSON.parse(output.find((l) => l.includes("pass failed"))!);
+        expect(failure).to.deep.include({ level: "error", error: "GET /api/v1/nodes: HTTP 403 cannot list nodes", failedPasses: 1 });
+        expect(child!.exitCode).to.equal(null);
+        expect(await stop()).to.equal(0);
+    });
+
+    it("refuses missing settings in one line and exits 2", async () => {
+        const output = await start({ pods: [] }, { NODE_SELECTOR: "" });
+        const code = await new Promise((resolve) => child!.on("exit", resolve));
+        expect(code).to.equal(2);
+        expect(output.map((l) => JSON.parse(l))).to.deep.equal([{ time: JSON.parse(output[0]).time, level: "error", msg: "bad settings", problems: ["NODE_SELECTOR must be set"] }]);
+    });
+});
+
+describe("scale-down order: what the stacks deploy (components/burstScaleDownOrder.ts)", () => {
+    for (const stack of STACKS) {
+        it(`${stack}: one annotator on a stable node, allowed to list nodes and to change one annotation of pods in ${NS} only`, async () => {
+            const r = await buildStack(stack);
+            const deployment = r.get("kubernetes:apps/v1:Deployment", `${NAME}-annotator`);
+            const spec = deployment.inputs.spec.template.spec;
+            expect(deployment.inputs.metadata).to.deep.equal({ name: NAME, namespace: "karpenter" });
+            expect(spec.nodeSelector).to.deep.equal({ "eks.amazonaws.com/capacityType": "ON_DEMAND" });
+            expect(spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).to.deep.equal([{ matchExpressions: [{ key: "karpenter.sh/nodepool", operator: "DoesNotExist" }] }]);
+            expect(spec.serviceAccountName).to.equal(NAME);
+            expect(spec.containers[0].env).to.deep.equal([
+                { name: "NAMESPACE", value: NS },
+                { name: "POD_SELECTOR", value: DEPLOYMENT_LABEL },
+                { name: "NODE_SELECTOR", value: "karpenter.sh/nodepool=notify-karpenter" },
+                { name: "INTERVAL_SECONDS", value: "15" },
+            ]);
+            expect(spec.containers[0].command).to.deep.equal(["node", "/app/deletionCostAnnotator.js"]);
+            expect(spec.containers[0].securityContext).to.deep.equal({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
+            // The script the ConfigMap carries is the tested file, byte for byte.
+            expect(r.get("kubernetes:core/v1:ConfigMap", `${NAME}-script`).inputs.data).to.deep.equal({ "deletionCostAnnotator.js": fs.readFileSync(SCRIPT, "utf8") });
+
+            expect(r.get("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", `${NAME}-read-nodes`).inputs.rules).to.deep.equal([{ apiGroups: [""], resources: ["nodes"], verbs: ["list"] }]);
+            const role = r.get("kubernetes:rbac.authorization.k8s.io/v1:Role", `${NAME}-annotate-pods`).inputs;
+            expect([role.metadata.namespace, role.rules]).to.deep.equal([NS, [{ apiGroups: [""], resources: ["pods"], verbs: ["list", "patch"] }]]);
+            const binding = r.get("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", `${NAME}-admission-binding`).inputs.spec;
+            expect(binding).to.deep.equal({
+                policyName: `${NAME}-annotation-only`,
+                validationActions: ["Deny"],
+                matchResources: { namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: [NS] }] } },
+            });
+            // The account never holds `patch pods` before the policy that limits it exists, nor runs before.
+            const urn = (type: string, name: string) => r.get(type, name).urn;
+            const guard = urn("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", `${NAME}-admission-binding`);
+            expect(deployment.dependencies).to.include.members([guard, urn("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", `${NAME}-annotate-pods`)]);
+        });
+    }
+
+    it("is left out without placement.burst.scaleDownOrder, and refuses a bad image or interval naming the key", async () => {
+        const placement = rawConfig("staging").placement as any;
+        const burst = placement.burst;
+        const without = await buildStack("staging", { placement: { burst: { ...burst, scaleDownOrder: undefined } } });
+        expect(without.byType("kubernetes:apps/v1:Deployment").map((d) => d.inputs.metadata.name)).to.deep.equal(["celery-headroom"]);
+        const error = await configErrorOf("staging", { "notify-karpenter:placement": { ...placement, burst: { ...burst, scaleDownOrder: { image: "node", intervalSeconds: 0 } } } });
+        expect(error).to.include("notify-karpenter:placement.burst.scaleDownOrder.image must be a container image with a tag or digest");
+        expect(error).to.include('notify-karpenter:placement.burst.scaleDownOrder.intervalSeconds must be an integer from 1 to 300 (got 0)');
+    });
+});
+
+describe("scale-down order: the admission policy's CEL", () => {
+    const spec = annotationOnlyPolicySpec(serviceAccountUser("karpenter", NAME));
+    const before = { metadata: { name: "email-1", labels: { app: "celery" }, annotations: { "kubectl.kubernetes.io/restartedAt": "x" }, ownerReferences: [{ kind: "ReplicaSet", name: "rs" }] }, spec: { containers: [{ name: "celery", image: "notify/celery:1" }] } };
+    const withCost = (o: any, cost: string) => ({ ...o, metadata: { ...o.metadata, annotations: { ...o.metadata.annotations, [DELETION_COST_ANNOTATION]: cost } } });
+
+    /** The policy's verdict on the annotator changing `before` into `after`: the failed messages (none: admitted). */
+    function admit(after: any, old: any = before, username = USER): string[] {
+        const request = { userInfo: { username } };
+        if (!spec.matchConditions.every((c) => evaluate(c.expression, { request }) === true)) return [];
+        return spec.validations.filter((v) => evaluate(v.expression, { object: after, oldObject: old }) !== true).map((v) => v.message);
+    }
+    const refused = [`${USER} may change only the ${DELETION_COST_ANNOTATION} annotation of a pod`];
+
+    const cases: [string, any, any, string[]][] = [
+        ["admits adding the cost", withCost(before, "-100"), before, []],
+        ["admits changing the cost", withCost(before, "-200"), withCost(before, "-100"), []],
+        ["admits the cost on a pod without annotations", withCost({ ...before, metadata: { name: "p" } }, "-1"), { ...before, metadata: { name: "p" } }, []],
+        ["refuses a new image", { ...withCost(before, "-1"), spec: { containers: [{ name: "celery", image: "evil:1" }] } }, before, refused],
+        ["refuses a changed label (it would take the pod from its ReplicaSet)", { ...before, metadata: { ...before.metadata, labels: { app: "other" } } }, before, refused],
+        ["refuses a removed label set", { ...before, metadata: { ...before.metadata, labels: undefined } }, before, refused],
+        ["refuses another annotation changed", { ...before, metadata: { ...before.metadata, annotations: { "kubectl.kubernetes.io/restartedAt": "y" } } }, before, refused],
+        ["refuses another annotation removed", withCost({ ...before, metadata: { ...before.metadata, annotations: {} } }, "-1"), before, refused],
+        ["refuses a finalizer", { ...before, metadata: { ...before.metadata, finalizers: ["x/y"] } }, before, refused],
+        ["refuses dropped owners", { ...before, metadata: { ...before.metadata, ownerReferences: [] } }, before, refused],
+    ];
+    for (const [what, after, old, expected] of cases) it(what, () => expect(admit(JSON.parse(JSON.stringify(after)), old)).to.deep.equal(expected));
+
+    it("does not apply to anyone else (kubectl, controllers)", () => {
+        expect(admit({ ...before, spec: { containers: [] } }, before, "system:serviceaccount:kube-system:replicaset-controller")).to.deep.equal([]);
+    });
+});
