@@ -7,6 +7,7 @@ import { DEPLOYMENT_LABEL, NOT_ON_KARPENTER_NODES } from "./celeryWorkloadPlacem
 const SCRIPT = "deletionCostAnnotator.js";
 /** The annotation the ReplicaSet controller reads (kubernetes pkg/controller/controller_utils.go, PodDeletionCost). */
 export const DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost";
+const HEALTH_PORT = 8080;
 /** The `node` user of Node's official images. */
 const NODE_USER = 1000;
 
@@ -114,7 +115,11 @@ export function annotatorDeployment(name: string, a: BurstScaleDownOrderArgs) {
                                 { name: "POD_SELECTOR", value: DEPLOYMENT_LABEL },
                                 { name: "NODE_SELECTOR", value: `karpenter.sh/nodepool=${a.nodePoolName}` },
                                 { name: "INTERVAL_SECONDS", value: String(a.intervalSeconds ?? 15) },
+                                { name: "HEALTH_PORT", value: String(HEALTH_PORT) },
                             ],
+                            ports: [{ name: "health", containerPort: HEALTH_PORT }],
+                            // Ready while passes succeed, so the replicas-unavailable alarm sees an annotator that cannot order pods.
+                            readinessProbe: { httpGet: { path: "/healthz", port: "health" }, periodSeconds: 15, failureThreshold: 2 },
                             resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "128Mi" } },
                             securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
                             volumeMounts: [{ name: "script", mountPath: "/app", readOnly: true }],

@@ -58,8 +58,10 @@ function settingsFrom(env) {
         podSelector: need("POD_SELECTOR"),
         nodeSelector: need("NODE_SELECTOR"),
         intervalSeconds: Number(env.INTERVAL_SECONDS || "15"),
+        healthPort: Number(env.HEALTH_PORT || "8080"),
     };
     if (!Number.isInteger(settings.intervalSeconds) || settings.intervalSeconds < 1) problems.push(`INTERVAL_SECONDS must be a whole number of seconds, at least 1 (got ${JSON.stringify(env.INTERVAL_SECONDS)})`);
+    if (!Number.isInteger(settings.healthPort) || settings.healthPort < 0 || settings.healthPort > 65535) problems.push(`HEALTH_PORT must be a port number from 0 to 65535 (got ${JSON.stringify(env.HEALTH_PORT)})`);
     return { settings, problems };
 }
 
@@ -127,6 +129,21 @@ async function annotateOnce(api, s) {
     return result;
 }
 
+/**
+ * Ready while passes succeed: /healthz answers 200 when the last successful pass ended within three intervals (at
+ * least a minute), else 503. The readiness probe reads it, so "replicas unavailable" means "not ordering pods", which
+ * the stack's alarm watches.
+ */
+function healthServer(state, intervalSeconds) {
+    const staleMs = Math.max(3 * intervalSeconds, 60) * 1000;
+    return http.createServer((req, res) => {
+        const age = state.lastSuccess === undefined ? undefined : Date.now() - state.lastSuccess;
+        const ok = req.url === "/healthz" && age !== undefined && age <= staleMs;
+        res.writeHead(req.url === "/healthz" ? (ok ? 200 : 503) : 404, { "Content-Type": "text/plain" });
+        res.end(req.url !== "/healthz" ? "not found\n" : ok ? "ok\n" : age === undefined ? "no pass has succeeded yet\n" : `the last pass succeeded ${Math.round(age / 1000)} s ago\n`);
+    });
+}
+
 const log = (level, msg, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }));
 
 /** Passes every interval until SIGTERM; exits 1 after MAX_FAILED_PASSES passes in a row that failed. */
@@ -137,6 +154,12 @@ async function main(env) {
         process.exit(2);
     }
     const api = apiClient(env);
+    const state = { lastSuccess: undefined };
+    const health = healthServer(state, settings.intervalSeconds).listen(settings.healthPort);
+    health.on("error", (err) => {
+        log("error", "health port", { error: err.message });
+        process.exit(1);
+    });
     let stopping = false;
     let wake = () => {};
     process.on("SIGTERM", () => {
@@ -148,6 +171,8 @@ async function main(env) {
     while (!stopping) {
         try {
             const r = await annotateOnce(api, settings);
+            // A pass whose patches were refused (RBAC, the admission policy) leaves pods unordered: not ready.
+            if (r.failed.length === 0) state.lastSuccess = Date.now();
             failedPasses = 0;
             if (r.patched.length > 0 || r.failed.length > 0) log(r.failed.length > 0 ? "error" : "info", "annotated pods", { patched: r.patched.length, gone: r.gone, failed: r.failed });
         } catch (err) {
@@ -163,9 +188,10 @@ async function main(env) {
             };
         });
     }
+    health.close();
     log("info", "stopped");
 }
 
-module.exports = { ANNOTATION, deletionCost, patchesFor, settingsFrom, apiClient, annotateOnce };
+module.exports = { ANNOTATION, deletionCost, patchesFor, settingsFrom, apiClient, annotateOnce, healthServer };
 
 if (require.main === module) main(process.env);

@@ -39,7 +39,8 @@ export type AlarmKind =
     | "queueAge"
     | "failedInvocations"
     | "burstReplicas"
-    | "spotInterruptions";
+    | "spotInterruptions"
+    | "scaleDownOrder";
 
 /**
  * Defaults of every rule, shared with the config schema. The log thresholds follow Karpenter's logging rate: the
@@ -67,6 +68,8 @@ export const DEFAULT_RULES: Record<AlarmKind, AlarmRule> = {
     // GC Notify gives burst workers one more evaluation period than static ones (3 instead of 2).
     burstReplicas: { period: 300, evaluationPeriods: 3, datapointsToAlarm: 3, threshold: 1, notify: "warning" },
     spotInterruptions: { period: 3600, evaluationPeriods: 1, datapointsToAlarm: 1, threshold: 10, notify: "warning" },
+    // Not ready means no pass has succeeded for three intervals; 15 minutes of that is not a restart.
+    scaleDownOrder: { period: 300, evaluationPeriods: 3, datapointsToAlarm: 3, threshold: 1, notify: "warning" },
 };
 
 /** Where the Deployment replica metrics come from, with the dimension names that source uses. */
@@ -149,6 +152,8 @@ export interface KarpenterAlarmsArgs {
     burstNamespace?: string;
     /** Burst Celery Deployments that Karpenter's spot nodes serve; one alarm each. @default [] */
     burstDeployments?: string[];
+    /** The scale-down annotator's Deployment (BurstScaleDownOrder), in karpenterNamespace; one alarm when given. */
+    scaleDownOrderDeployment?: string;
     /** Rules of each alarm; a missing one uses DEFAULT_RULES. @default DEFAULT_RULES */
     rules?: Partial<Record<AlarmKind, AlarmRule>>;
 }
@@ -200,6 +205,7 @@ export function alarmNames(clusterName: string, ruleLabels: string[], burstDeplo
         nodePoolLimit: `${clusterName}-karpenter-nodepool-near-limit`,
         queueAge: `${clusterName}-karpenter-interruption-queue-age`,
         spotInterruptions: `${clusterName}-karpenter-spot-interruptions`,
+        scaleDownOrder: `${clusterName}-burst-scale-down-order-replicas-unavailable`,
         failedInvocations: byLabel(ruleLabels, (l) => `${clusterName}-karpenter-${l}-failed-invocations`),
         burstReplicas: byLabel(burstDeployments, (d) => `${clusterName}-${d}-replicas-unavailable`),
     };
@@ -221,8 +227,8 @@ export function burstAlarmNameProblems(clusterName: string, burstDeployments: st
 }
 
 /** The args with their defaults, every rule filled in. */
-type Resolved = Required<Omit<KarpenterAlarmsArgs, "topicArns" | "subscriptions" | "rules">> &
-    Pick<KarpenterAlarmsArgs, "topicArns" | "subscriptions"> & { rules: Record<AlarmKind, AlarmRule> };
+type Resolved = Required<Omit<KarpenterAlarmsArgs, "topicArns" | "subscriptions" | "scaleDownOrderDeployment" | "rules">> &
+    Pick<KarpenterAlarmsArgs, "topicArns" | "subscriptions" | "scaleDownOrderDeployment"> & { rules: Record<AlarmKind, AlarmRule> };
 
 /** Defaults applied and every input checked; throws one message listing every problem, before any child exists. */
 function resolve(name: string, args: KarpenterAlarmsArgs): Resolved {
@@ -488,6 +494,18 @@ function capacityAlarms(a: Resolved, names: ReturnType<typeof alarmNames>): Alar
                 treatMissingData: "notBreaching",
             }),
         ),
+        ...(a.scaleDownOrderDeployment
+            ? [
+                  {
+                      kind: "scaleDownOrder" as const,
+                      role: "scale-down-order-replicas-unavailable",
+                      name: names.scaleDownOrder,
+                      description: `${a.karpenterNamespace}/${a.scaleDownOrderDeployment} on ${cluster} has not ordered the burst pods for ${describe(r.scaleDownOrder)} (not ready: the API refuses its lists or patches, or it does not run): after a burst the HPAs' scale-down spreads the remaining pods and the burst's nodes stay until the budget window ends. Costs money, breaks nothing; its log says why.`,
+                      metric: replicasMetric(a, a.karpenterNamespace, a.scaleDownOrderDeployment),
+                      treatMissingData: "notBreaching" as const,
+                  },
+              ]
+            : []),
         {
             kind: "spotInterruptions",
             role: "spot-interruptions",

@@ -307,6 +307,7 @@ const alarms = object(
         failedInvocations: alarmRule(DEFAULT_RULES.failedInvocations, integer(1, 10000)),
         burstReplicas: alarmRule(DEFAULT_RULES.burstReplicas, integer(1, 1000)),
         spotInterruptions: alarmRule(DEFAULT_RULES.spotInterruptions, integer(1, 10000)),
+        scaleDownOrder: alarmRule(DEFAULT_RULES.scaleDownOrder, integer(1, 10)),
     },
     (a, path) => alarmTopicProblems(a, path),
 );

@@ -98,6 +98,7 @@ export function createStack(cfg: StackConfig) {
             ruleNames: Object.fromEntries(interruptionRules.map((r, i) => [r.suffix, controller.ruleNames[i]])),
             burstNamespace: cfg.placement.namespace,
             burstDeployments: cfg.placement.burst.deployments.map((d) => d.name),
+            scaleDownOrderDeployment: scaleDownOrder ? scaleDownOrder.deploymentName : undefined,
             rules: {
                 controllerDown: a.controllerDown,
                 unschedulablePods: a.unschedulablePods,
@@ -109,6 +110,7 @@ export function createStack(cfg: StackConfig) {
                 failedInvocations: a.failedInvocations,
                 burstReplicas: a.burstReplicas,
                 spotInterruptions: a.spotInterruptions,
+                scaleDownOrder: a.scaleDownOrder,
             },
         },
         { providers },

@@ -63,6 +63,7 @@ const RULES: Record<string, Record<string, Rule>> = {
         failedInvocations: r(300, 1, 1, 5, "warning"),
         burstReplicas: r(300, 3, 3, 1, "warning"),
         spotInterruptions: r(3600, 1, 1, 20, "warning"),
+        scaleDownOrder: r(300, 3, 3, 1, "warning"),
     },
     production: {
         controllerDown: r(300, 2, 2, 1, "critical"),
@@ -75,6 +76,7 @@ const RULES: Record<string, Record<string, Rule>> = {
         failedInvocations: r(300, 1, 1, 1, "warning"),
         burstReplicas: r(300, 3, 3, 1, "warning"),
         spotInterruptions: r(3600, 1, 1, 10, "warning"),
+        scaleDownOrder: r(300, 3, 3, 1, "warning"),
     },
 };
 
@@ -148,6 +150,8 @@ function expectedAlarms(stack: string) {
             "notBreaching",
             { ok: false },
         ),
+        // The scale-down annotator not ready (its passes fail): a cost, not an outage, so no data is not breaching.
+        [`${cluster}-burst-scale-down-order-replicas-unavailable`]: alarm("scaleDownOrder", replicas("karpenter", "burst-scale-down-order"), "notBreaching"),
     };
 }
 
@@ -195,7 +199,7 @@ for (const stack of STACKS) {
         it("names every alarm after the cluster, within CloudWatch's limit, as children of the component", () => {
             const component = b.get("notify-karpenter:index:KarpenterAlarms", "karpenter-alarms");
             const alarms = b.byType(ALARM);
-            expect(alarms).to.have.length(18);
+            expect(alarms).to.have.length(19);
             for (const a of alarms) {
                 expect(a.inputs.name).to.match(new RegExp(`^${cluster}-`));
                 expect(a.inputs.name.length).to.be.at.most(255);
@@ -288,7 +292,7 @@ for (const stack of STACKS) {
             );
             expect(text).to.include(`alarm ${cluster}-karpenter-log-heartbeat: Sum of NotifyKarpenter/${cluster} KarpenterLogLines < 1 in 24 of 24 x 3600s, missing data breaching`);
             expect(text).to.include(`alarm ${cluster}-karpenter-nodepool-near-limit: MAX([100 * cpu_used / cpu_limit, 100 * mem_used / mem_limit]) >= 90 in 3 of 3 x 300s`);
-            expect(text.split("\n").filter((l) => l.startsWith("  alarm "))).to.have.length(18);
+            expect(text.split("\n").filter((l) => l.startsWith("  alarm "))).to.have.length(19);
             expect(text).to.include(`log metric filter ${cluster}-karpenter-launch-failures on /aws/containerinsights/${cluster}/application: { $.kubernetes.namespace_name = "karpenter"`);
             expect(text).to.include(`dashboard ${cluster}-karpenter: 9 widgets`);
         });
@@ -328,6 +332,14 @@ for (const stack of STACKS) {
             expect(wouldAlarm(alarm, [0, 0, 2, 2, 2])).to.equal(true);
             expect(wouldAlarm(alarm, [0, 0, undefined, undefined])).to.equal(true);
             expect(wouldAlarm(alarm, [0, 0, 1, 0, 0])).to.equal(false);
+        });
+
+        it("alarms when the scale-down annotator is not ready for three periods, not on a restart, and not when it is gone", () => {
+            const alarm = alarmNamed(`${cluster}-burst-scale-down-order-replicas-unavailable`);
+            expect(wouldAlarm(alarm, [0, 1, 0, 0, 1, 1, 0])).to.equal(false);
+            expect(wouldAlarm(alarm, [0, 1, 1, 1, 0])).to.equal(true);
+            expect(wouldAlarm(alarm, Array(6).fill(undefined))).to.equal(false);
+            expect(alarm.inputs.alarmDescription).to.include("Costs money, breaks nothing");
         });
 
         it("alarms when burst replicas stay unavailable for three periods, not two", () => {

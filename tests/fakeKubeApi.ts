@@ -55,6 +55,8 @@ export interface FakeKubeApiOptions {
     collections?: Record<string, any[]>;
     /** Answer 401 to a request without `Authorization: Bearer <token>`, as the API server does. */
     token?: string;
+    /** Answer every pod PATCH with this HTTP status (403, as for a refused admission) instead of applying it. */
+    patchStatus?: number;
 }
 
 interface Watcher {
@@ -173,6 +175,7 @@ export class FakeKubeApi {
         if (contentType !== "application/merge-patch+json") return status(res, 415, `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
         const pod = this.objects.pods.get(`${namespace}/${name}`);
         if (!pod) return status(res, 404, `pods "${name}" not found`);
+        if (this.opts.patchStatus) return status(res, this.opts.patchStatus, `admission webhook denied the request`);
         const annotations = { ...pod.metadata.annotations };
         for (const [k, v] of Object.entries(body.metadata?.annotations ?? {})) {
             if (v === null) delete annotations[k];

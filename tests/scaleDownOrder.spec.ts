@@ -2,6 +2,7 @@ import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
 import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
+import * as net from "net";
 import * as path from "path";
 import { DELETION_COST_ANNOTATION, annotationOnlyPolicySpec, serviceAccountUser } from "../components/burstScaleDownOrder";
 import { DEPLOYMENT_LABEL } from "../components/celeryWorkloadPlacement";
@@ -114,19 +115,36 @@ describe("scale-down order: the pod-deletion-cost annotator (components/deletion
     });
 });
 
+/** A port nothing listens on now. */
+function freePort(): Promise<number> {
+    return new Promise((resolve) => {
+        const server = net.createServer().listen(0, "127.0.0.1", () => {
+            const port = (server.address() as net.AddressInfo).port;
+            server.close(() => resolve(port));
+        });
+    });
+}
+
 describe("scale-down order: the annotator as a process against a fake Kubernetes API", () => {
     let api: FakeKubeApi;
     let child: ChildProcess | undefined;
     let dir: string;
     const nodes = [node("ip-10-0-1-1", T0), node("ip-10-0-1-2", T0 + 20 * MIN), node("stable-1", T0 - 9000 * MIN, "")];
 
-    async function start(opts: { pods: any[]; listStatus?: number }, env: Record<string, string> = {}) {
+    let healthPort = 0;
+    const health = async () => {
+        const res = await fetch(`http://127.0.0.1:${healthPort}/healthz`);
+        return [res.status, (await res.text()).trim()];
+    };
+
+    async function start(opts: { pods: any[]; listStatus?: number; patchStatus?: number }, env: Record<string, string> = {}) {
         dir = tempDir();
+        healthPort = await freePort();
         fs.writeFileSync(path.join(dir, "token"), "s3cret\n");
-        api = await new FakeKubeApi(new FakeClock(), { nodes, pods: opts.pods, token: "s3cret", listStatus: opts.listStatus }).start();
+        api = await new FakeKubeApi(new FakeClock(), { nodes, pods: opts.pods, token: "s3cret", listStatus: opts.listStatus, patchStatus: opts.patchStatus }).start();
         const output: string[] = [];
         child = spawn(process.execPath, [SCRIPT], {
-            env: { PATH: process.env.PATH, KUBE_API_URL: api.url, KUBE_TOKEN_FILE: path.join(dir, "token"), NAMESPACE: NS, POD_SELECTOR: DEPLOYMENT_LABEL, NODE_SELECTOR: "karpenter.sh/nodepool=notify-karpenter", INTERVAL_SECONDS: "1", ...env },
+            env: { PATH: process.env.PATH, KUBE_API_URL: api.url, KUBE_TOKEN_FILE: path.join(dir, "token"), NAMESPACE: NS, POD_SELECTOR: DEPLOYMENT_LABEL, NODE_SELECTOR: "karpenter.sh/nodepool=notify-karpenter", INTERVAL_SECONDS: "1", HEALTH_PORT: String(healthPort), ...env },
         });
         child.stdout!.on("data", (d) => output.push(...String(d).trim().split("\n")));
         return output;
@@ -163,6 +181,7 @@ describe("scale-down order: the annotator as a process against a fake Kubernetes
         for (const [ns, name] of [[NS, "headroom-1"], [NS, "pending-1"], ["other", "elsewhere"]]) expect(api.pod(ns, name).metadata.annotations, name).to.equal(undefined);
         // A second pass finds nothing stale and patches nothing.
         expect(api.requests.filter((r) => r.startsWith("PATCH"))).to.deep.equal([`PATCH /api/v1/namespaces/${NS}/pods/email-1`, `PATCH /api/v1/namespaces/${NS}/pods/email-2`]);
+        expect(await health()).to.deep.equal([200, "ok"]);
         expect(await stop()).to.equal(0);
         const logged = output.map((l) => JSON.parse(l));
         expect(logged.map((l) => l.msg)).to.deep.equal(["started", "annotated pods", "stopped"]);
@@ -175,6 +194,20 @@ describe("scale-down order: the annotator as a process against a fake Kubernetes
         const failure = JSON.parse(output.find((l) => l.includes("pass failed"))!);
         expect(failure).to.deep.include({ level: "error", error: "GET /api/v1/nodes: HTTP 403 cannot list nodes", failedPasses: 1 });
         expect(child!.exitCode).to.equal(null);
+        // Not ready, so the replicas-unavailable alarm sees it.
+        expect(await health()).to.deep.equal([503, "no pass has succeeded yet"]);
+        expect(await stop()).to.equal(0);
+    });
+
+    it("logs refused patches (and a pod deleted meanwhile) and is not ready while they are refused", async () => {
+        const output = await start({ pods: [pod("email-1", "ip-10-0-1-1")], patchStatus: 403 });
+        await until(() => output.some((l) => l.includes("annotated pods")));
+        expect(JSON.parse(output.find((l) => l.includes("annotated pods"))!)).to.deep.include({
+            level: "error",
+            patched: 0,
+            failed: ["email-1: HTTP 403 admission webhook denied the request"],
+        });
+        expect(await health()).to.deep.equal([503, "no pass has succeeded yet"]);
         expect(await stop()).to.equal(0);
     });
 
@@ -201,7 +234,11 @@ describe("scale-down order: what the stacks deploy (components/burstScaleDownOrd
                 { name: "POD_SELECTOR", value: DEPLOYMENT_LABEL },
                 { name: "NODE_SELECTOR", value: "karpenter.sh/nodepool=notify-karpenter" },
                 { name: "INTERVAL_SECONDS", value: "15" },
+                { name: "HEALTH_PORT", value: "8080" },
             ]);
+            // Ready only while passes succeed: the replicas-unavailable alarm reads it.
+            expect(spec.containers[0].readinessProbe).to.deep.equal({ httpGet: { path: "/healthz", port: "health" }, periodSeconds: 15, failureThreshold: 2 });
+            expect(spec.containers[0].ports).to.deep.equal([{ name: "health", containerPort: 8080 }]);
             expect(spec.containers[0].command).to.deep.equal(["node", "/app/deletionCostAnnotator.js"]);
             expect(spec.containers[0].securityContext).to.deep.equal({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
             // The script the ConfigMap carries is the tested file, byte for byte.
