@@ -39,13 +39,22 @@ export function scaleDownOrderProblems(a: BurstScaleDownOrderArgs): string[] {
 export const serviceAccountUser = (namespace: string, name: string) => `system:serviceaccount:${namespace}:${name}`;
 
 /**
- * The admission policy's CEL: the annotator's service account may change a pod's pod-deletion-cost annotation and
- * nothing else. `patch pods` alone would let it change a running pod's image, labels or owners.
+ * Karpenter v1.14.1 counts a pod whose deletion cost is at most this as nothing when it decides whether a node is
+ * empty (pkg/utils/disruption/disruption.go:59, 1 + cost/2^27; pkg/controllers/disruption/types.go:136-157), and
+ * budgets never hold back empty nodes: a lower cost on a Celery pod would let Karpenter delete its node mid-batch.
+ */
+export const KARPENTER_IGNORES_COST = -(2 ** 27);
+
+/**
+ * The admission policy's CEL: the annotator's service account may set the pod-deletion-cost of a burst pod (one
+ * carrying DEPLOYMENT_LABEL), to a value Karpenter still counts, and change nothing else. `patch pods` alone would
+ * let it change any pod's image, labels, owners or cost in the namespace.
  */
 export function annotationOnlyPolicySpec(user: string) {
     const same = (field: string) => `has(object.${field}) == has(oldObject.${field}) && (!has(object.${field}) || object.${field} == oldObject.${field})`;
     const key = `'${DELETION_COST_ANNOTATION}'`;
     const kept = (a: string, b: string) => `!has(${a}.metadata.annotations) || ${a}.metadata.annotations.all(k, k == ${key} || (has(${b}.metadata.annotations) && k in ${b}.metadata.annotations && ${b}.metadata.annotations[k] == ${a}.metadata.annotations[k]))`;
+    const cost = `object.metadata.annotations[${key}]`;
     return {
         failurePolicy: "Fail",
         matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["pods"] }] },
@@ -54,6 +63,17 @@ export function annotationOnlyPolicySpec(user: string) {
             {
                 expression: [same("spec"), same("metadata.labels"), same("metadata.ownerReferences"), same("metadata.finalizers"), kept("object", "oldObject"), kept("oldObject", "object")].map((e) => `(${e})`).join(" && "),
                 message: `${user} may change only the ${DELETION_COST_ANNOTATION} annotation of a pod`,
+                reason: "Forbidden",
+            },
+            {
+                expression: `has(object.metadata.labels) && '${DEPLOYMENT_LABEL}' in object.metadata.labels`,
+                message: `${user} may annotate only burst pods (label ${DEPLOYMENT_LABEL})`,
+                reason: "Forbidden",
+            },
+            {
+                // At most nine digits, so int() cannot overflow before the comparison.
+                expression: `!has(object.metadata.annotations) || !(${key} in object.metadata.annotations) || (${cost}.matches('^(0|-?[1-9][0-9]{0,8})$') && int(${cost}) > ${KARPENTER_IGNORES_COST})`,
+                message: `${user} may set ${DELETION_COST_ANNOTATION} only to an integer above ${KARPENTER_IGNORES_COST}, which Karpenter still counts`,
                 reason: "Forbidden",
             },
         ],
@@ -78,9 +98,9 @@ export class BurstScaleDownOrder extends pulumi.ComponentResource {
         const account = new k8s.core.v1.ServiceAccount(`${name}-account`, { metadata: { name, namespace: args.namespace } }, child);
 
         const guard = allowOnlyTheAnnotation(name, args, child);
-        const grants = grantAccess(name, args, child);
+        // The account never holds `patch pods` without the policy that limits it.
+        const grants = grantAccess(name, args, { parent: this, dependsOn: guard });
         const script = new k8s.core.v1.ConfigMap(`${name}-script`, { metadata: { name, namespace: args.namespace }, data: { [SCRIPT]: fs.readFileSync(path.join(__dirname, SCRIPT), "utf8") } }, child);
-        // After the guard: the account never holds `patch pods` without the policy that limits it to the annotation.
         new k8s.apps.v1.Deployment(`${name}-annotator`, annotatorDeployment(name, args), { parent: this, dependsOn: [account, script, ...guard, ...grants] });
 
         this.deploymentName = name;
@@ -133,13 +153,18 @@ export function annotatorDeployment(name: string, a: BurstScaleDownOrderArgs) {
 }
 
 /** Read nodes (their age), list and patch pods in the Celery namespace only. */
-function grantAccess(name: string, a: BurstScaleDownOrderArgs, child: pulumi.CustomResourceOptions): pulumi.Resource[] {
+function grantAccess(name: string, a: BurstScaleDownOrderArgs, opts: { parent: pulumi.Resource; dependsOn: pulumi.Resource[] }): pulumi.Resource[] {
+    const child = { parent: opts.parent };
     const subjects = [{ kind: "ServiceAccount", name, namespace: a.namespace }];
     const nodes = new k8s.rbac.v1.ClusterRole(`${name}-read-nodes`, { metadata: { name: `${name}-read-nodes` }, rules: [{ apiGroups: [""], resources: ["nodes"], verbs: ["list"] }] }, child);
     const pods = new k8s.rbac.v1.Role(`${name}-annotate-pods`, { metadata: { name, namespace: a.podNamespace }, rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["list", "patch"] }] }, child);
     return [
         new k8s.rbac.v1.ClusterRoleBinding(`${name}-read-nodes`, { metadata: { name: `${name}-read-nodes` }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: `${name}-read-nodes` }, subjects }, { ...child, dependsOn: [nodes] }),
-        new k8s.rbac.v1.RoleBinding(`${name}-annotate-pods`, { metadata: { name, namespace: a.podNamespace }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects }, { ...child, dependsOn: [pods] }),
+        new k8s.rbac.v1.RoleBinding(
+            `${name}-annotate-pods`,
+            { metadata: { name, namespace: a.podNamespace }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects },
+            { ...child, dependsOn: [pods, ...opts.dependsOn] },
+        ),
     ];
 }
 

@@ -19,15 +19,20 @@ const https = require("https");
 
 const ANNOTATION = "controller.kubernetes.io/pod-deletion-cost";
 const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
-/** Passes in a row that reach no API before the process exits, so the pod's restarts show the fault. */
+/** Failed passes in a row before the process exits, so the pod's restarts show the fault. */
 const MAX_FAILED_PASSES = 20;
+/** The most one request may take, answer included. */
+const REQUEST_SECONDS = 10;
+/** After SIGTERM, the most the pass under way may take before the process exits anyway (the pod's grace is 30 s). */
+const STOP_SECONDS = 20;
 
 /**
  * Older nodes cost more to delete from. Whole minutes since 1970, negated: below 0, the cost of a pod not annotated
  * yet, so a pod that just started is kept over any other. It must stay above -2^27: Karpenter v1.14.1 counts a pod
- * whose deletion cost is -2^27 or lower as nothing when it decides a node is empty (kubernetes-sigs/karpenter
+ * whose deletion cost is about -2^27 or lower as nothing when it decides a node is empty (kubernetes-sigs/karpenter
  * pkg/utils/disruption/disruption.go:59, "1 + cost/2^27", and pkg/controllers/disruption/types.go:136-157), and would
- * remove nodes that still run Celery as empty. Minutes reach -2^27 in the year 2225; seconds would have in 1974.
+ * remove nodes that still run Celery as empty. Minutes reach -2^27 in the year 2225; seconds would have in 1974. The
+ * admission policy refuses any value at or below -2^27 (components/burstScaleDownOrder.ts).
  */
 function deletionCost(nodeCreationTimestamp) {
     return String(-Math.floor(Date.parse(nodeCreationTimestamp) / 60000));
@@ -76,26 +81,40 @@ function apiClient(env) {
     const ca = base.protocol === "https:" ? fs.readFileSync(env.KUBE_CA_FILE || `${SERVICE_ACCOUNT_DIR}/ca.crt`) : undefined;
     return (method, path, body, contentType) =>
         new Promise((resolve, reject) => {
+            const what = `${method} ${path.split("?")[0]}`;
             const payload = body === undefined ? undefined : JSON.stringify(body);
             const headers = { Accept: "application/json", Authorization: `Bearer ${fs.readFileSync(tokenFile, "utf8").trim()}` };
             if (payload !== undefined) Object.assign(headers, { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) });
             const transport = base.protocol === "https:" ? https : http;
-            const req = transport.request(new URL(path, base), { method, headers, ca, timeout: 10000 }, (res) => {
+            // Settles exactly once: an answer, an error, a connection cut mid-answer, or the deadline.
+            let settled = false;
+            const settle = (fn, value) => {
+                if (settled) return;
+                settled = true;
+                clearTimeout(deadline);
+                fn(value);
+            };
+            const req = transport.request(new URL(path, base), { method, headers, ca }, (res) => {
                 let text = "";
                 res.setEncoding("utf8");
                 res.on("data", (chunk) => (text += chunk));
-                res.on("end", () => {
+                res.on("error", () => settle(reject, new Error(`${what}: the connection closed mid-answer`)));
+                res.on("close", () => {
+                    if (!res.complete) return settle(reject, new Error(`${what}: the connection closed mid-answer`));
                     let json;
                     try {
                         json = JSON.parse(text);
                     } catch {
                         json = undefined;
                     }
-                    resolve({ status: res.statusCode, json, text });
+                    settle(resolve, { status: res.statusCode, json, text });
                 });
             });
-            req.on("timeout", () => req.destroy(new Error(`${method} ${path}: no answer in 10 s`)));
-            req.on("error", reject);
+            const deadline = setTimeout(() => {
+                req.destroy();
+                settle(reject, new Error(`${what}: no whole answer in ${REQUEST_SECONDS} s`));
+            }, REQUEST_SECONDS * 1000);
+            req.on("error", (err) => settle(reject, new Error(`${what}: ${err.message}`)));
             req.end(payload);
         });
 }
@@ -107,6 +126,7 @@ async function listAll(api, path) {
     do {
         const res = await api("GET", `${path}&limit=500${next ? `&continue=${encodeURIComponent(next)}` : ""}`);
         if (res.status !== 200) throw new Error(`GET ${path.split("?")[0]}: HTTP ${res.status} ${(res.json && res.json.message) || res.text}`);
+        if (!res.json || !Array.isArray(res.json.items)) throw new Error(`GET ${path.split("?")[0]}: the answer is not a list`);
         items.push(...res.json.items);
         next = res.json.metadata && res.json.metadata.continue;
     } while (next);
@@ -165,20 +185,24 @@ async function main(env) {
     process.on("SIGTERM", () => {
         stopping = true;
         wake();
+        setTimeout(() => process.exit(0), STOP_SECONDS * 1000).unref();
     });
     let failedPasses = 0;
     log("info", "started", settings);
     while (!stopping) {
         try {
             const r = await annotateOnce(api, settings);
-            // A pass whose patches were refused (RBAC, the admission policy) leaves pods unordered: not ready.
-            if (r.failed.length === 0) state.lastSuccess = Date.now();
-            failedPasses = 0;
-            if (r.patched.length > 0 || r.failed.length > 0) log(r.failed.length > 0 ? "error" : "info", "annotated pods", { patched: r.patched.length, gone: r.gone, failed: r.failed });
+            // A pass whose patches were refused (RBAC, the admission policy) leaves pods unordered: a failed pass.
+            failedPasses = r.failed.length === 0 ? 0 : failedPasses + 1;
+            if (failedPasses === 0) state.lastSuccess = Date.now();
+            if (r.patched.length > 0 || r.failed.length > 0) log(r.failed.length > 0 ? "error" : "info", "annotated pods", { patched: r.patched.length, gone: r.gone, failed: r.failed, ...(failedPasses > 0 ? { failedPasses } : {}) });
         } catch (err) {
             failedPasses++;
             log("error", "pass failed", { error: String(err && err.message ? err.message : err), failedPasses });
-            if (failedPasses >= MAX_FAILED_PASSES) process.exit(1);
+        }
+        if (failedPasses >= MAX_FAILED_PASSES) {
+            log("error", "exiting", { failedPasses });
+            process.exit(1);
         }
         await new Promise((resolve) => {
             const timer = setTimeout(resolve, settings.intervalSeconds * 1000);

@@ -160,7 +160,10 @@ function policyLines(cfg: StackConfig, r: CapacityReport, money: (n: number) => 
         `  Karpenter ${money(c.configured.daily.karpenter)}, static group ${money(c.configured.daily.static)}: Karpenter ${saving(c.configured.daily, money)}.`,
         `  Goal: within 15 % of back to baseline 30 minutes after a burst (${money(c.backToBaseline.daily.karpenter)}): ${over >= 0 ? `${Math.round(over)} % more` : `${Math.round(-over)} % less`}, ${over <= 15 ? "met" : "NOT met"}.`,
         ...(over <= 15
-            ? []
+            ? [
+                  // The kept count is a model (docs/capacity.md); say what one node more than modelled would do.
+                  `  Margin: it allows ${h(allowedNodeHours)} kept node-hours a day, the model keeps ${h(c.configured.keptNodeHours)}; one node more for the ${h(c.configured.keptHours)} kept hours adds ${money(r.chosen.spotHourly * c.configured.keptHours)} (${Math.round((100 * r.chosen.spotHourly * c.configured.keptHours) / c.backToBaseline.daily.karpenter)} % of back to baseline).`,
+              ]
             : [`  It allows ${h(allowedNodeHours)} kept node-hours a day, not ${h(c.configured.keptNodeHours)}: bursts ending nearer the end of the budget window, or fewer nodes kept after one.`]),
     ];
 }

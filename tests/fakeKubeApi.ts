@@ -57,6 +57,8 @@ export interface FakeKubeApiOptions {
     token?: string;
     /** Answer every pod PATCH with this HTTP status (403, as for a refused admission) instead of applying it. */
     patchStatus?: number;
+    /** Lists asked with `limit` answer at most this many items a page, with a `continue` token, as the API server does. */
+    pageSize?: number;
 }
 
 interface Watcher {
@@ -221,7 +223,10 @@ export class FakeKubeApi {
             // The one field selector the cluster commands use.
             const phase = /^status\.phase=(\w+)$/.exec(url.searchParams.get("fieldSelector") ?? "")?.[1];
             const items = [...this.objects[resource].values()].filter((o) => matches(w, resource, o) && (phase === undefined || o.status?.phase === phase));
-            return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) }, items });
+            const from = Number(url.searchParams.get("continue") ?? 0);
+            const size = url.searchParams.has("limit") && this.opts.pageSize ? this.opts.pageSize : items.length;
+            const more = from + size < items.length ? { continue: String(from + size) } : {};
+            return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version), ...more }, items: items.slice(from, from + size) });
         }
         const collection = method === "GET" ? this.opts.collections?.[p] : undefined;
         if (collection) {

@@ -2,6 +2,7 @@ import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
 import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
+import * as http from "http";
 import * as net from "net";
 import * as path from "path";
 import { DELETION_COST_ANNOTATION, annotationOnlyPolicySpec, serviceAccountUser } from "../components/burstScaleDownOrder";
@@ -96,9 +97,12 @@ describe("scale-down order: the pod-deletion-cost annotator (components/deletion
             ...[1, 2, 3, 4, 5, 6].map((i) => pod(`f${i}`, "first")),
             ...[1, 2].map((i) => pod(`l${i}`, "last")),
         ];
-        // Scale 12 -> 4. Unordered: 6 on "first" are doubled up most, so they go first, and the survivors spread.
+        // Scale 12 -> 4. Unordered, ranks are counted once before the sort (replica_set.go getPodsToDelete): the 6 on
+        // "first" go, then 2 of the 4 on "baseline"; the 2 on the newest node "last" survive and keep it.
         const unordered = deletionOrder(pods).slice(0, 8);
-        expect(unordered.filter((n) => n.startsWith("l"))).to.have.length.below(2);
+        expect(unordered.filter((n) => n.startsWith("f"))).to.have.length(6);
+        expect(unordered.filter((n) => n.startsWith("b"))).to.have.length(2);
+        expect(unordered.filter((n) => n.startsWith("l"))).to.have.length(0);
         const annotated = pods.map((p) => {
             const patch = annotator.patchesFor([p], nodes)[0];
             return { ...p, metadata: { ...p.metadata, annotations: { [DELETION_COST_ANNOTATION]: patch.cost } } };
@@ -137,11 +141,11 @@ describe("scale-down order: the annotator as a process against a fake Kubernetes
         return [res.status, (await res.text()).trim()];
     };
 
-    async function start(opts: { pods: any[]; listStatus?: number; patchStatus?: number }, env: Record<string, string> = {}) {
+    async function start(opts: { pods: any[]; listStatus?: number; patchStatus?: number; pageSize?: number }, env: Record<string, string> = {}) {
         dir = tempDir();
         healthPort = await freePort();
         fs.writeFileSync(path.join(dir, "token"), "s3cret\n");
-        api = await new FakeKubeApi(new FakeClock(), { nodes, pods: opts.pods, token: "s3cret", listStatus: opts.listStatus, patchStatus: opts.patchStatus }).start();
+        api = await new FakeKubeApi(new FakeClock(), { nodes, pods: opts.pods, token: "s3cret", listStatus: opts.listStatus, patchStatus: opts.patchStatus, pageSize: opts.pageSize }).start();
         const output: string[] = [];
         child = spawn(process.execPath, [SCRIPT], {
             env: { PATH: process.env.PATH, KUBE_API_URL: api.url, KUBE_TOKEN_FILE: path.join(dir, "token"), NAMESPACE: NS, POD_SELECTOR: DEPLOYMENT_LABEL, NODE_SELECTOR: "karpenter.sh/nodepool=notify-karpenter", INTERVAL_SECONDS: "1", HEALTH_PORT: String(healthPort), ...env },
@@ -206,9 +210,39 @@ describe("scale-down order: the annotator as a process against a fake Kubernetes
             level: "error",
             patched: 0,
             failed: ["email-1: HTTP 403 admission webhook denied the request"],
+            // A failed pass: after 20 in a row the container exits and its restarts show.
+            failedPasses: 1,
         });
         expect(await health()).to.deep.equal([503, "no pass has succeeded yet"]);
         expect(await stop()).to.equal(0);
+    });
+
+    it("reads every page of a long list", async () => {
+        const pods = ["a", "b", "c", "d", "e"].map((n) => pod(`email-${n}`, "ip-10-0-1-1"));
+        dir = tempDir();
+        await start({ pods, pageSize: 2 });
+        await until(() => api.requests.filter((r) => r.startsWith("PATCH")).length === 5);
+        for (const p of pods) expect(api.pod(NS, p.metadata.name).metadata.annotations).to.deep.equal({ [DELETION_COST_ANNOTATION]: annotator.deletionCost(iso(T0)) });
+        expect(await stop()).to.equal(0);
+    });
+
+    it("fails the pass, without hanging or exiting, when the connection is cut mid-answer", async () => {
+        // An API server that sends half a list of nodes and drops the connection.
+        const cut = http.createServer((req, res) => {
+            res.writeHead(200, { "Content-Type": "application/json", "Content-Length": "1000" });
+            res.write('{"kind":"NodeList","items":[');
+            setTimeout(() => res.destroy(), 20);
+        });
+        await new Promise<void>((resolve) => cut.listen(0, "127.0.0.1", resolve));
+        try {
+            const output = await start({ pods: [] }, { KUBE_API_URL: `http://127.0.0.1:${(cut.address() as net.AddressInfo).port}` });
+            await until(() => output.filter((l) => l.includes("pass failed")).length >= 2);
+            expect(JSON.parse(output.find((l) => l.includes("pass failed"))!)).to.deep.include({ error: "GET /api/v1/nodes: the connection closed mid-answer", failedPasses: 1 });
+            expect(await stop()).to.equal(0);
+        } finally {
+            cut.closeAllConnections();
+            await new Promise((resolve) => cut.close(resolve));
+        }
     });
 
     it("refuses missing settings in one line and exits 2", async () => {
@@ -253,9 +287,10 @@ describe("scale-down order: what the stacks deploy (components/burstScaleDownOrd
                 validationActions: ["Deny"],
                 matchResources: { namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: [NS] }] } },
             });
-            // The account never holds `patch pods` before the policy that limits it exists, nor runs before.
+            // The account never holds `patch pods` before the policy that limits it is bound, nor runs before.
             const urn = (type: string, name: string) => r.get(type, name).urn;
             const guard = urn("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", `${NAME}-admission-binding`);
+            expect(r.get("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", `${NAME}-annotate-pods`).dependencies).to.include(guard);
             expect(deployment.dependencies).to.include.members([guard, urn("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", `${NAME}-annotate-pods`)]);
         });
     }
@@ -273,7 +308,7 @@ describe("scale-down order: what the stacks deploy (components/burstScaleDownOrd
 
 describe("scale-down order: the admission policy's CEL", () => {
     const spec = annotationOnlyPolicySpec(serviceAccountUser("karpenter", NAME));
-    const before = { metadata: { name: "email-1", labels: { app: "celery" }, annotations: { "kubectl.kubernetes.io/restartedAt": "x" }, ownerReferences: [{ kind: "ReplicaSet", name: "rs" }] }, spec: { containers: [{ name: "celery", image: "notify/celery:1" }] } };
+    const before = { metadata: { name: "email-1", labels: { app: "celery", [DEPLOYMENT_LABEL]: "notify-celery-email-send-burst" }, annotations: { "kubectl.kubernetes.io/restartedAt": "x" }, ownerReferences: [{ kind: "ReplicaSet", name: "rs" }] }, spec: { containers: [{ name: "celery", image: "notify/celery:1" }] } };
     const withCost = (o: any, cost: string) => ({ ...o, metadata: { ...o.metadata, annotations: { ...o.metadata.annotations, [DELETION_COST_ANNOTATION]: cost } } });
 
     /** The policy's verdict on the annotator changing `before` into `after`: the failed messages (none: admitted). */
@@ -283,18 +318,27 @@ describe("scale-down order: the admission policy's CEL", () => {
         return spec.validations.filter((v) => evaluate(v.expression, { object: after, oldObject: old }) !== true).map((v) => v.message);
     }
     const refused = [`${USER} may change only the ${DELETION_COST_ANNOTATION} annotation of a pod`];
+    const badCost = [`${USER} may set ${DELETION_COST_ANNOTATION} only to an integer above -134217728, which Karpenter still counts`];
+    const api = { metadata: { name: "api-1", labels: { app: "api" } }, spec: { containers: [{ name: "api", image: "notify/api:1" }] } };
 
     const cases: [string, any, any, string[]][] = [
         ["admits adding the cost", withCost(before, "-100"), before, []],
         ["admits changing the cost", withCost(before, "-200"), withCost(before, "-100"), []],
-        ["admits the cost on a pod without annotations", withCost({ ...before, metadata: { name: "p" } }, "-1"), { ...before, metadata: { name: "p" } }, []],
+        ["admits the cost on a pod without annotations", withCost({ ...before, metadata: { name: "p", labels: before.metadata.labels } }, "-1"), { ...before, metadata: { name: "p", labels: before.metadata.labels } }, []],
         ["refuses a new image", { ...withCost(before, "-1"), spec: { containers: [{ name: "celery", image: "evil:1" }] } }, before, refused],
-        ["refuses a changed label (it would take the pod from its ReplicaSet)", { ...before, metadata: { ...before.metadata, labels: { app: "other" } } }, before, refused],
-        ["refuses a removed label set", { ...before, metadata: { ...before.metadata, labels: undefined } }, before, refused],
+        ["refuses a changed label (it would take the pod from its ReplicaSet)", { ...before, metadata: { ...before.metadata, labels: { ...before.metadata.labels, app: "other" } } }, before, refused],
+        ["refuses a removed label set", { ...before, metadata: { ...before.metadata, labels: undefined } }, before, [...refused, `${USER} may annotate only burst pods (label ${DEPLOYMENT_LABEL})`]],
         ["refuses another annotation changed", { ...before, metadata: { ...before.metadata, annotations: { "kubectl.kubernetes.io/restartedAt": "y" } } }, before, refused],
         ["refuses another annotation removed", withCost({ ...before, metadata: { ...before.metadata, annotations: {} } }, "-1"), before, refused],
         ["refuses a finalizer", { ...before, metadata: { ...before.metadata, finalizers: ["x/y"] } }, before, refused],
         ["refuses dropped owners", { ...before, metadata: { ...before.metadata, ownerReferences: [] } }, before, refused],
+        ["refuses a cost on a pod that is not a burst pod (the API's, in the same namespace)", withCost(api, "-100"), api, [`${USER} may annotate only burst pods (label ${DEPLOYMENT_LABEL})`]],
+        // Karpenter v1.14.1 would count the pod as nothing and take its node for empty.
+        ["refuses a cost of -2^27", withCost(before, "-134217728"), before, badCost],
+        ["admits a cost just above -2^27", withCost(before, "-134217727"), before, []],
+        ["refuses a cost too long to be an int32", withCost(before, "-99999999999"), before, badCost],
+        ["refuses a cost that is not an integer", withCost(before, "-1e3"), before, badCost],
+        ["refuses a cost with a plus sign or a leading zero (the API server refuses them too)", withCost(before, "+5"), before, badCost],
     ];
     for (const [what, after, old, expected] of cases) it(what, () => expect(admit(JSON.parse(JSON.stringify(after)), old)).to.deep.equal(expected));
 
