@@ -1,6 +1,7 @@
 // A pure model of how Karpenter v1.14.1 reads a NodePool's disruption budgets over time, and of the sending hours
 // they must protect. Used by config validation (a budget that forbids Underutilized throughout sending hours, an
 // expireAfter that never lands a burst's nodes in them) and by the capacity model (when nodes kept after a burst go).
+import { Cron, parseCron } from "./cron";
 import { DisruptionBudget } from "./ephemeralNodePool";
 
 export type DisruptionReason = "Underutilized" | "Empty" | "Drifted";
@@ -17,70 +18,6 @@ export interface SendingHours {
 
 const MINUTE = 60_000;
 const DAY_MINUTES = 1440;
-
-// --- cron, as robfig/cron v3's ParseStandard reads it (Karpenter v1.14.1 go.mod), with "TZ=UTC" prefixed
-// (kubernetes-sigs/karpenter v1.14.1 pkg/apis/v1/nodepool.go:416).
-const DESCRIPTORS: Record<string, string> = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-};
-const NAMES: Record<number, string[]> = {
-    3: ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
-    4: ["sun", "mon", "tue", "wed", "thu", "fri", "sat"],
-};
-const BOUNDS: [number, number][] = [
-    [0, 59],
-    [0, 23],
-    [1, 31],
-    [1, 12],
-    [0, 6],
-];
-
-export interface Cron {
-    fields: Set<number>[];
-    /** Day of month or day of week is `*` (or `?`): then both must match, else either (robfig/cron spec.go dayMatches). */
-    dayStar: boolean;
-}
-
-/** A 5-field cron schedule or descriptor; a string says why it does not parse. */
-export function parseCron(schedule: string): Cron | string {
-    const text = DESCRIPTORS[schedule.trim().toLowerCase()] ?? schedule.trim();
-    const parts = text.split(/\s+/);
-    if (parts.length !== 5) return `"${schedule}" has ${parts.length} fields, not 5 (minute hour day-of-month month day-of-week)`;
-    const fields: Set<number>[] = [];
-    for (let i = 0; i < 5; i++) {
-        const set = parseField(parts[i], i);
-        if (typeof set === "string") return `"${schedule}": ${set}`;
-        fields.push(set);
-    }
-    const star = (s: string) => s === "*" || s === "?" || s.startsWith("*/");
-    return { fields, dayStar: star(parts[2]) || star(parts[4]) };
-}
-
-function parseField(field: string, index: number): Set<number> | string {
-    const [min, max] = BOUNDS[index];
-    const value = (s: string) => {
-        const named = NAMES[index]?.indexOf(s.toLowerCase()) ?? -1;
-        if (named >= 0) return named + (index === 3 ? 1 : 0);
-        return /^[0-9]+$/.test(s) ? Number(s) : NaN;
-    };
-    const out = new Set<number>();
-    for (const item of field.split(",")) {
-        const m = /^(\*|\?|[A-Za-z0-9]+(?:-[A-Za-z0-9]+)?)(?:\/([0-9]+))?$/.exec(item);
-        if (!m) return `field "${field}" is not a value, range, list or step`;
-        let [lo, hi] = m[1] === "*" || m[1] === "?" ? [min, max] : m[1].split("-").map(value).concat([]);
-        if (hi === undefined) hi = m[2] ? max : lo;
-        const step = m[2] ? Number(m[2]) : 1;
-        if (!(lo >= min && hi <= max && lo <= hi) || step < 1) return `field "${field}" is outside ${min}-${max}`;
-        for (let v = lo; v <= hi; v += step) out.add(v);
-    }
-    return out;
-}
 
 /** Whether the schedule fires on a UTC calendar day (`d` at 00:00 UTC). */
 function dayMatches(c: Cron, d: Date): boolean {

@@ -1,6 +1,7 @@
 // A small validator for stack config. Every rule knows how to describe what it accepts, so every error reads
 // "<key path> must be <what is allowed> (got <value>)". A library such as zod reports *why* a value failed
 // ("too small") but not the whole allowed range, which is what a platform engineer needs at 2 a.m.
+import { CRON_DESCRIPTORS, parseCron } from "../components/cron";
 
 /** One way a config value is wrong; `path` is the dotted key path below the project namespace. */
 export interface Issue {
@@ -239,66 +240,21 @@ export function durationAtLeast(minSeconds: number, why: string, opts: { never?:
     };
 }
 
-// The five fields of a standard cron schedule, as robfig/cron v3 (parser.go, which Karpenter v1.14.1 calls through
-// cron.ParseStandard in pkg/apis/v1/nodepool.go Budget.IsActive) bounds them; names are case-insensitive.
-const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
-const DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
-const CRON_FIELDS: { name: string; min: number; max: number; names?: string[] }[] = [
-    { name: "minute", min: 0, max: 59 },
-    { name: "hour", min: 0, max: 23 },
-    { name: "day of month", min: 1, max: 31 },
-    { name: "month", min: 1, max: 12, names: MONTHS },
-    { name: "day of week", min: 0, max: 6, names: DAYS },
-];
-const CRON_DESCRIPTORS = ["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"];
-
-/** Why one cron field is wrong, or undefined: a comma list of *, ?, n, n-m, each with an optional /step. */
-function cronFieldProblem(expr: string, f: (typeof CRON_FIELDS)[number]): string | undefined {
-    const allowed = `${f.min}-${f.max}${f.names ? ` or ${f.names[0]}-${f.names[f.names.length - 1]}` : ""}`;
-    const value = (v: string) => {
-        const i = f.names?.indexOf(v.toLowerCase()) ?? -1;
-        if (i >= 0) return i + (f.name === "month" ? 1 : 0);
-        return /^[0-9]+$/.test(v) ? Number(v) : NaN;
-    };
-    for (const part of expr.split(",")) {
-        const m = /^(\*|\?|[^-/]+)(?:-([^/]+))?(?:\/(.+))?$/.exec(part);
-        if (!m) return `the ${f.name} field "${expr}" is not a number, range or list (allowed: ${allowed})`;
-        const [, start, end, step] = m;
-        if (step !== undefined && !(/^[0-9]+$/.test(step) && Number(step) > 0)) return `the ${f.name} field "${expr}" has step "${step}": a step must be a whole number above 0`;
-        if (start === "*" || start === "?") {
-            if (end !== undefined) return `the ${f.name} field "${expr}" is not a number, range or list (allowed: ${allowed})`;
-            continue;
-        }
-        for (const v of [start, end].filter((x): x is string => x !== undefined)) {
-            const n = value(v);
-            if (!(n >= f.min && n <= f.max)) return `the ${f.name} field "${expr}" has ${v}: it must be ${allowed}`;
-        }
-        if (end !== undefined && value(end) < value(start)) return `the ${f.name} field "${expr}" runs backwards: ${start} is after ${end}`;
-    }
-    return undefined;
-}
-
-/** A standard five-field cron schedule in UTC, or one of its @ descriptors, checked field by field. */
+/** A standard five-field cron schedule in UTC, or one of its @ descriptors, checked field by field (components/cron.ts). */
 export function cron(): Schema<string> {
-    const expected = `a cron schedule in UTC of five fields (minute hour day-of-month month day-of-week) such as "0 13 * * mon-fri", or one of ${CRON_DESCRIPTORS.join(", ")}`;
+    const expected = `a cron schedule in UTC of five fields (minute hour day-of-month month day-of-week) such as "0 13 * * mon-fri", or one of ${Object.keys(CRON_DESCRIPTORS).join(", ")}`;
     return {
         expected,
         parse(value, path, issues) {
-            if (typeof value !== "string" || value.length > 100) {
+            if (typeof value !== "string" || value.length > 100 || (value.startsWith("@") && !(value in CRON_DESCRIPTORS))) {
                 issues.push({ path, message: `must be ${expected} (got ${got(value)})` });
                 return value as string;
             }
-            if (value.startsWith("@")) {
-                if (!CRON_DESCRIPTORS.includes(value)) issues.push({ path, message: `must be ${expected} (got ${got(value)})` });
-                return value;
+            const parsed = parseCron(value);
+            if (typeof parsed === "string") {
+                const fieldCount = parsed.startsWith("it has ");
+                issues.push({ path, message: fieldCount ? `must be ${expected}: ${parsed} (got ${got(value)})` : `must be a cron schedule in UTC: ${parsed} (got ${got(value)})` });
             }
-            const fields = value.trim().split(/\s+/);
-            if (fields.length !== 5) {
-                issues.push({ path, message: `must be ${expected}: it has ${fields.length} field${fields.length === 1 ? "" : "s"} (got ${got(value)})` });
-                return value;
-            }
-            const problem = fields.map((f, i) => cronFieldProblem(f, CRON_FIELDS[i])).find((p) => p !== undefined);
-            if (problem) issues.push({ path, message: `must be a cron schedule in UTC: ${problem} (got ${got(value)})` });
             return value;
         },
     };
