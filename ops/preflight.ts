@@ -101,6 +101,8 @@ export interface AwsFacts {
     image?: { id: string; state: string; architecture: string; name: string } | null;
     subnets: { id: string; zone: string }[];
     securityGroups: { id: string }[];
+    /** EC2's message when a configured subnet or security group ID does not exist: it then answers nothing at all. */
+    notFound: { subnets?: string; securityGroups?: string };
     offerings: { type: string; zone: string }[];
     instanceTypes: { type: string; architectures: string[] }[];
     spotRole: boolean;
@@ -371,14 +373,16 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
 
     // subnets
     const discovery = `${DISCOVERY_TAG}=${cluster}`;
-    for (const zone of cfg.nodePool.zones) {
+    if (aws.notFound.subnets) fail("subnets", `nodePool.subnetIds: ${aws.notFound.subnets}; EC2 then answers for none of them, and Karpenter launches nowhere until it is fixed`);
+    for (const zone of aws.notFound.subnets ? [] : cfg.nodePool.zones) {
         const here = aws.subnets.filter((s) => s.zone === zone);
         if (!here.length) fail("subnets", `${zone}: no ${cfg.nodePool.subnetIds ? "configured subnet" : `subnet tagged ${discovery}`}: Karpenter cannot launch there; tag the private subnet of ${zone} or drop the zone from nodePool.zones`);
         else ok("subnets", `${zone}: ${here.map((s) => s.id).join(", ")}`);
     }
 
     // security-groups
-    if (!aws.securityGroups.length) fail("security-groups", `no ${cfg.nodePool.securityGroupIds ? "configured security group exists" : `security group tagged ${discovery}`}: nodes could not reach the cluster; tag the cluster security group`);
+    if (aws.notFound.securityGroups) fail("security-groups", `nodePool.securityGroupIds: ${aws.notFound.securityGroups}; nodes could not launch with it`);
+    else if (!aws.securityGroups.length) fail("security-groups", `no ${cfg.nodePool.securityGroupIds ? "configured security group exists" : `security group tagged ${discovery}`}: nodes could not reach the cluster; tag the cluster security group`);
     else ok("security-groups", aws.securityGroups.map((g) => g.id).join(", "));
 
     // instance-types
@@ -506,12 +510,15 @@ export class CannotCheck extends Error {}
 export type AwsClientConfig = { endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string }; maxAttempts?: number };
 
 /** Runs one AWS call; `missing` error names mean "not there" (undefined); anything else cannot be checked. */
-async function call<T>(what: string, fn: () => Promise<T>, missing: string[] = []): Promise<T | undefined> {
+async function call<T>(what: string, fn: () => Promise<T>, missing: string[] = [], onMissing?: (message: string) => void): Promise<T | undefined> {
     try {
         return await fn();
     } catch (e) {
         const err = e as { name?: string; message?: string; Code?: string; $metadata?: { httpStatusCode?: number }; cause?: { code?: string; message?: string } };
-        if (missing.includes(err.name ?? "") || missing.includes(err.Code ?? "")) return undefined;
+        if (missing.includes(err.name ?? "") || missing.includes(err.Code ?? "")) {
+            onMissing?.(err.message ?? String(err.name));
+            return undefined;
+        }
         const status = err.$metadata?.httpStatusCode;
         const reason =
             status === 401 || status === 403
@@ -588,13 +595,16 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
             return "unsure";
         };
 
+        const notFound: AwsFacts["notFound"] = {};
         const [cluster, addon, logGroups, image, subnets, groups, offerings, types, spot, existingNode] = await Promise.all([
             call(`eks:DescribeCluster ${name}`, () => eks.send(new DescribeClusterCommand({ name })), ["ResourceNotFoundException"]),
             cfg.controller.identity === "pod-identity" ? call(`eks:DescribeAddon ${POD_IDENTITY_AGENT}`, () => eks.send(new DescribeAddonCommand({ clusterName: name, addonName: POD_IDENTITY_AGENT })), ["ResourceNotFoundException"]) : undefined,
             call(`logs:DescribeLogGroups ${cfg.alarms.logGroupName}`, () => logs.send(new DescribeLogGroupsCommand({ logGroupNamePrefix: cfg.alarms.logGroupName }))),
             np.ami.id ? call(`ec2:DescribeImages ${np.ami.id}`, () => ec2.send(new DescribeImagesCommand({ ImageIds: [np.ami.id!] })), ["InvalidAMIID.NotFound", "InvalidAMIID.Unavailable"]) : undefined,
-            call("ec2:DescribeSubnets", () => ec2.send(new DescribeSubnetsCommand(np.subnetIds ? { SubnetIds: np.subnetIds } : { Filters: discovery })), ["InvalidSubnetID.NotFound"]),
-            call("ec2:DescribeSecurityGroups", () => ec2.send(new DescribeSecurityGroupsCommand(np.securityGroupIds ? { GroupIds: np.securityGroupIds } : { Filters: discovery })), ["InvalidGroup.NotFound"]),
+            // EC2 refuses the whole call when one listed ID does not exist (EC2 API Reference, DescribeSubnets and
+            // DescribeSecurityGroups errors): keep its message, which names the ID.
+            call("ec2:DescribeSubnets", () => ec2.send(new DescribeSubnetsCommand(np.subnetIds ? { SubnetIds: np.subnetIds } : { Filters: discovery })), ["InvalidSubnetID.NotFound"], (m) => (notFound.subnets = m)),
+            call("ec2:DescribeSecurityGroups", () => ec2.send(new DescribeSecurityGroupsCommand(np.securityGroupIds ? { GroupIds: np.securityGroupIds } : { Filters: discovery })), ["InvalidGroup.NotFound"], (m) => (notFound.securityGroups = m)),
             call("ec2:DescribeInstanceTypeOfferings", async () => {
                 const all: { type: string; zone: string }[] = [];
                 const input = { LocationType: "availability-zone" as const, Filters: [{ Name: "instance-type", Values: approved }, { Name: "location", Values: np.zones }] };
@@ -639,6 +649,7 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
             image: np.ami.id ? (im ? { id: im.ImageId!, state: im.State ?? "?", architecture: im.Architecture ?? "?", name: im.Name ?? "" } : null) : undefined,
             subnets: (subnets?.Subnets ?? []).map((s) => ({ id: s.SubnetId!, zone: s.AvailabilityZone! })),
             securityGroups: (groups?.SecurityGroups ?? []).map((g) => ({ id: g.GroupId! })),
+            notFound,
             offerings: offerings ?? [],
             instanceTypes: types ?? [],
             spotRole: spot !== undefined,

@@ -204,11 +204,17 @@ export class FakeAwsApi {
             case "ec2:DescribeSubnets": {
                 const ids = listParam(params, "SubnetId");
                 const found = s.subnets.filter((x) => (ids.length ? ids.includes(x.SubnetId) : tagged(x.Tags)));
+                // EC2 refuses the whole call over one unknown ID (EC2 API Reference, "Error codes": InvalidSubnetID.NotFound).
+                const unknown = ids.find((id) => !s.subnets.some((x) => x.SubnetId === id));
+                if (unknown) return fail(400, "InvalidSubnetID.NotFound", `The subnet ID '${unknown}' does not exist`);
                 return ok(`<subnetSet>${found.map((x) => `<item><subnetId>${x.SubnetId}</subnetId><availabilityZone>${x.AvailabilityZone}</availabilityZone><vpcId>vpc-1</vpcId><state>available</state>${ec2Tags(x.Tags)}</item>`).join("")}</subnetSet>`);
             }
             case "ec2:DescribeSecurityGroups": {
                 const ids = listParam(params, "GroupId");
                 const found = s.securityGroups.filter((x) => (ids.length ? ids.includes(x.GroupId) : tagged(x.Tags)));
+                // Likewise InvalidGroup.NotFound.
+                const unknown = ids.find((id) => !s.securityGroups.some((x) => x.GroupId === id));
+                if (unknown) return fail(400, "InvalidGroup.NotFound", `The security group '${unknown}' does not exist`);
                 return ok(`<securityGroupInfo>${found.map((x) => `<item><groupId>${x.GroupId}</groupId><groupName>${x.GroupId}</groupName><vpcId>vpc-1</vpcId>${ec2Tags(x.Tags)}</item>`).join("")}</securityGroupInfo>`);
             }
             case "ec2:DescribeInstanceTypeOfferings": {

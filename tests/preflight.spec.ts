@@ -372,6 +372,27 @@ describe("npm run preflight", function () {
         expect(linesOf(bottlerocket.output, "FAIL"), bottlerocket.output).to.deep.equal(["FAIL  ami                       alias bottlerocket@v1.26.0 is not Amazon Linux 2023: use an al2023@v<date> alias"]);
     });
 
+    it("checks configured subnet and security group IDs, and names the one EC2 does not know (it then refuses the whole call)", async () => {
+        const w = goodWorld(cfg);
+        const ids = (subnets: string[], groups: string[]) => (yaml: string) => {
+            const zones = /^( +)zones: .*\n/m;
+            if (!zones.test(yaml)) throw new Error("no nodePool.zones line in the stack file");
+            return yaml.replace(zones, (line, indent) => `${line}${indent}subnetIds: [${subnets.join(", ")}]\n${indent}securityGroupIds: [${groups.join(", ")}]\n`);
+        };
+        // Untagged: found by ID, not by the discovery tag.
+        for (const x of [...w.aws.subnets, ...w.aws.securityGroups]) x.Tags = {};
+        const known = await run(w, undefined, { stackFile: ids(["subnet-00", "subnet-01", "subnet-02"], ["sg-01"]) });
+        expect(linesOf(known.output, "FAIL"), known.output).to.deep.equal([]);
+        expect(known.output).to.include("OK    subnets                   ca-central-1d: subnet-02");
+        expect(known.output).to.include("OK    security-groups           sg-01");
+        const unknown = await run(w, undefined, { stackFile: ids(["subnet-00", "subnet-0bad", "subnet-02"], ["sg-0bad"]) });
+        expect(linesOf(unknown.output, "FAIL").filter((l) => /subnets|security-groups/.test(checkOf(l))), unknown.output).to.deep.equal([
+            "FAIL  subnets                   nodePool.subnetIds: The subnet ID 'subnet-0bad' does not exist; EC2 then answers for none of them, and Karpenter launches nowhere until it is fixed",
+            "FAIL  security-groups           nodePool.securityGroupIds: The security group 'sg-0bad' does not exist; nodes could not launch with it",
+        ]);
+        expect(unknown.exitCode).to.equal(1);
+    });
+
     it("exits 3 when AWS refuses a read (HTTP 403) or cannot be reached, naming the call", async () => {
         const w = goodWorld(cfg);
         w.aws.deny = ["ec2:DescribeSubnets"];
