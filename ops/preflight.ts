@@ -478,16 +478,24 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     return out;
 }
 
-/** Whether a key policy allows cloudwatch.amazonaws.com to decrypt and generate data keys (what publishing needs). */
+/**
+ * Whether a key policy lets cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey (what publishing to an
+ * encrypted topic needs), read as IAM evaluates it (IAM User Guide, "Policy evaluation logic"): some Allow statement
+ * whose principal and action match, and no Deny statement that does. Actions match case-insensitively with `*` and
+ * `?` wildcards; a principal of "*" matches every principal. Conditions are not evaluated: a conditional Allow counts,
+ * and a conditional Deny does not, so a key refused only under some condition passes.
+ */
 export function keyLetsCloudWatch(policy: string | undefined): boolean {
     if (!policy) return false;
     const doc = JSON.parse(policy);
     const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
-    const allowed = list<any>(doc.Statement)
-        .filter((s) => s.Effect === "Allow" && list<string>(s.Principal?.Service).includes("cloudwatch.amazonaws.com"))
-        .flatMap((s) => list<string>(s.Action));
-    const grants = (action: string) => allowed.some((a) => a === "kms:*" || a === action);
-    return grants("kms:Decrypt") && grants("kms:GenerateDataKey*");
+    const forCloudWatch = (s: any) => s.Principal === "*" || list<string>(s.Principal?.AWS).includes("*") || list<string>(s.Principal?.Service).includes("cloudwatch.amazonaws.com");
+    const matches = (pattern: string, action: string) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "i").test(action);
+    const statements = list<any>(doc.Statement).filter(forCloudWatch);
+    const covers = (s: any, action: string) => list<string>(s.Action).some((a) => matches(a, action));
+    const granted = (action: string) =>
+        statements.some((s) => s.Effect === "Allow" && covers(s, action)) && !statements.some((s) => s.Effect === "Deny" && s.Condition === undefined && covers(s, action));
+    return granted("kms:Decrypt") && granted("kms:GenerateDataKey");
 }
 
 /** The report and its exit code. */

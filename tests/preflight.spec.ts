@@ -452,4 +452,21 @@ describe("npm run preflight", function () {
         expect(keyLetsCloudWatch(JSON.stringify({ Statement: { Effect: "Allow", Principal: { Service: ["cloudwatch.amazonaws.com"] }, Action: "kms:*" } }))).to.equal(true);
         expect(keyLetsCloudWatch(JSON.stringify({ Statement: [{ Effect: "Allow", Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "kms:Decrypt" }] }))).to.equal(false);
     });
+
+    it("reads a key policy as IAM evaluates it: wildcards, any principal, and an explicit Deny over an Allow", () => {
+        const cw = { Service: "cloudwatch.amazonaws.com" };
+        const policy = (...Statement: object[]) => JSON.stringify({ Version: "2012-10-17", Statement });
+        // Wildcards match case-insensitively (IAM User Guide, "IAM JSON policy elements: Action").
+        expect(keyLetsCloudWatch(policy({ Effect: "Allow", Principal: cw, Action: ["KMS:decrypt", "kms:Generate*"] }))).to.equal(true);
+        expect(keyLetsCloudWatch(policy({ Effect: "Allow", Principal: "*", Action: "*" }))).to.equal(true);
+        expect(keyLetsCloudWatch(policy({ Effect: "Allow", Principal: { AWS: "*" }, Action: "kms:*" }))).to.equal(true);
+        // Another service's grant is not CloudWatch's.
+        expect(keyLetsCloudWatch(policy({ Effect: "Allow", Principal: { Service: "sns.amazonaws.com" }, Action: "kms:*" }))).to.equal(false);
+        // An explicit Deny wins ("Policy evaluation logic"), through a wildcard principal too.
+        const allow = { Effect: "Allow", Principal: cw, Action: ["kms:Decrypt", "kms:GenerateDataKey*"] };
+        expect(keyLetsCloudWatch(policy(allow, { Effect: "Deny", Principal: "*", Action: "kms:GenerateDataKey*" }))).to.equal(false);
+        expect(keyLetsCloudWatch(policy(allow, { Effect: "Deny", Principal: cw, Action: "kms:Decrypt" }))).to.equal(false);
+        // A Deny under a condition is not evaluated here, so it does not fail the check.
+        expect(keyLetsCloudWatch(policy(allow, { Effect: "Deny", Principal: "*", Action: "kms:*", Condition: { Bool: { "aws:SecureTransport": "false" } } }))).to.equal(true);
+    });
 });
