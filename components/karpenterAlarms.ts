@@ -431,8 +431,8 @@ function controllerAlarms(a: Resolved, names: ReturnType<typeof alarmNames>, fil
     const logMetric = (k: FailureClass | "heartbeat"): Metric => ({ namespace: logMetricNamespace(cluster), metricName: LOG_METRIC[k], statistic: "Sum" });
     const what: Record<FailureClass, string> = {
         unschedulablePods: `could not place pods of ${a.burstNamespace} ("could not schedule pod": NodePool limits reached, or no instance type or offering fits) with at least ${r.unschedulablePods.threshold} lines, about ${Math.ceil((r.unschedulablePods.threshold * 10) / 60)} pod-minutes at one line per pod every 10 s,`,
-        launchFailures: `failed to launch nodes ("failed launching nodeclaim" or "Reconciler error" from nodeclaim.lifecycle: insufficient capacity, launch template, IAM or fleet errors)`,
-        nodePoolNotReady: `ignored NodePool ${a.nodePoolName} as not ready (its EC2NodeClass is not Ready: AMI, subnets, security groups or instance profile), so it launches nothing,`,
+        launchFailures: `failed to launch nodes ("failed launching nodeclaim" or "Reconciler error" from nodeclaim.lifecycle: insufficient capacity, launch template, IAM or fleet errors) at least ${r.launchFailures.threshold} time(s) a period, one line per failed launch; Karpenter retries another offering within seconds, so failures in most periods mean launches keep failing,`,
+        nodePoolNotReady: `ignored NodePool ${a.nodePoolName} as not ready (its EC2NodeClass is not Ready: AMI, subnets, security groups or instance profile), so it launches nothing, with at least ${r.nodePoolNotReady.threshold} line(s) a period; it logs one on every provisioning loop, about every 10 s while pods wait, and stays so until someone acts,`,
     };
     return [
         {

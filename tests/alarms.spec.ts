@@ -215,6 +215,13 @@ for (const stack of STACKS) {
             expect(alarmNamed(`${cluster}-karpenter-unschedulable-pods`).inputs.alarmDescription).to.include(
                 'could not place pods of notification-canada-ca ("could not schedule pod": NodePool limits reached, or no instance type or offering fits) with at least 20 lines, about 4 pod-minutes at one line per pod every 10 s, in 3 of 4 periods of 300 s',
             );
+            const launch = RULES[stack].launchFailures;
+            expect(alarmNamed(`${cluster}-karpenter-launch-failures`).inputs.alarmDescription).to.include(
+                `at least ${launch.threshold} time(s) a period, one line per failed launch; Karpenter retries another offering within seconds, so failures in most periods mean launches keep failing, in ${launch.datapointsToAlarm} of ${launch.evaluationPeriods} periods of 300 s`,
+            );
+            expect(alarmNamed(`${cluster}-karpenter-nodepool-not-ready`).inputs.alarmDescription).to.include(
+                "it logs one on every provisioning loop, about every 10 s while pods wait, and stays so until someone acts, in 2 of 2 periods of 300 s",
+            );
             expect(alarmNamed(`${cluster}-karpenter-log-heartbeat`).inputs.alarmDescription).to.match(/^No Karpenter log line from .* for 24 of 24 periods of 3600 s .*the failure alarms are blind\.$/);
             expect(alarmNamed(`${cluster}-karpenter-nodepool-near-limit`).inputs.alarmDescription).to.include(`NodePool ${POOL} on ${cluster} has used at least 90% of its cpu or memory limit`);
         });
