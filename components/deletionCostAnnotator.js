@@ -216,6 +216,6 @@ async function main(env) {
     log("info", "stopped");
 }
 
-module.exports = { ANNOTATION, deletionCost, patchesFor, settingsFrom, apiClient, annotateOnce, healthServer };
+module.exports = { ANNOTATION, deletionCost, patchesFor, settingsFrom };
 
 if (require.main === module) main(process.env);

@@ -58,6 +58,8 @@ describe("scale-down order: the pod-deletion-cost annotator (components/deletion
         // Same minute, same cost: ties fall back to the ReplicaSet controller's own order.
         expect(annotator.deletionCost(iso(T0 + 59_000))).to.equal(older);
         for (const c of [older, newer]) expect(c).to.match(/^-[1-9][0-9]*$/);
+        // The script and the admission policy name the same annotation.
+        expect(annotator.ANNOTATION).to.equal(DELETION_COST_ANNOTATION);
     });
 
     it("stays above -2^27 for two centuries, or Karpenter v1.14.1 would count burst pods as nothing and nodes running Celery as empty", () => {
@@ -295,14 +297,54 @@ describe("scale-down order: what the stacks deploy (components/burstScaleDownOrd
         });
     }
 
-    it("is left out without placement.burst.scaleDownOrder, and refuses a bad image or interval naming the key", async () => {
+    it("plans the annotator's objects whole: its account, its pod, and bindings to exactly its own roles", async () => {
+        const r = await buildStack("production");
+        const inputs = (type: string, name: string) => {
+            const { apiVersion, kind, ...rest } = r.get(type, name).inputs;
+            return rest;
+        };
+        expect(inputs("kubernetes:core/v1:ServiceAccount", `${NAME}-account`)).to.deep.equal({ metadata: { name: NAME, namespace: "karpenter" } });
+        const subjects = [{ kind: "ServiceAccount", name: NAME, namespace: "karpenter" }];
+        expect(inputs("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", `${NAME}-read-nodes`)).to.deep.equal({
+            metadata: { name: `${NAME}-read-nodes` },
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: `${NAME}-read-nodes` },
+            subjects,
+        });
+        expect(inputs("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", `${NAME}-annotate-pods`)).to.deep.equal({
+            metadata: { name: NAME, namespace: NS },
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: NAME },
+            subjects,
+        });
+        // The policy the API server gets is the one the CEL cases below run, for this account.
+        expect(inputs("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", `${NAME}-admission-policy`)).to.deep.equal({
+            metadata: { name: `${NAME}-annotation-only` },
+            spec: annotationOnlyPolicySpec(USER),
+        });
+        const { spec } = inputs("kubernetes:apps/v1:Deployment", `${NAME}-annotator`);
+        expect([spec.replicas, spec.selector, spec.template.metadata]).to.deep.equal([1, { matchLabels: { app: NAME } }, { labels: { app: NAME } }]);
+        // Restricted pod security: non-root as Node's image user, no privilege, read-only root.
+        expect(spec.template.spec.securityContext).to.deep.equal({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } });
+        const container = spec.template.spec.containers[0];
+        expect(container.image).to.equal("public.ecr.aws/docker/library/node:24.18.0-alpine3.23");
+        expect(container.resources).to.deep.equal({ requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "128Mi" } });
+        expect(container.volumeMounts).to.deep.equal([{ name: "script", mountPath: "/app", readOnly: true }]);
+        expect(spec.template.spec.volumes).to.deep.equal([{ name: "script", configMap: { name: NAME } }]);
+    });
+
+    it("is left out, with its alarm, without placement.burst.scaleDownOrder; refuses a bad image, interval or namespace naming the key", async () => {
         const placement = rawConfig("staging").placement as any;
         const burst = placement.burst;
         const without = await buildStack("staging", { placement: { burst: { ...burst, scaleDownOrder: undefined } } });
         expect(without.byType("kubernetes:apps/v1:Deployment").map((d) => d.inputs.metadata.name)).to.deep.equal(["celery-headroom"]);
+        expect(without.byType("aws:cloudwatch/metricAlarm:MetricAlarm").map((a) => a.inputs.name).filter((n: string) => n.includes("scale-down-order"))).to.deep.equal([]);
         const error = await configErrorOf("staging", { "notify-karpenter:placement": { ...placement, burst: { ...burst, scaleDownOrder: { image: "node", intervalSeconds: 0 } } } });
         expect(error).to.include("notify-karpenter:placement.burst.scaleDownOrder.image must be a container image with a tag or digest");
         expect(error).to.include('notify-karpenter:placement.burst.scaleDownOrder.intervalSeconds must be an integer from 1 to 300 (got 0)');
+        // The annotator must not run among the pods it may patch.
+        const controller = rawConfig("staging").controller as any;
+        expect(await configErrorOf("staging", { "notify-karpenter:controller": { ...controller, namespace: NS } })).to.include(
+            `notify-karpenter:placement.burst.scaleDownOrder needs controller.namespace to differ from placement.namespace (${NS})`,
+        );
     });
 });
 
