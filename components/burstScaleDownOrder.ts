@@ -43,7 +43,7 @@ export const serviceAccountUser = (namespace: string, name: string) => `system:s
  * empty (pkg/utils/disruption/disruption.go:59, 1 + cost/2^27; pkg/controllers/disruption/types.go:136-157), and
  * budgets never hold back empty nodes: a lower cost on a Celery pod would let Karpenter delete its node mid-batch.
  */
-export const KARPENTER_IGNORES_COST = -(2 ** 27);
+const KARPENTER_IGNORES_COST = -(2 ** 27);
 
 /**
  * The admission policy's CEL: the annotator's service account may set the pod-deletion-cost of a burst pod (one

@@ -221,7 +221,6 @@ describe("scale-down order: the annotator as a process against a fake Kubernetes
 
     it("reads every page of a long list", async () => {
         const pods = ["a", "b", "c", "d", "e"].map((n) => pod(`email-${n}`, "ip-10-0-1-1"));
-        dir = tempDir();
         await start({ pods, pageSize: 2 });
         await until(() => api.requests.filter((r) => r.startsWith("PATCH")).length === 5);
         for (const p of pods) expect(api.pod(NS, p.metadata.name).metadata.annotations).to.deep.equal({ [DELETION_COST_ANNOTATION]: annotator.deletionCost(iso(T0)) });
