@@ -6,7 +6,7 @@
 import { gunzipSync } from "zlib";
 import { CloudWatchLogsClient, DescribeLogGroupsCommand, FilterLogEventsCommand } from "@aws-sdk/client-cloudwatch-logs";
 import { DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client, paginateDescribeInstanceTypeOfferings, paginateDescribeInstanceTypes } from "@aws-sdk/client-ec2";
-import { DescribeAddonCommand, DescribeClusterCommand, EKSClient } from "@aws-sdk/client-eks";
+import { DescribeAddonCommand, DescribeClusterCommand, EKSClient, paginateListAddons } from "@aws-sdk/client-eks";
 import { DescribeRuleCommand, EventBridgeClient, ListTagsForResourceCommand } from "@aws-sdk/client-eventbridge";
 import { GetPolicyCommand, GetRoleCommand, IAMClient } from "@aws-sdk/client-iam";
 import { DescribeKeyCommand, GetKeyPolicyCommand, KMSClient } from "@aws-sdk/client-kms";
@@ -31,8 +31,8 @@ export const CHECKS: [string, string][] = [
     ["helm-releases", "no Helm release karpenter-crd, karpenter, karpenter-nodepool, priority-classes or nidhogg that this stack did not make"],
     ["priority-classes", "existing PriorityClasses have the configured value and preemptionPolicy (both immutable)"],
     ["owned-objects", "no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment with a name this program creates, managed by another tool"],
-    ["patch-targets", "every patched Deployment and DaemonSet, and each guaranteed.container, exists"],
-    ["daemonset-managers", "who else manages each patched DaemonSet (an EKS add-on: use its configurationValues)"],
+    ["patch-targets", "every patched Deployment and DaemonSet exists, and each guaranteed.container is its DaemonSet's first"],
+    ["daemonset-managers", "who else manages each patched DaemonSet (an EKS add-on: use its configurationValues); each addOn is an add-on of the cluster"],
     ["log-group", "the controller's log group exists and has Karpenter lines from the last day"],
     ["ami", "the pinned AMI exists, is x86_64 (amd64) and Amazon Linux 2023"],
     ["subnets", "a karpenter.sh/discovery subnet in every configured zone (or the configured subnets)"],
@@ -41,7 +41,7 @@ export const CHECKS: [string, string][] = [
     ["spot-service-linked-role", "the account's EC2 spot service-linked role exists, or the stack creates it (not both)"],
     ["aws-names", "the IAM roles and policies, SQS queue and EventBridge rules the stack creates are free or this stack's"],
     ["alarm-topics", "alarm topics exist in the stack's region with a confirmed subscription; their KMS key lets CloudWatch use it"],
-    ["stable-nodes", "stable nodes span two zones or more, and have room for the first rollout's surge"],
+    ["stable-nodes", "untainted stable nodes span two zones or more, and have room for the first rollout's surge"],
 ];
 
 export const PREFLIGHT: Command = {
@@ -95,6 +95,8 @@ export interface AwsFacts {
     partition: string;
     cluster?: { version: string; status: string };
     podIdentityAgent?: { status: string; version: string };
+    /** The cluster's EKS add-ons (ListAddons), when config names one; undefined: not asked, or no cluster. */
+    addOns?: string[];
     /** karpenterLines: "unsure" when the search ran out of pages before the group's end. */
     logGroup: { exists: boolean; karpenterLines: boolean | "unsure" };
     /** null: no such image; undefined: not looked up (an alias). */
@@ -237,6 +239,12 @@ export function surgePods(d: KubeObject): number {
 
 const fmt = (n: number) => (Math.round(n * 100) / 100).toString();
 
+/** A node's taints that keep pods off (NoSchedule, NoExecute), as key=value:effect. */
+function hardTaints(node: KubeObject): string[] {
+    const taints: { key: string; value?: string; effect: string }[] = node.spec?.taints ?? [];
+    return taints.filter((t) => t.effect === "NoSchedule" || t.effect === "NoExecute").map((t) => `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`);
+}
+
 /** The verdicts: one or more per check, in CHECKS order. */
 export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts): Verdict[] {
     const out: Verdict[] = [];
@@ -262,12 +270,13 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     else if (aws.podIdentityAgent.status !== "ACTIVE") warn("pod-identity-agent", `${POD_IDENTITY_AGENT} ${aws.podIdentityAgent.version} is ${aws.podIdentityAgent.status}, not ACTIVE: wait for it or fix the add-on`);
     else ok("pod-identity-agent", `${POD_IDENTITY_AGENT} ${aws.podIdentityAgent.version} is ACTIVE`);
 
-    // helm-releases
+    // helm-releases. Never advise `installed: false`: helmfile then uninstalls the release at the next apply (at merge,
+    // mid-drain for karpenter-crd), where removing the entry leaves it for the operator to retire.
     const foreign = kube.releases.filter((r) => HELMFILE_RELEASES[r.name] !== undefined && !releaseIsOurs(r, cfg, kube.releases));
     for (const r of foreign) {
         fail(
             "helm-releases",
-            `${r.namespace}/${r.name} (chart ${r.chart} ${r.chartVersion}, revision ${r.revision}) is not this stack's: remove the "${r.name}" release from GC Notify's helmfile (helmfile/helmfile.yaml.gotmpl, or installed: false) so the next helmfile apply cannot undo this program, then retire it (docs/migration.md)`,
+            `${r.namespace}/${r.name} (chart ${r.chart} ${r.chartVersion}, revision ${r.revision}) is not this stack's: remove the "${r.name}" entry from GC Notify's helmfile for staging and production (a template condition around it in helmfile/helmfile.yaml.gotmpl) so the next helmfile apply cannot undo this program, then retire the release as docs/migration.md step 2 says`,
         );
     }
     // Helm refuses to upgrade a release left pending by an interrupted operation ("another operation is in progress").
@@ -315,6 +324,16 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     if (!clashes) ok("owned-objects", `no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment of another tool has a name this stack creates, and no chart budget covers the burst pods`);
 
     // patch-targets: EKS add-ons' DaemonSets are not patched (the add-on's configurationValues set their fields).
+    const guaranteedContainer = (what: string, container: string, live: KubeObject) => {
+        const names: string[] = (live.spec?.template?.spec?.containers ?? []).map((c: { name: string }) => c.name);
+        const index = names.indexOf(container);
+        if (index < 0) fail("patch-targets", `${what} has no container ${container} (it has ${names.join(", ") || "none"}): fix placement.nodeDaemonSets guaranteed.container, or the patch adds a container without an image`);
+        // pulumi-kubernetes pairs the patch's containers with the live ones by position (pruneSlice, EN-R4): a patch
+        // naming the second container is compared with the first, and shows a change at every preview and up.
+        else if (index > 0) {
+            fail("patch-targets", `${what}: guaranteed.container ${container} is container ${index + 1} of ${names.length} (index ${index}, after ${names.slice(0, index).join(", ")}): pulumi-kubernetes compares patched lists by index, so the patch would differ at every preview and re-apply at every up; remove guaranteed from placement.nodeDaemonSets and set the resources in the chart's values`);
+        }
+    };
     const patchedAgents = p.nodeDaemonSets.filter((ds) => !ds.addOn);
     const missing: string[] = [];
     for (const name of [...p.burst.deployments.map((d) => d.name), ...p.stableDeployments]) {
@@ -323,10 +342,7 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     for (const ds of patchedAgents) {
         const live = kube.daemonSets.find((d) => d.metadata.name === ds.name && d.metadata.namespace === ds.namespace);
         if (!live) missing.push(`DaemonSet ${ds.namespace}/${ds.name}`);
-        else if (ds.guaranteed && !(live.spec?.template?.spec?.containers ?? []).some((c: { name: string }) => c.name === ds.guaranteed!.container)) {
-            const names = (live.spec?.template?.spec?.containers ?? []).map((c: { name: string }) => c.name).join(", ");
-            fail("patch-targets", `DaemonSet ${ds.namespace}/${ds.name} has no container ${ds.guaranteed.container} (it has ${names || "none"}): fix placement.nodeDaemonSets guaranteed.container, or the patch adds a container without an image`);
-        }
+        else if (ds.guaranteed) guaranteedContainer(`DaemonSet ${ds.namespace}/${ds.name}`, ds.guaranteed.container, live);
     }
     for (const m of missing) fail("patch-targets", `${m} does not exist: a patch of a missing object fails the up; fix placement in Pulumi.${cfg.stack}.yaml or deploy it first`);
     if (!missing.length) ok("patch-targets", `all ${plural(p.burst.deployments.length + p.stableDeployments.length, "Deployment")} and ${plural(patchedAgents.length, "DaemonSet")} to patch exist`);
@@ -336,7 +352,10 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
         const live = kube.daemonSets.find((d) => d.metadata.name === ds.name && d.metadata.namespace === ds.namespace);
         if (!live) continue;
         const m = managers(live);
-        if (ds.addOn) {
+        if (ds.addOn && aws.addOns && !aws.addOns.includes(ds.addOn)) {
+            // Not patched because config says EKS owns it: if EKS does not, nothing sets its tolerations for ephemeral nodes.
+            fail("daemonset-managers", `${ds.namespace}/${ds.name}: placement.nodeDaemonSets calls it EKS add-on ${ds.addOn}, but the cluster has no such add-on (it has ${aws.addOns.join(", ") || "none"}): the stack does not patch it, so nothing puts its tolerations on it; fix addOn, or remove it so the stack patches the DaemonSet`);
+        } else if (ds.addOn) {
             ok("daemonset-managers", `${ds.namespace}/${ds.name}: EKS add-on ${ds.addOn}, not patched; its tolerations are the add-on's configurationValues`);
         } else if (m.includes("eks")) {
             warn("daemonset-managers", `${ds.namespace}/${ds.name} is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues and mark it addOn in placement.nodeDaemonSets`);
@@ -439,19 +458,24 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
         }
     }
 
-    // stable-nodes
-    const zones = new Set(kube.stableNodes.map((n) => n.metadata.labels?.[ZONE_LABEL]).filter(Boolean));
+    // stable-nodes. A NoSchedule or NoExecute taint keeps off every pod that does not tolerate it, and neither the
+    // controller nor the stable patch adds tolerations: such nodes (GC Notify's SigNoz nodes, dedicated=signoz) carry
+    // the stable labels but are neither room nor a zone for them.
+    const tainted = kube.stableNodes.filter((n) => hardTaints(n).length > 0);
+    const stableNodes = kube.stableNodes.filter((n) => !tainted.includes(n));
+    const leftOut = tainted.length ? `; ${plural(tainted.length, "tainted node")} left out (${[...new Set(tainted.flatMap(hardTaints))].join(", ")}): only pods that tolerate the taint run there` : "";
+    const zones = new Set(stableNodes.map((n) => n.metadata.labels?.[ZONE_LABEL]).filter(Boolean));
     const selector = Object.entries(cfg.cluster.stableNodeSelector).map(([k, v]) => `${k}=${v}`).join(",");
-    if (kube.stableNodes.length < cfg.controller.replicas) {
+    if (stableNodes.length < cfg.controller.replicas) {
         // The chart's required anti-affinity on kubernetes.io/hostname (values.yaml affinity): one replica per node.
-        fail("stable-nodes", `${plural(kube.stableNodes.length, "stable node")} (${selector}) for ${cfg.controller.replicas} controller replicas: the chart puts each replica on its own node (required anti-affinity on kubernetes.io/hostname), so a replica stays Pending; add stable nodes`);
+        fail("stable-nodes", `${plural(stableNodes.length, "stable node")} (${selector}) for ${cfg.controller.replicas} controller replicas: the chart puts each replica on its own node (required anti-affinity on kubernetes.io/hostname), so a replica stays Pending; add stable nodes${leftOut}`);
     } else if (zones.size < 2) {
         // The chart's zone spread has no minDomains, so one zone schedules; it only loses the zone redundancy.
-        warn("stable-nodes", `${plural(kube.stableNodes.length, "stable node")} (${selector}) in ${plural(zones.size, "zone")}: both controller replicas share a zone, so a zone outage stops Karpenter; add stable nodes in a second zone`);
-    } else ok("stable-nodes", `${plural(kube.stableNodes.length, "stable node")} in ${[...zones].sort().join(", ")}`);
-    const onStable = new Set(kube.stableNodes.map((n) => n.metadata.name));
+        warn("stable-nodes", `${plural(stableNodes.length, "stable node")} (${selector}) in ${plural(zones.size, "zone")}: both controller replicas share a zone, so a zone outage stops Karpenter; add stable nodes in a second zone${leftOut}`);
+    } else ok("stable-nodes", `${plural(stableNodes.length, "stable node")} in ${[...zones].sort().join(", ")}${leftOut}`);
+    const onStable = new Set(stableNodes.map((n) => n.metadata.name));
     const free = { cpu: 0, memoryGiB: 0 };
-    for (const n of kube.stableNodes) {
+    for (const n of stableNodes) {
         free.cpu += quantityValue(String(n.status?.allocatable?.cpu ?? "0"), "cores") || 0;
         free.memoryGiB += quantityValue(String(n.status?.allocatable?.memory ?? "0"), "GiB") || 0;
     }
@@ -603,10 +627,17 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
             return "unsure";
         };
 
+        // ListAddons answers at most 100 names a page, with a nextToken for the rest (EKS API reference, ListAddons).
+        const addOns = async () => {
+            const all: string[] = [];
+            for await (const page of paginateListAddons({ client: eks }, { clusterName: name })) all.push(...(page.addons ?? []));
+            return all;
+        };
         const notFound: AwsFacts["notFound"] = {};
-        const [cluster, addon, logGroups, image, subnets, groups, offerings, types, spot, existingNode] = await Promise.all([
+        const [cluster, addon, addOnNames, logGroups, image, subnets, groups, offerings, types, spot, existingNode] = await Promise.all([
             call(`eks:DescribeCluster ${name}`, () => eks.send(new DescribeClusterCommand({ name })), ["ResourceNotFoundException"]),
             cfg.controller.identity === "pod-identity" ? call(`eks:DescribeAddon ${POD_IDENTITY_AGENT}`, () => eks.send(new DescribeAddonCommand({ clusterName: name, addonName: POD_IDENTITY_AGENT })), ["ResourceNotFoundException"]) : undefined,
+            cfg.placement.nodeDaemonSets.some((ds) => ds.addOn) ? call(`eks:ListAddons ${name}`, addOns, ["ResourceNotFoundException"]) : undefined,
             call(`logs:DescribeLogGroups ${cfg.alarms.logGroupName}`, () => logs.send(new DescribeLogGroupsCommand({ logGroupNamePrefix: cfg.alarms.logGroupName }))),
             np.ami.id ? call(`ec2:DescribeImages ${np.ami.id}`, () => ec2.send(new DescribeImagesCommand({ ImageIds: [np.ami.id!] })), ["InvalidAMIID.NotFound", "InvalidAMIID.Unavailable"]) : undefined,
             // EC2 refuses the whole call when one listed ID does not exist (EC2 API Reference, DescribeSubnets and
@@ -653,6 +684,7 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
             partition,
             cluster: cluster?.cluster ? { version: cluster.cluster.version ?? "?", status: cluster.cluster.status ?? "?" } : undefined,
             podIdentityAgent: addon?.addon ? { status: addon.addon.status ?? "?", version: addon.addon.addonVersion ?? "?" } : undefined,
+            addOns: addOnNames,
             logGroup: { exists: lg, karpenterLines: lg ? await karpenterLines() : false },
             image: np.ami.id ? (im ? { id: im.ImageId!, state: im.State ?? "?", architecture: im.Architecture ?? "?", name: im.Name ?? "" } : null) : undefined,
             subnets: (subnets?.Subnets ?? []).map((s) => ({ id: s.SubnetId!, zone: s.AvailabilityZone! })),

@@ -12,7 +12,8 @@
 //   https://docs.aws.amazon.com/kms/latest/APIReference/API_DescribeKey.html, API_GetKeyPolicy.html;
 //   https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_DescribeLogGroups.html, API_FilterLogEvents.html;
 //   https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_DescribeRule.html, API_ListTagsForResource.html.
-// - EKS (REST JSON, error type in x-amzn-ErrorType): https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html, API_DescribeAddon.html.
+// - EKS (REST JSON, error type in x-amzn-ErrorType): https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html, API_DescribeAddon.html,
+//   API_ListAddons.html (GET /clusters/<name>/addons?maxResults&nextToken: {addons: [names], nextToken}, botocore eks 2017-11-01).
 import * as http from "http";
 import { filterPatternMatches } from "../components/filterPattern";
 import { AddressInfo } from "net";
@@ -24,6 +25,8 @@ export interface FakeAwsState {
     clusters: Record<string, { version: string; status: string }>;
     /** "<cluster>/<addon>" */
     addons: Record<string, { status: string; addonVersion: string }>;
+    /** ListAddons answers at most this many names a page (the API's default and most is 100), with a nextToken. */
+    addonPageSize?: number;
     /** Log groups and their events (messages are Fluent Bit's JSON records). */
     logGroups: Record<string, { timestamp: number; message: string }[]>;
     /**
@@ -80,7 +83,7 @@ export class FakeAwsApi {
             const service = /Credential=[^/]+\/[^/]+\/[^/]+\/([^/]+)\//.exec(req.headers.authorization ?? "")?.[1] ?? "?";
             const target = req.headers["x-amz-target"] as string | undefined;
             try {
-                if (service === "eks") return this.eks(req.method ?? "GET", new URL(req.url ?? "/", "http://x").pathname, res);
+                if (service === "eks") return this.eks(req.method ?? "GET", new URL(req.url ?? "/", "http://x"), res);
                 if (target) return this.json(service, target.split(".")[1], JSON.parse(body || "{}"), res);
                 return this.query(service, new URLSearchParams(body), res);
             } catch (e) {
@@ -95,20 +98,32 @@ export class FakeAwsApi {
     }
 
     // ---- EKS: REST JSON
-    private eks(method: string, path: string, res: http.ServerResponse): void {
-        const m = /^\/clusters\/([^/]+)(?:\/addons\/([^/]+))?$/.exec(path);
-        const action = m?.[2] ? "DescribeAddon" : "DescribeCluster";
+    private eks(method: string, url: URL, res: http.ServerResponse): void {
+        const path = url.pathname;
+        const m = /^\/clusters\/([^/]+)(\/addons(?:\/([^/]+))?)?$/.exec(path);
+        const action = m?.[3] ? "DescribeAddon" : m?.[2] ? "ListAddons" : "DescribeCluster";
         if (this.denied("eks", action)) return restError(res, 403, "AccessDeniedException", `User is not authorized to perform: eks:${action}`);
         if (!m || method !== "GET") return restError(res, 404, "NotFoundException", `no route ${method} ${path}`);
-        const [cluster, addon] = [decodeURIComponent(m[1]), m[2] && decodeURIComponent(m[2])];
+        const [cluster, addon] = [decodeURIComponent(m[1]), m[3] && decodeURIComponent(m[3])];
         const c = this.state.clusters[cluster];
         if (!c) return restError(res, 404, "ResourceNotFoundException", `No cluster found for name: ${cluster}.`);
+        if (action === "ListAddons") return this.listAddons(cluster, url.searchParams, res);
         if (addon) {
             const a = this.state.addons[`${cluster}/${addon}`];
             if (!a) return restError(res, 404, "ResourceNotFoundException", `No addon: ${addon} found in cluster: ${cluster}`);
             return jsonReply(res, 200, { addon: { addonName: addon, clusterName: cluster, status: a.status, addonVersion: a.addonVersion, addonArn: `arn:aws:eks:ca-central-1:${this.state.account}:addon/${cluster}/${addon}/x` } });
         }
         jsonReply(res, 200, { cluster: { name: cluster, arn: `arn:aws:eks:ca-central-1:${this.state.account}:cluster/${cluster}`, version: c.version, status: c.status, platformVersion: "eks.1" } });
+    }
+
+    /** A page of the cluster's add-on names: at most maxResults (1-100, default 100), and a nextToken while more remain. */
+    private listAddons(cluster: string, query: URLSearchParams, res: http.ServerResponse): void {
+        const names = Object.keys(this.state.addons).filter((k) => k.startsWith(`${cluster}/`)).map((k) => k.slice(cluster.length + 1));
+        const max = Number(query.get("maxResults") ?? 100);
+        if (!Number.isInteger(max) || max < 1 || max > 100) return restError(res, 400, "InvalidParameterException", "maxResults must be between 1 and 100");
+        const from = Number(query.get("nextToken") ?? 0);
+        const to = from + Math.min(max, this.state.addonPageSize ?? 100);
+        jsonReply(res, 200, { addons: names.slice(from, to), ...(to < names.length ? { nextToken: String(to) } : {}) });
     }
 
     // ---- SQS (JSON 1.0), KMS, CloudWatch Logs, EventBridge (JSON 1.1)

@@ -57,10 +57,13 @@ const managed = (...managers: string[]) => managers.map((manager) => ({ manager,
 const meta = (name: string, namespace?: string, managers = ["helm"]) => ({ name, ...(namespace ? { namespace } : {}), managedFields: managed(...managers) });
 const container = (name: string, cpu = "100m", memory = "128Mi") => ({ name, image: "x", resources: { requests: { cpu, memory } } });
 const deployment = (name: string, ns: string) => ({ metadata: meta(name, ns), spec: { replicas: 2, template: { spec: { containers: [container("app")] } } } });
-const node = (name: string, zone: string, cpu = "4", memory = "16Gi") => ({
+const node = (name: string, zone: string, cpu = "4", memory = "16Gi", taints: object[] = []) => ({
     metadata: { name, labels: { "eks.amazonaws.com/capacityType": "ON_DEMAND", "topology.kubernetes.io/zone": zone } },
+    spec: { taints },
     status: { allocatable: { cpu, memory } },
 });
+/** GC Notify's SigNoz nodes: a managed on-demand group, so stable by label, but tainted for SigNoz alone (aws/eks/eks.tf). */
+const signozNode = (name: string, zone: string) => node(name, zone, "8", "32Gi", [{ key: "dedicated", value: "signoz", effect: "NoSchedule" }]);
 
 interface World {
     aws: FakeAwsState;
@@ -79,7 +82,11 @@ function goodWorld(cfg: StackConfig): World {
         aws: {
             account: ACCOUNT,
             clusters: { [cfg.cluster.name]: { version: "1.31", status: "ACTIVE" } },
-            addons: { [`${cfg.cluster.name}/eks-pod-identity-agent`]: { status: "ACTIVE", addonVersion: "v1.3.4-eksbuild.1" } },
+            addons: {
+                [`${cfg.cluster.name}/eks-pod-identity-agent`]: { status: "ACTIVE", addonVersion: "v1.3.4-eksbuild.1" },
+                // The add-on staging's placement.nodeDaemonSets names (ebs-csi-node).
+                [`${cfg.cluster.name}/aws-ebs-csi-driver`]: { status: "ACTIVE", addonVersion: "v1.37.0-eksbuild.1" },
+            },
             logGroups: { [lg]: [{ timestamp: NOW - 3_600_000, message: line }] },
             images: [{ ImageId: cfg.nodePool.ami.id!, State: "available", Architecture: "x86_64", Name: "amazon-eks-node-al2023-x86_64-standard-1.31-v20251117" }],
             subnets: cfg.nodePool.zones.map((z, i) => ({ SubnetId: `subnet-0${i}`, AvailabilityZone: z, Tags: { "karpenter.sh/discovery": cfg.cluster.name } })),
@@ -214,7 +221,7 @@ describe("npm run preflight", function () {
         const ns = cfg.placement.namespace;
         const c = w.kube.collections!;
         w.aws.clusters[cfg.cluster.name].version = "1.29"; // 1
-        w.aws.addons = {}; // 2
+        w.aws.addons = {}; // 2, 25 (the add-on config names for ebs-csi-node)
         c["/api/v1/namespaces/karpenter/secrets"] = [
             helmSecret("karpenter", "karpenter", 4, "karpenter", "1.3.2", { settings: { interruptionQueue: "Karpenter-notification-canada-ca-staging" } }), // 3
         ];
@@ -251,6 +258,7 @@ describe("npm run preflight", function () {
             "owned-objects",
             "patch-targets",
             "patch-targets",
+            "daemonset-managers",
             "log-group",
             "ami",
             "subnets",
@@ -269,13 +277,14 @@ describe("npm run preflight", function () {
         const text = fails.join("\n");
         for (const expected of [
             "Kubernetes 1.29: the admission policy needs ValidatingAdmissionPolicy v1",
-            'karpenter/karpenter (chart karpenter 1.3.2, revision 4) is not this stack\'s: remove the "karpenter" release from GC Notify\'s helmfile',
-            'kube-system/priority-classes (chart priority-class 0.1.1, revision 1) is not this stack\'s: remove the "priority-classes" release',
+            'karpenter/karpenter (chart karpenter 1.3.2, revision 4) is not this stack\'s: remove the "karpenter" entry from GC Notify\'s helmfile for staging and production (a template condition around it in helmfile/helmfile.yaml.gotmpl)',
+            'kube-system/priority-classes (chart priority-class 0.1.1, revision 1) is not this stack\'s: remove the "priority-classes" entry',
             "celery exists with value 100 and PreemptLowerPriority, the config wants 10 and PreemptLowerPriority; both are immutable",
             "PodDisruptionBudget notification-canada-ca/notify-celery-core-tasks-burst (the chart's) covers the burst pods beside this stack's notify-celery-core-tasks-burst-ephemeral: the eviction API refuses to evict a pod under two budgets",
             "NodePool notify-karpenter exists, managed by helm",
             "Deployment notification-canada-ca/notify-admin does not exist",
             "DaemonSet amazon-cloudwatch/aws-cloudwatch-agent has no container cloudwatch-agent (it has agent)",
+            "kube-system/ebs-csi-node: placement.nodeDaemonSets calls it EKS add-on aws-ebs-csi-driver, but the cluster has no such add-on (it has none)",
             "/aws/containerinsights/notification-canada-ca-staging-eks-cluster/application does not exist",
             "ami-031fc151e660ba74f is arm64, but the NodePool requires amd64",
             "ca-central-1d: no subnet tagged karpenter.sh/discovery=notification-canada-ca-staging-eks-cluster",
@@ -293,9 +302,11 @@ describe("npm run preflight", function () {
         ]) {
             expect(text).to.include(expected);
         }
+        // helmfile uninstalls a release marked installed: false at its next apply (at merge): never the advice.
+        expect(r.output).to.not.include("installed: false");
         // Room for the first up's surge is advice, not a gate: after it the controller's pods already count as used.
         expect(linesOf(r.output, "WARN").join("\n")).to.include("free 0 CPU and 0 GiB, the rollout's surge and the controller need");
-        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 23 problems, 1 warning/);
+        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 24 problems, 1 warning/);
     });
 
     it("passes a spot service-linked role this stack created, and warns (not fails) on stable nodes in one zone", async () => {
@@ -312,6 +323,47 @@ describe("npm run preflight", function () {
         w.aws.roles.AWSServiceRoleForEC2Spot = {};
         expect(linesOf((await run(w, undefined, { stackFile: creates })).output, "FAIL")).to.deep.equal([
             "FAIL  spot-service-linked-role  AWSServiceRoleForEC2Spot exists and is not this stack's, and controller.createSpotServiceLinkedRole is true: creating it again fails; set it to false",
+        ]);
+    });
+
+    it("leaves tainted stable nodes (SigNoz's) out of the controller's nodes, the zones and the room, and says so", async () => {
+        const w = goodWorld(cfg);
+        w.kube.nodes = [node("stable-a", "ca-central-1a", "2", "8Gi"), node("stable-b", "ca-central-1a", "1", "4Gi"), signozNode("signoz-1", "ca-central-1b"), signozNode("signoz-2", "ca-central-1d")];
+        const r = await run(w);
+        expect(r.exitCode, r.output).to.equal(0);
+        expect(linesOf(r.output, "WARN")).to.deep.equal([
+            "WARN  stable-nodes              2 stable nodes (eks.amazonaws.com/capacityType=ON_DEMAND) in 1 zone: both controller replicas share a zone, so a zone outage stops Karpenter; add stable nodes in a second zone; 2 tainted nodes left out (dedicated=signoz:NoSchedule): only pods that tolerate the taint run there",
+            "WARN  stable-nodes              free 2 CPU and 10 GiB, the rollout's surge and the controller need 3.2 CPU and 3.5 GiB: on a first up, surge pods would stay Pending and the up time out; add a stable node (or lower maxSurge) first",
+        ]);
+        w.kube.nodes = [node("stable-a", "ca-central-1a"), signozNode("signoz-1", "ca-central-1b"), signozNode("signoz-2", "ca-central-1d")];
+        expect(linesOf((await run(w)).output, "FAIL")).to.deep.equal([
+            "FAIL  stable-nodes              1 stable node (eks.amazonaws.com/capacityType=ON_DEMAND) for 2 controller replicas: the chart puts each replica on its own node (required anti-affinity on kubernetes.io/hostname), so a replica stays Pending; add stable nodes; 2 tainted nodes left out (dedicated=signoz:NoSchedule): only pods that tolerate the taint run there",
+        ]);
+    });
+
+    it("fails an agent that config calls an EKS add-on when the cluster has no such add-on, reading every page of ListAddons", async () => {
+        const w = goodWorld(cfg);
+        w.aws.addonPageSize = 1; // aws-ebs-csi-driver is on the second page
+        const paged = await run(w);
+        expect(paged.exitCode, paged.output).to.equal(0);
+        expect(paged.output).to.include("OK    daemonset-managers        kube-system/ebs-csi-node: EKS add-on aws-ebs-csi-driver, not patched");
+        expect(paged.awsRequests.filter((q) => q === "eks:ListAddons")).to.have.length(2);
+        delete w.aws.addons[`${cfg.cluster.name}/aws-ebs-csi-driver`];
+        const r = await run(w);
+        expect(r.exitCode).to.equal(1);
+        expect(linesOf(r.output, "FAIL")).to.deep.equal([
+            "FAIL  daemonset-managers        kube-system/ebs-csi-node: placement.nodeDaemonSets calls it EKS add-on aws-ebs-csi-driver, but the cluster has no such add-on (it has eks-pod-identity-agent): the stack does not patch it, so nothing puts its tolerations on it; fix addOn, or remove it so the stack patches the DaemonSet",
+        ]);
+    });
+
+    it("fails a guaranteed container that is not its DaemonSet's first (the patch's list is compared by index)", async () => {
+        const w = goodWorld(cfg);
+        const agent = (w.kube.collections!["/apis/apps/v1/namespaces/amazon-cloudwatch/daemonsets"] as any[]).find((d) => d.metadata.name === "aws-cloudwatch-agent");
+        agent.spec.template.spec.containers = [container("config-reloader"), container("cloudwatch-agent")];
+        const r = await run(w);
+        expect(r.exitCode).to.equal(1);
+        expect(linesOf(r.output, "FAIL")).to.deep.equal([
+            "FAIL  patch-targets             DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: guaranteed.container cloudwatch-agent is container 2 of 2 (index 1, after config-reloader): pulumi-kubernetes compares patched lists by index, so the patch would differ at every preview and re-apply at every up; remove guaranteed from placement.nodeDaemonSets and set the resources in the chart's values",
         ]);
     });
 
