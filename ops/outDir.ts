@@ -50,7 +50,10 @@ export function writeFiles(out: string, files: Record<string, string>, flag = "-
     if (problem) return problem;
     try {
         fs.mkdirSync(out, { recursive: true });
-        for (const [file, text] of Object.entries(files)) fs.writeFileSync(path.join(out, file), text);
+        for (const [file, text] of Object.entries(files)) {
+            fs.mkdirSync(path.dirname(path.join(out, file)), { recursive: true });
+            fs.writeFileSync(path.join(out, file), text);
+        }
         return undefined;
     } catch (e) {
         const err = e as NodeJS.ErrnoException;

@@ -16,6 +16,7 @@ import { CeleryWorkloadPlacementArgs, NodeDaemonSet, burstPodTemplate, stablePod
 import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
 import { KubeConfig, KubeObject, clusterOf, loadKubeConfig, useContext } from "./kube";
 import { plural } from "./table";
+import { ChartDifference, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts";
 
 export const VERIFY_PLACEMENT: Command = {
     usage: [
@@ -450,20 +451,46 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace: stri
     const pools = judgePools(objects.filter((o) => `${o.apiVersion}:${o.kind}` === "karpenter.sh/v1:NodePool"), nodePool, nodes);
     const templates = podTemplatesOf(objects);
     const unchecked: Verdict[] = uncheckedTemplatesOf(objects).map((u) => ({ status: "unchecked", subject: u.owner, reason: `not checked: ${u.why}` }));
+    const differences = chartDifferences(objects, rules.placement);
     const verdicts = [...pools.verdicts, ...judgeTemplates(templates, nodes, rules, pools.others), ...unchecked];
-    const failed = verdicts.filter((v) => v.status === "fail");
+    const failed = [...verdicts.filter((v) => v.status === "fail"), ...differences.filter((d) => d.blocksCapacity)];
     const lines = [
         `Manifests ${target === "-" ? "from standard input" : target} (${plural(files.length, "file")}, ${plural(objects.length, "object")}, ${plural(templates.length + unchecked.length, "pod template")}) against the ephemeral nodes of NodePool ${nodes.nodePool}, stack ${cfg.stack}`,
         ...warnings,
         ...notes,
         ...verdicts.map((v) => `  ${v.status === "unchecked" ? "NOT CHECKED" : v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`),
+        ...differenceLines(differences, cfg.stack),
         failed.length
-            ? `${plural(failed.length, "finding")}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, or a NodePool that clashes with the stack's`
+            ? `${plural(failed.length, "finding")}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`
             : unchecked.length
               ? `${plural(unchecked.length, "pod template")} not checked (above): the run cannot say nothing is misplaced`
               : "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes",
     ];
     return { exitCode: failed.length ? EXIT.findings : unchecked.length ? EXIT.cannotCheck : EXIT.ok, output: lines.join("\n") };
+}
+
+/**
+ * The fields where the charts and the stack's patches differ: Helm puts the chart's value back at each release of
+ * it, so each has two owners until the release gets the plan's values file for it.
+ */
+export function differenceLines(differences: ChartDifference[], stack: string): string[] {
+    if (differences.length === 0) return [];
+    const fix = (d: ChartDifference) =>
+        d.valuesKey ? `set ${d.valuesKey} in GC Notify's ${d.release} release (plan-out/${stack}/${valuesFilePath(d.release!)})` : "no values key sets it: change the chart's template or the stack";
+    return [
+        `Fields the charts set otherwise than the stack's patches (${plural(differences.length, "field")}; each chart release puts its value back):`,
+        ...differences.map(
+            (d) =>
+                `  ${d.blocksCapacity ? "FAIL" : "WARN"}  ${d.object} ${d.field}: chart ${brief(d.chart)}, stack ${brief(d.stack)}${d.blocksCapacity ? "; after a release new ephemeral nodes keep a startup taint this agent does not tolerate, and no burst pod can start" : ""}: ${fix(d)}`,
+        ),
+    ];
+}
+
+/** A value in a few words: itself when short, else what it is and how many. */
+function brief(v: unknown): string {
+    const text = JSON.stringify(v) ?? "not set";
+    if (text.length <= 60) return text;
+    return Array.isArray(v) ? `a list of ${v.length}` : `a map of ${Object.keys(v as object).length} keys`;
 }
 
 /** The file itself, or every .yaml and .yml file below the directory, in a stable order. */

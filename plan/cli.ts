@@ -9,6 +9,8 @@ import { loadConfig } from "../stacks/validatedConfig";
 import { createStack } from "../stacks/createStack";
 import { policyConfigFor } from "../stacks/policyConfig";
 import { cloudwatchAgentFile } from "./cloudwatchAgent";
+import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts";
+import { placementArgs } from "../stacks/componentArgs";
 import { diffStacks, renderDiff } from "./diff";
 import { PROJECT_DIR, PreviewError, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun";
@@ -45,7 +47,15 @@ type Args = { stack: string; out?: string; verbose: boolean } | { diff: [string,
 const SUMMARY_LINES = 40;
 
 /** The files a plan writes; a refused config removes them, so that no stale plan is mistaken for this one. */
-export const PLAN_FILES = ["preview.json", "manifests.yaml", "policy-config.json", "policy-report.json", "cwagent-prometheus-karpenter.json", "summary.txt"];
+export const PLAN_FILES = [
+    "preview.json",
+    "manifests.yaml",
+    "policy-config.json",
+    "policy-report.json",
+    "cwagent-prometheus-karpenter.json",
+    "summary.txt",
+    ...GC_NOTIFY_RELEASES.map(valuesFilePath),
+];
 
 /** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. */
 export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = policies): Promise<CommandResult> {
@@ -72,6 +82,9 @@ function removeStalePlan(out: string): string[] {
     const stale = PLAN_FILES.filter((f) => fs.existsSync(path.join(out, f)));
     try {
         for (const f of stale) fs.rmSync(path.join(out, f));
+        // The values files' folder goes with them, unless something else is in it.
+        const values = path.join(out, path.dirname(valuesFilePath("x")));
+        if (fs.existsSync(values) && fs.readdirSync(values).length === 0) fs.rmdirSync(values);
     } catch (e) {
         return [`The earlier plan in ${out} could not be removed (${(e as NodeJS.ErrnoException).code}): it is NOT this config's plan.`];
     }
@@ -101,7 +114,8 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
     const byUrn = new Map(resources.map((r) => [r.urn, `${r.type} ${r.name}`]));
     const policyHeading = report.violations.length === 0 ? `Policy pack: ${pack.length} policies, no violations` : `Policy pack: ${count(report.violations.length, "violation")} (${mandatory} mandatory)`;
     const violations = formatViolations(report.violations, (urn) => byUrn.get(urn ?? "") ?? "the stack").flatMap((v) => v.split("\n"));
-    const warnings = capacityWarnings(cfg).map((w) => `warning: ${w}`);
+    const placement = placementArgs(cfg);
+    const warnings = [...capacityWarnings(cfg), ...gcNotifyValues(placement).notes].map((w) => `warning: ${w}`);
     const full = [summary(stack, resources), "", policyHeading, ...violations, ...(warnings.length ? ["", ...warnings] : [])].join("\n") + "\n";
     const files = {
         "preview.json": JSON.stringify(previewJson(stack, resources), null, 2) + "\n",
@@ -111,16 +125,18 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
         "cwagent-prometheus-karpenter.json": cloudwatchAgentFile(cfg),
         "summary.txt": full,
     };
-    const unwritable = writeFiles(out, files);
+    const values = gcNotifyValuesFiles(stack, placement);
+    const unwritable = writeFiles(out, { ...files, ...values });
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
 
-    if (verbose) return { exitCode: mandatory > 0 ? 1 : 0, output: [full.trimEnd(), "", `Wrote ${Object.keys(files).join(", ")} to ${out}`].join("\n") };
+    const valuesLine = Object.keys(values).length ? [`  ${path.dirname(valuesFilePath("x"))}/: ${Object.keys(values).length} Helm values files, one per GC Notify release (docs/migration.md, step 1)`] : [];
+    if (verbose) return { exitCode: mandatory > 0 ? 1 : 0, output: [full.trimEnd(), "", `Wrote ${Object.keys(files).join(", ")} to ${out}`, ...valuesLine].join("\n") };
     // The summary: at most SUMMARY_LINES lines of at most TERMINAL_WIDTH columns; as many violations as fit, then where
     // the rest are. Paths are never cut: the user copies them.
     const rest = (n: number, what: string) => [`  ... ${n} more ${what} in ${path.join(out, "summary.txt")}`];
     const warningLines = warnings.length > 2 ? [...warnings.slice(0, 1).map((w) => fit(w)), ...rest(warnings.length - 1, "warnings")] : warnings.map((w) => fit(w));
     const head = [...briefSummary(stack, resources), "", fit(policyHeading)];
-    const tail = [...warningLines, "", `Wrote to ${out}:`, `  ${Object.keys(files).slice(0, 4).join(", ")},`, `  ${Object.keys(files).slice(4).join(", ")} (the full listing; or --verbose)`];
+    const tail = [...warningLines, "", `Wrote to ${out}:`, `  ${Object.keys(files).slice(0, 4).join(", ")},`, `  ${Object.keys(files).slice(4).join(", ")} (the full listing; or --verbose)`, ...valuesLine];
     const room = SUMMARY_LINES - head.length - tail.length;
     const shown = violations.length <= room ? violations : violations.slice(0, Math.max(0, room - 1));
     const text = [...head, ...shown.map((v) => fit(v)), ...(shown.length < violations.length ? rest(violations.length - shown.length, "lines of violations") : []), ...tail];

@@ -14,15 +14,15 @@ const withPlacement = (change: (p: any) => void) => {
 
 describe("GC Notify's node agents (placement.nodeDaemonSets)", () => {
     for (const stack of ["staging", "production"]) {
-        it(`${stack}: nodes wait for the secrets CSI driver, its AWS provider and Fluent Bit; the other agents are only allowed; the EBS add-on is not patched`, () => {
+        it(`${stack}: nodes wait for the secrets CSI driver, its AWS provider, Fluent Bit and the CloudWatch agent (Celery's init container wait-cwagent-ready gives it 30 s: notification-manifests 609853e2 charts/notify-celery/templates/deployment.yaml:34-44); the other agents are only allowed; the EBS add-on is not patched`, () => {
             const agents = stackConfig(stack).placement.nodeDaemonSets;
             expect(agents.filter(waitsFor).map((d) => `${d.namespace}/${d.name}`)).to.deep.equal([
                 "kube-system/secrets-store-csi-driver",
                 "kube-system/secrets-provider-aws",
                 "amazon-cloudwatch/fb-agent-fluent-bit",
+                "amazon-cloudwatch/aws-cloudwatch-agent",
             ]);
             expect(agents.filter((d) => !waitsFor(d) && !d.addOn).map((d) => `${d.namespace}/${d.name}`)).to.deep.equal([
-                "amazon-cloudwatch/aws-cloudwatch-agent",
                 "signoz/signoz-k8s-k8s-infra-otel-agent",
                 "velero/node-agent",
                 "falco/falco",
@@ -34,8 +34,9 @@ describe("GC Notify's node agents (placement.nodeDaemonSets)", () => {
                 "nidhogg.uswitch.com/kube-system.secrets-store-csi-driver",
                 "nidhogg.uswitch.com/kube-system.secrets-provider-aws",
                 "nidhogg.uswitch.com/amazon-cloudwatch.fb-agent-fluent-bit",
+                "nidhogg.uswitch.com/amazon-cloudwatch.aws-cloudwatch-agent",
             ]);
-            expect(nidhoggValues(placementArgs(cfg)).configuration.daemonsets.map((d) => d.name)).to.deep.equal(["secrets-store-csi-driver", "secrets-provider-aws", "fb-agent-fluent-bit"]);
+            expect(nidhoggValues(placementArgs(cfg)).configuration.daemonsets.map((d) => d.name)).to.deep.equal(["secrets-store-csi-driver", "secrets-provider-aws", "fb-agent-fluent-bit", "aws-cloudwatch-agent"]);
         });
     }
 

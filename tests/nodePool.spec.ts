@@ -35,7 +35,7 @@ for (const stack of STACKS) {
                 metadataOptions: { httpEndpoint: "enabled", httpProtocolIPv6: "disabled", httpPutResponseHopLimit: 2, httpTokens: "required" },
                 blockDeviceMappings: [{ deviceName: "/dev/xvda", rootVolume: true, ebs: { volumeSize: "80Gi", volumeType: "gp3", encrypted: true, deleteOnTermination: true } }],
                 kubelet: { kubeReserved: { cpu: "100m", memory: "500Mi" }, systemReserved: { cpu: "100m", memory: "300Mi" }, evictionHard: { "memory.available": "500Mi" } },
-                tags: { CostCentre: `notification-canada-ca-${stack}` },
+                tags: { CostCenter: `notification-canada-ca-${stack}` },
             });
             expect(validateKarpenterObject(nodeClass().inputs as KarpenterObject)).to.deep.equal([]);
         });

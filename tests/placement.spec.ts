@@ -28,18 +28,18 @@ const STABLE = [
     "notify-celery-periodic-static",
     "notify-celery-nightly-burst",
 ];
-/** GC Notify's node agents the program patches; new ephemeral nodes wait for the first three (waitFor). */
+/** GC Notify's node agents the program patches; new ephemeral nodes wait for the first four (waitFor). */
 const AGENTS = [
     ["kube-system", "secrets-store-csi-driver"],
     ["kube-system", "secrets-provider-aws"],
     ["amazon-cloudwatch", "fb-agent-fluent-bit"],
+    ["amazon-cloudwatch", "aws-cloudwatch-agent"],
     ["signoz", "signoz-k8s-k8s-infra-otel-agent"],
     ["velero", "node-agent"],
     ["falco", "falco"],
     ["xray", "xray-daemon-aws-xray"],
-    ["amazon-cloudwatch", "aws-cloudwatch-agent"],
 ];
-const WAITED = AGENTS.slice(0, 3);
+const WAITED = AGENTS.slice(0, 4);
 const HEADROOM: Record<string, number> = { staging: 2, production: 6 };
 const STABLE_NODE: NodeModel = { description: "a stable node", labels: { "eks.amazonaws.com/capacityType": "ON_DEMAND", "kubernetes.io/os": "linux" }, taints: [] };
 const patchForce = { "pulumi.com/patchForce": "true" };
