@@ -367,7 +367,11 @@ const patchMetadata = (resource: string, namespace: string) => ({ name: resource
 /** The provider awaits each rollout, 10 minutes by default (pulumi-kubernetes provider/pkg/await/await.go:306). */
 const rollout = (timeout: string) => ({ customTimeouts: { create: timeout, update: timeout } });
 
-function createPriorityClasses({ name, args, child }: PlacementStep): pulumi.Resource[] {
+/**
+ * First, with no dependency on the controller or the pool: running pods already name these classes (GC Notify's
+ * priority-classes release made them), and the API server refuses every new pod that names a missing one.
+ */
+function createPriorityClasses({ name, args, parent }: PlacementStep): pulumi.Resource[] {
     const life = args.lifecycle;
     const priorityClass = (role: string, pc: PriorityClassSpec, description: string, preemptionPolicy?: string) =>
         new k8s.scheduling.v1.PriorityClass(
@@ -375,7 +379,7 @@ function createPriorityClasses({ name, args, child }: PlacementStep): pulumi.Res
             // Forced: when `up` adopts GC Notify's existing classes (docs/migration.md), Helm owns their fields.
             { metadata: { name: pc.name, annotations: { "pulumi.com/patchForce": "true" } }, value: pc.value, globalDefault: false, description, preemptionPolicy },
             {
-                ...child,
+                parent,
                 provider: life.priorityClassProvider,
                 protect: life.protect,
                 retainOnDelete: life.retainOnDelete,

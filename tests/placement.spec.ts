@@ -248,6 +248,12 @@ for (const stack of STACKS) {
             expect(r.get("kubernetes:apps/v1:Deployment", "celery-placement-headroom").dependencies).to.include.members([nidhogg, pool]);
         });
 
+        it("creates the PriorityClasses first, waiting for nothing: running GC Notify pods name them (migration-walk MW-W1)", () => {
+            for (const role of ["high", "burst", "headroom"]) {
+                expect(r.get("kubernetes:scheduling.k8s.io/v1:PriorityClass", `celery-placement-priority-${role}`).dependencies, role).to.deep.equal([]);
+            }
+        });
+
         it("schedules only burst Celery and headroom pods onto ready ephemeral nodes, and only node agents onto new ones", () => {
             const objects = r.resources.filter((x) => x.custom && x.type.startsWith("kubernetes:")).map((x) => x.inputs);
             const [nodes] = ephemeralNodesOf(objects);
