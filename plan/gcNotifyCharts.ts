@@ -218,6 +218,8 @@ export interface ChartDifference {
     stack: unknown;
     /** The release and the values key that fixes it; undefined when the chart hardcodes the field or is unknown. */
     release?: string;
+    valuesPath?: string[];
+    /** valuesPath as a dotted key, a key with a dot or slash quoted. */
     valuesKey?: string;
     /** New ephemeral nodes cannot become usable while the difference stands (a waited-for agent kept off). */
     blocksCapacity: boolean;
@@ -299,7 +301,7 @@ export function chartDifferences(objects: KubeObject[], a: CeleryWorkloadPlaceme
                 field: field === "labels" ? "metadata.labels" : field,
                 chart: value,
                 stack,
-                ...(source && "key" in source ? { release: chart!.release, valuesKey: dotted(source.key) } : {}),
+                ...(source && "key" in source ? { release: chart!.release, valuesPath: source.key, valuesKey: dotted(source.key) } : {}),
                 blocksCapacity,
             });
         }
@@ -327,7 +329,7 @@ function chartBudgets(objects: KubeObject[], a: CeleryWorkloadPlacementArgs): Ch
                     field: `budget over the pods of burst Deployment ${over.name}`,
                     chart: "enabled",
                     stack: "off (the stack's own budget covers these pods)",
-                    ...(chart?.budgetKey ? { release: chart.release, valuesKey: dotted(chart.budgetKey) } : {}),
+                    ...(chart?.budgetKey ? { release: chart.release, valuesPath: chart.budgetKey, valuesKey: dotted(chart.budgetKey) } : {}),
                     blocksCapacity: false,
                 },
             ];
