@@ -92,6 +92,11 @@ const cluster = object(
     stableNodeSelector: record("label keys such as eks.amazonaws.com/capacityType", labelKey, labelValue, 10),
     /** Attach to a cluster that exists, or create one with its VPC (a scratch account). */
     mode: oneOf("existing", "create"),
+    /**
+     * How CI and operators reach the cluster's API endpoint: GC Notify's Client VPN (its endpoints are private,
+     * notification-terraform aws/eks/eks.tf), a self-hosted runner inside the VPC, or a public endpoint.
+     */
+    access: oneOf("client-vpn", "vpc-runner", "public"),
     create: optional(createdCluster),
     },
     (c, path) => [
@@ -104,7 +109,7 @@ const cluster = object(
 
 /** Create mode needs `create`, existing mode refuses it, and a created cluster's zones and labels must fit. */
 function createdClusterProblems(
-    c: { region: string; stableNodeSelector: Record<string, string>; mode: "existing" | "create"; create?: Infer<typeof createdCluster> },
+    c: { region: string; stableNodeSelector: Record<string, string>; mode: "existing" | "create"; access: string; create?: Infer<typeof createdCluster> },
     path: string,
 ): Issue[] {
     if (c.mode === "existing") {
