@@ -14,12 +14,13 @@ import { GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, SNSClient }
 import { GetQueueUrlCommand, ListQueueTagsCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
 import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames } from "../components/karpenterController";
-import { NIDHOGG_RELEASE, burstBudgetName, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement";
+import { NIDHOGG_RELEASE, burstBudgetName, burstPodTemplate, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement";
 import { quantityValue } from "../components/ephemeralNodePool";
 import { placementArgs } from "../stacks/componentArgs";
 import { StackConfig, approvedInstanceTypes } from "../stacks/config";
 import { STACK_TAG } from "../stacks/createStack";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { CAPACITY_TYPE_KEY, ChartDifference, GC_NOTIFY_WORKLOADS, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts";
 import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
 import { KubeConfig, KubeObject, ListObjects, listerOf, loadKubeConfig, useContext } from "./kube";
 import { plural } from "./table";
@@ -30,9 +31,10 @@ export const CHECKS: [string, string][] = [
     ["pod-identity-agent", "the eks-pod-identity-agent add-on is active (when controller.identity is pod-identity)"],
     ["helm-releases", "no Helm release karpenter-crd, karpenter, karpenter-nodepool, priority-classes or nidhogg that this stack did not make"],
     ["priority-classes", "existing PriorityClasses have the configured value and preemptionPolicy (both immutable)"],
-    ["owned-objects", "no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment with a name this program creates, managed by another tool"],
+    ["owned-objects", "no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment with a name this program creates, managed by another tool; no other budget over burst pods"],
     ["patch-targets", "every patched Deployment and DaemonSet exists, and each guaranteed.container is its DaemonSet's first"],
     ["daemonset-managers", "who else manages each patched DaemonSet (an EKS add-on: use its configurationValues); each addOn is an add-on of the cluster"],
+    ["chart-fields", "each field the stack's patches set is, where a chart sets it live, the stack's value (Helm puts the chart's back)"],
     ["log-group", "the controller's log group exists and has Karpenter lines from the last day"],
     ["ami", "the pinned AMI exists, is x86_64 (amd64) and Amazon Linux 2023"],
     ["subnets", "a karpenter.sh/discovery subnet in every configured zone (or the configured subnets)"],
@@ -239,6 +241,58 @@ export function surgePods(d: KubeObject): number {
 
 const fmt = (n: number) => (Math.round(n * 100) / 100).toString();
 
+/** Whether a label selector selects these labels (matchLabels and matchExpressions ANDed; null selects nothing, {} everything). */
+export function selectorSelects(selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] } | undefined | null, labels: Record<string, string>): boolean {
+    if (!selector) return false;
+    const has = (k: string) => Object.prototype.hasOwnProperty.call(labels, k);
+    const expression = (e: { key: string; operator: string; values?: string[] }) => {
+        switch (e.operator) {
+            case "In": return has(e.key) && (e.values ?? []).includes(labels[e.key]);
+            case "NotIn": return !has(e.key) || !(e.values ?? []).includes(labels[e.key]);
+            case "Exists": return has(e.key);
+            case "DoesNotExist": return !has(e.key);
+            default: return false;
+        }
+    };
+    return Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v) && (selector.matchExpressions ?? []).every(expression);
+}
+
+/** Where the plan's values for a GC Notify release are, as the operator finds them after `npm run plan`. */
+const valuesFile = (stack: string, release: string) => `plan-out/${stack}/${valuesFilePath(release)}`;
+
+/** How to turn off a budget over burst pods: the chart's own switch when the budget is the chart's, else remove it. */
+function budgetFix(stack: string, deployment: string, pdb: KubeObject): string {
+    const chart = GC_NOTIFY_WORKLOADS.find((w) => w.kind === "Deployment" && w.namespace === pdb.metadata.namespace && w.name === deployment);
+    // The notify-celery chart names each budget after its Deployment (templates/pdb.yaml).
+    if (chart?.budgetKey && pdb.metadata.name === deployment) return `set ${chart.budgetKey.join(".")}: false in GC Notify's ${chart.release} release (${valuesFile(stack, chart.release)} sets it)`;
+    return `delete it, or narrow its selector to other pods`;
+}
+
+/** A value in a short phrase: its JSON when short, else what it is and how big. */
+function shortValue(v: unknown): string {
+    const text = JSON.stringify(v) ?? "not set";
+    if (text.length <= 160) return text;
+    return Array.isArray(v) ? `a list of ${v.length}` : `a map of ${Object.keys(v as object).length} keys`;
+}
+
+const chartSets = (d: ChartDifference) => `${d.object}: Helm's chart sets ${d.field} = ${shortValue(d.chart)}; the stack sets ${shortValue(d.stack)}`;
+
+/** The plan's values file that makes the chart agree, or why none can. */
+function valuesFix(stack: string, d: ChartDifference): string {
+    if (!d.release) return "no values key sets it (the chart hardcodes it, or it is no GC Notify chart's): change the chart's template or the stack's config";
+    return `add ${valuesFile(stack, d.release)} to GC Notify's ${d.release} release (it sets ${d.valuesKey})`;
+}
+
+/**
+ * A burst Deployment whose chart selects a capacity type (GC Notify's notify-celery values.yaml: spot). Server-side
+ * apply merges nodeSelector maps, so the patch cannot remove the key: only the chart's values can (null removes it).
+ */
+function capacityTypeSelected(stack: string, d: ChartDifference): string {
+    const live = (d.chart as Record<string, string>)[CAPACITY_TYPE_KEY];
+    const fix = d.release ? `set ${d.valuesKey}: {${CAPACITY_TYPE_KEY}: null} in GC Notify's ${d.release} release (${valuesFile(stack, d.release)} sets it)` : "remove the key from the chart that renders it";
+    return `${d.object}: its pod template still has nodeSelector ${CAPACITY_TYPE_KEY}: ${live}, which the stack's patch cannot remove (server-side apply merges nodeSelector maps), so burst pods can use ${live} nodes only; ${fix}`;
+}
+
 /** A node's taints that keep pods off (NoSchedule, NoExecute), as key=value:effect. */
 function hardTaints(node: KubeObject): string[] {
     const taints: { key: string; value?: string; effect: string }[] = node.spec?.taints ?? [];
@@ -314,14 +368,20 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
         const by = managers(live).join(", ") || "an unknown manager";
         fail("owned-objects", `${kind} ${namespace ? `${namespace}/` : ""}${name} exists, managed by ${by}: the stack's create fails with AlreadyExists; remove it from the chart or release that made it (docs/migration.md)`);
     }
-    // GC Notify's chart names its budgets after the Deployments (notification-manifests notify-celery chart).
+    // Any other budget whose selector selects a burst Deployment's pods, with the labels the patch adds (GC Notify's
+    // chart has one per worker, selecting app: <deployment>): the eviction API refuses a pod under two budgets.
+    const ourBudgets = new Set(p.burst.deployments.map((d) => burstBudgetName(d.name)));
+    const args = placementArgs(cfg);
     for (const d of p.burst.deployments) {
-        const chart = kube.pdbs.find((o) => o.metadata.name === d.name && o.metadata.namespace === p.namespace && !managedByPulumi(o));
-        if (!chart) continue;
-        clashes++;
-        fail("owned-objects", `PodDisruptionBudget ${p.namespace}/${d.name} (the chart's) covers the burst pods beside this stack's ${burstBudgetName(d.name)}: the eviction API refuses to evict a pod under two budgets, so node drains stall; turn the chart's budget off in its values (docs/migration.md)`);
+        const live = kube.deployments.find((o) => o.metadata.name === d.name && o.metadata.namespace === p.namespace);
+        if (!live) continue;
+        const labels = { ...live.spec?.template?.metadata?.labels, ...burstPodTemplate(args, d.name).metadata.labels };
+        for (const pdb of kube.pdbs.filter((o) => o.metadata.namespace === p.namespace && !ourBudgets.has(o.metadata.name) && selectorSelects(o.spec?.selector, labels))) {
+            clashes++;
+            fail("owned-objects", `PodDisruptionBudget ${p.namespace}/${pdb.metadata.name} selects the pods of burst Deployment ${d.name} beside this stack's ${burstBudgetName(d.name)}: the eviction API refuses to evict a pod under two budgets, so node drains stall; ${budgetFix(cfg.stack, d.name, pdb)}`);
+        }
     }
-    if (!clashes) ok("owned-objects", `no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment of another tool has a name this stack creates, and no chart budget covers the burst pods`);
+    if (!clashes) ok("owned-objects", `no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment of another tool has a name this stack creates, and no other budget covers the burst pods`);
 
     // patch-targets: EKS add-ons' DaemonSets are not patched (the add-on's configurationValues set their fields).
     const guaranteedContainer = (what: string, container: string, live: KubeObject) => {
@@ -361,6 +421,18 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
             warn("daemonset-managers", `${ds.namespace}/${ds.name} is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues and mark it addOn in placement.nodeDaemonSets`);
         } else ok("daemonset-managers", `${ds.namespace}/${ds.name}: managed by ${m.join(", ") || "nobody else"}; a chart deploy resets the fields the chart also sets (the drift check shows it)`);
     }
+
+    // chart-fields. Helm 3 upgrades with a three-way merge that puts back every field the chart renders: a field the
+    // patch sets but the chart renders otherwise changes hands at each release of the chart. Budgets are owned-objects'.
+    const workloads = [...kube.deployments.map((o) => ({ ...o, kind: "Deployment" })), ...kube.daemonSets.map((o) => ({ ...o, kind: "DaemonSet" }))];
+    const differences = chartDifferences(workloads, args);
+    const burstObjects = new Set(p.burst.deployments.map((d) => `Deployment ${p.namespace}/${d.name}`));
+    for (const d of differences) {
+        if (burstObjects.has(d.object) && d.field === "nodeSelector") fail("chart-fields", capacityTypeSelected(cfg.stack, d));
+        else if (d.blocksCapacity) fail("chart-fields", `${chartSets(d)}: new ephemeral nodes keep a startup taint until this agent runs there, and it does not tolerate them, so no burst pod starts; ${valuesFix(cfg.stack, d)}`);
+        else warn("chart-fields", `${chartSets(d)}, and each release of the chart puts its value back: ${valuesFix(cfg.stack, d)}`);
+    }
+    if (!differences.length) ok("chart-fields", `no chart sets a field the stack's patches set otherwise, on ${plural(p.burst.deployments.length + p.stableDeployments.length, "Deployment")} and ${plural(patchedAgents.length, "DaemonSet")}`);
 
     // log-group
     const lg = cfg.alarms.logGroupName;

@@ -8,8 +8,8 @@ import * as path from "path";
 import { gzipSync } from "zlib";
 import { parseDocument } from "yaml";
 import { helpText } from "../ops/args";
-import { CHECKS, PREFLIGHT, keyLetsCloudWatch, preflight, stackNames, surgePods } from "../ops/preflight";
-import { nidhoggValues } from "../components/celeryWorkloadPlacement";
+import { CHECKS, PREFLIGHT, keyLetsCloudWatch, preflight, selectorSelects, stackNames, surgePods } from "../ops/preflight";
+import { DEPLOYMENT_LABEL, burstBudgetName, nidhoggValues } from "../components/celeryWorkloadPlacement";
 import { placementArgs } from "../stacks/componentArgs";
 import { StackConfig, approvedInstanceTypes, configSections } from "../stacks/config";
 import { parseStackConfig } from "../stacks/validatedConfig";
@@ -56,7 +56,10 @@ function helmSecret(name: string, namespace: string, revision: number, chart: st
 const managed = (...managers: string[]) => managers.map((manager) => ({ manager, operation: manager.startsWith("pulumi") ? "Apply" : "Update" }));
 const meta = (name: string, namespace?: string, managers = ["helm"]) => ({ name, ...(namespace ? { namespace } : {}), managedFields: managed(...managers) });
 const container = (name: string, cpu = "100m", memory = "128Mi") => ({ name, image: "x", resources: { requests: { cpu, memory } } });
-const deployment = (name: string, ns: string) => ({ metadata: meta(name, ns), spec: { replicas: 2, template: { spec: { containers: [container("app")] } } } });
+/** As GC Notify's charts make them: pods labelled app: <deployment>, which the chart's budgets select. */
+const deployment = (name: string, ns: string) => ({ metadata: meta(name, ns), spec: { replicas: 2, template: { metadata: { labels: { app: name } }, spec: { containers: [container("app")] } } } });
+/** A container whose requests equal its limits, as the stack's guaranteed patch and GC Notify's cwagent chart set them. */
+const guaranteed = (g: { container: string; cpu: string; memory: string }) => ({ name: g.container, image: "x", resources: { requests: { cpu: g.cpu, memory: g.memory }, limits: { cpu: g.cpu, memory: g.memory } } });
 const node = (name: string, zone: string, cpu = "4", memory = "16Gi", taints: object[] = []) => ({
     metadata: { name, labels: { "eks.amazonaws.com/capacityType": "ON_DEMAND", "topology.kubernetes.io/zone": zone } },
     spec: { taints },
@@ -115,7 +118,10 @@ function goodWorld(cfg: StackConfig): World {
                 ],
                 [`/api/v1/namespaces/kube-system/secrets`]: [helmSecret("nidhogg", "kube-system", 3, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)))],
                 "/apis/scheduling.k8s.io/v1/priorityclasses": [{ metadata: meta("high-priority"), value: 1000000, preemptionPolicy: "PreemptLowerPriority" }],
-                [`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`]: [{ metadata: meta(p.burst.deployments[0].name, ns, ["pulumi-kubernetes-1a2b3c4d"]) }],
+                // This stack's own budget (a later up): it selects the burst pods too, and is no second budget.
+                [`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`]: [
+                    { metadata: meta(burstBudgetName(p.burst.deployments[0].name), ns, ["pulumi-kubernetes-1a2b3c4d"]), spec: { minAvailable: 2, selector: { matchLabels: { [DEPLOYMENT_LABEL]: p.burst.deployments[0].name } } } },
+                ],
                 "/apis/policy/v1/namespaces/kube-system/poddisruptionbudgets": [],
                 [`/apis/apps/v1/namespaces/${ns}/deployments`]: [...p.burst.deployments.map((d) => d.name), ...p.stableDeployments].map((d) => deployment(d, ns)),
                 ...Object.fromEntries(
@@ -123,7 +129,7 @@ function goodWorld(cfg: StackConfig): World {
                         `/apis/apps/v1/namespaces/${dsNs}/daemonsets`,
                         p.nodeDaemonSets
                             .filter((d) => d.namespace === dsNs)
-                            .map((d) => ({ metadata: meta(d.name, dsNs), spec: { template: { spec: { containers: [container(d.guaranteed?.container ?? d.name)] } } } })),
+                            .map((d) => ({ metadata: meta(d.name, dsNs), spec: { template: { spec: { containers: [d.guaranteed ? guaranteed(d.guaranteed) : container(d.name)] } } } })),
                     ]),
                 ),
             },
@@ -227,7 +233,7 @@ describe("npm run preflight", function () {
         ];
         c["/api/v1/namespaces/kube-system/secrets"] = [helmSecret("priority-classes", "kube-system", 1, "priority-class", "0.1.1", {})]; // 4
         c["/apis/scheduling.k8s.io/v1/priorityclasses"] = [{ metadata: meta("celery"), value: 100, preemptionPolicy: "PreemptLowerPriority" }]; // 5
-        c[`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`] = [{ metadata: meta("notify-celery-core-tasks-burst", ns) }]; // 6
+        c[`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`] = [{ metadata: meta("notify-celery-core-tasks-burst", ns), spec: { minAvailable: 2, selector: { matchLabels: { app: "notify-celery-core-tasks-burst" } } } }]; // 6
         c["/apis/karpenter.sh/v1/nodepools"] = [{ metadata: meta("notify-karpenter") }]; // 7
         c[`/apis/apps/v1/namespaces/${ns}/deployments`] = (c[`/apis/apps/v1/namespaces/${ns}/deployments`] as any[]).filter((d) => d.metadata.name !== "notify-admin"); // 8
         (c["/apis/apps/v1/namespaces/amazon-cloudwatch/daemonsets"] as any[]).find((d) => d.metadata.name === "aws-cloudwatch-agent").spec.template.spec.containers = [container("agent")]; // 9
@@ -280,7 +286,7 @@ describe("npm run preflight", function () {
             'karpenter/karpenter (chart karpenter 1.3.2, revision 4) is not this stack\'s: remove the "karpenter" entry from GC Notify\'s helmfile for staging and production (a template condition around it in helmfile/helmfile.yaml.gotmpl)',
             'kube-system/priority-classes (chart priority-class 0.1.1, revision 1) is not this stack\'s: remove the "priority-classes" entry',
             "celery exists with value 100 and PreemptLowerPriority, the config wants 10 and PreemptLowerPriority; both are immutable",
-            "PodDisruptionBudget notification-canada-ca/notify-celery-core-tasks-burst (the chart's) covers the burst pods beside this stack's notify-celery-core-tasks-burst-ephemeral: the eviction API refuses to evict a pod under two budgets",
+            "PodDisruptionBudget notification-canada-ca/notify-celery-core-tasks-burst selects the pods of burst Deployment notify-celery-core-tasks-burst beside this stack's notify-celery-core-tasks-burst-ephemeral: the eviction API refuses to evict a pod under two budgets",
             "NodePool notify-karpenter exists, managed by helm",
             "Deployment notification-canada-ca/notify-admin does not exist",
             "DaemonSet amazon-cloudwatch/aws-cloudwatch-agent has no container cloudwatch-agent (it has agent)",
@@ -365,6 +371,73 @@ describe("npm run preflight", function () {
         expect(linesOf(r.output, "FAIL")).to.deep.equal([
             "FAIL  patch-targets             DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: guaranteed.container cloudwatch-agent is container 2 of 2 (index 1, after config-reloader): pulumi-kubernetes compares patched lists by index, so the patch would differ at every preview and re-apply at every up; remove guaranteed from placement.nodeDaemonSets and set the resources in the chart's values",
         ]);
+    });
+
+    it("fails a burst Deployment whose chart still selects a capacity type, naming the values key that removes it", async () => {
+        const w = goodWorld(cfg);
+        const ns = cfg.placement.namespace;
+        const burst = (w.kube.collections![`/apis/apps/v1/namespaces/${ns}/deployments`] as any[]).find((d) => d.metadata.name === "notify-celery-email-send-burst");
+        burst.spec.template.spec.nodeSelector = { "karpenter.sh/capacity-type": "spot", "kubernetes.io/os": "linux" };
+        const r = await run(w);
+        expect(r.exitCode).to.equal(1);
+        expect(linesOf(r.output, "FAIL")).to.deep.equal([
+            // email-send-burst is the chart's nodes.email-burst (charts/notify-celery/values.yaml: name: email-send-burst).
+            "FAIL  chart-fields              Deployment notification-canada-ca/notify-celery-email-send-burst: its pod template still has nodeSelector karpenter.sh/capacity-type: spot, which the stack's patch cannot remove (server-side apply merges nodeSelector maps), so burst pods can use spot nodes only; set nodes.email-burst.deployment.nodeSelector: {karpenter.sh/capacity-type: null} in GC Notify's notify-celery release (plan-out/staging/gc-notify-values/notify-celery.yaml sets it)",
+        ]);
+        // Another key of the chart's selector is no concern of the stack's.
+        burst.spec.template.spec.nodeSelector = { "kubernetes.io/os": "linux" };
+        expect((await run(w)).output).to.include("OK    chart-fields");
+    });
+
+    it("fails every other budget whose selector selects a burst Deployment's pods, and names the chart's switch for the chart's", async () => {
+        const w = goodWorld(cfg);
+        const ns = cfg.placement.namespace;
+        const pdbs = w.kube.collections![`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`] as any[];
+        const budget = (name: string, selector: object) => ({ metadata: meta(name, ns), spec: { minAvailable: 1, selector } });
+        pdbs.push(
+            // The notify-celery chart's (templates/pdb.yaml), named after the Deployment.
+            budget("notify-celery-periodic-burst", { matchLabels: { app: "notify-celery-periodic-burst" } }),
+            // Someone's budget over every burst pod, by the label the stack's patch adds.
+            budget("celery-burst-guard", { matchExpressions: [{ key: "notification-canada-ca/celery-burst", operator: "Exists" }] }),
+            // Over stable pods only, and one that selects nothing (a null selector): no concern.
+            budget("notify-celery-periodic-static", { matchLabels: { app: "notify-celery-periodic-static" } }),
+            { metadata: meta("empty", ns), spec: { minAvailable: 1 } },
+        );
+        const r = await run(w);
+        expect(r.exitCode).to.equal(1);
+        const fails = linesOf(r.output, "FAIL");
+        expect(fails).to.include(
+            "FAIL  owned-objects             PodDisruptionBudget notification-canada-ca/notify-celery-periodic-burst selects the pods of burst Deployment notify-celery-periodic-burst beside this stack's notify-celery-periodic-burst-ephemeral: the eviction API refuses to evict a pod under two budgets, so node drains stall; set nodes.periodic-burst.pdb.pdbEnabled: false in GC Notify's notify-celery release (plan-out/staging/gc-notify-values/notify-celery.yaml sets it)",
+        );
+        expect(fails).to.include(
+            "FAIL  owned-objects             PodDisruptionBudget notification-canada-ca/celery-burst-guard selects the pods of burst Deployment notify-celery-core-tasks-burst beside this stack's notify-celery-core-tasks-burst-ephemeral: the eviction API refuses to evict a pod under two budgets, so node drains stall; delete it, or narrow its selector to other pods",
+        );
+        // One line per burst Deployment under the guard (five), and one for the chart's budget; the stack's own budget is none.
+        expect(fails.filter((l) => l.includes("celery-burst-guard"))).to.have.length(cfg.placement.burst.deployments.length);
+        expect(fails).to.have.length(cfg.placement.burst.deployments.length + 1);
+    });
+
+    it("warns on each patched field a chart sets otherwise live, and fails a waited-for agent that does not tolerate new nodes' taints", async () => {
+        const w = goodWorld(cfg);
+        const ns = cfg.placement.namespace;
+        const c = w.kube.collections!;
+        const find = (list: string, name: string) => (c[list] as any[]).find((o) => o.metadata.name === name);
+        // What GC Notify's charts render (staging, notification-manifests 609853e2): the nightly worker's own class...
+        find(`/apis/apps/v1/namespaces/${ns}/deployments`, "notify-celery-nightly-burst").spec.template.spec.priorityClassName = "celery";
+        // ...and fluent-bit's explicit tolerations, without the ephemeral taint (fb-agent values, nidhogg's old key).
+        find("/apis/apps/v1/namespaces/amazon-cloudwatch/daemonsets", "fb-agent-fluent-bit").spec.template.spec.tolerations = [
+            { key: "nidhogg.uswitch.com/amazon-cloudwatch.fb-agent-fluent-bit", operator: "Exists", effect: "NoSchedule" },
+        ];
+        const r = await run(w);
+        expect(r.exitCode).to.equal(1);
+        expect(linesOf(r.output, "WARN")).to.deep.equal([
+            `WARN  chart-fields              Deployment ${ns}/notify-celery-nightly-burst: Helm's chart sets priorityClassName = "celery"; the stack sets "high-priority", and each release of the chart puts its value back: add plan-out/staging/gc-notify-values/notify-celery.yaml to GC Notify's notify-celery release (it sets nodes.nightly-burst.deployment.priorityClassName)`,
+        ]);
+        expect(linesOf(r.output, "FAIL")).to.deep.equal([
+            `FAIL  chart-fields              DaemonSet amazon-cloudwatch/fb-agent-fluent-bit: Helm's chart sets tolerations = [{"effect":"NoSchedule","key":"nidhogg.uswitch.com/amazon-cloudwatch.fb-agent-fluent-bit","operator":"Exists"}]; the stack sets [{"operator":"Exists"}]: new ephemeral nodes keep a startup taint until this agent runs there, and it does not tolerate them, so no burst pod starts; add plan-out/staging/gc-notify-values/fb-agent.yaml to GC Notify's fb-agent release (it sets tolerations)`,
+        ]);
+        // Fields the charts do not set live (before the first up: no tolerations on burst pods) are no difference.
+        expect(r.output).to.not.match(/chart-fields .*notify-celery-core-tasks-burst/);
     });
 
     it("pages through FilterLogEvents' empty pages (a large log group), and says unsure rather than none when it stops", async () => {
@@ -503,6 +576,17 @@ describe("npm run preflight", function () {
         expect(keyLetsCloudWatch(CLOUDWATCH_KEY_POLICY)).to.equal(true);
         expect(keyLetsCloudWatch(JSON.stringify({ Statement: { Effect: "Allow", Principal: { Service: ["cloudwatch.amazonaws.com"] }, Action: "kms:*" } }))).to.equal(true);
         expect(keyLetsCloudWatch(JSON.stringify({ Statement: [{ Effect: "Allow", Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "kms:Decrypt" }] }))).to.equal(false);
+    });
+
+    it("reads a budget's label selector as the API does: terms ANDed, an empty selector selects every pod, a missing one none", () => {
+        const pod = { app: "notify-celery-sms-send-burst", tier: "celery" };
+        expect(selectorSelects({}, pod)).to.equal(true);
+        expect(selectorSelects(undefined, pod)).to.equal(false);
+        expect(selectorSelects({ matchLabels: { app: "notify-celery-sms-send-burst" }, matchExpressions: [{ key: "tier", operator: "In", values: ["celery", "web"] }] }, pod)).to.equal(true);
+        expect(selectorSelects({ matchLabels: { app: "notify-celery-sms-send-burst" }, matchExpressions: [{ key: "tier", operator: "NotIn", values: ["celery"] }] }, pod)).to.equal(false);
+        // NotIn and DoesNotExist select a pod without the label.
+        expect(selectorSelects({ matchExpressions: [{ key: "zone", operator: "NotIn", values: ["a"] }, { key: "zone", operator: "DoesNotExist" }] }, pod)).to.equal(true);
+        expect(selectorSelects({ matchExpressions: [{ key: "zone", operator: "Exists" }] }, pod)).to.equal(false);
     });
 
     it("reads a key policy as IAM evaluates it: wildcards, any principal, and an explicit Deny over an Allow", () => {
