@@ -34,7 +34,7 @@ export const CHECKS: [string, string][] = [
     ["owned-objects", "no PodDisruptionBudget, NodePool, EC2NodeClass or Deployment with a name this program creates, managed by another tool; no other budget over burst pods"],
     ["patch-targets", "every patched Deployment and DaemonSet exists, and each guaranteed.container is its DaemonSet's first"],
     ["daemonset-managers", "who else manages each patched DaemonSet (an EKS add-on: use its configurationValues); each addOn is an add-on of the cluster"],
-    ["chart-fields", "each field the stack's patches set is, where a chart sets it live, the stack's value (Helm puts the chart's back)"],
+    ["chart-fields", "no field the stack's patches set holds a chart's other value live (each release of the chart puts it back)"],
     ["log-group", "the controller's log group exists and has Karpenter lines from the last day"],
     ["ami", "the pinned AMI exists, is x86_64 (amd64) and Amazon Linux 2023"],
     ["subnets", "a karpenter.sh/discovery subnet in every configured zone (or the configured subnets)"],
