@@ -139,7 +139,7 @@ export const CAPACITY_TYPE_KEY = "karpenter.sh/capacity-type";
 export function patchedWorkloads(a: CeleryWorkloadPlacementArgs): PatchedWorkload[] {
     const burst = a.burst.deployments.map((d): PatchedWorkload => {
         const t = burstPodTemplate(a, d.name);
-        // The patch leaves nodeSelector to the chart (server-side apply merges the map): the chart must drop its key.
+        // The patch leaves nodeSelector to the chart (it sets none): the chart must drop its capacity-type key.
         return { kind: "Deployment", namespace: a.namespace, name: d.name, role: "burst", fields: { labels: t.metadata.labels, ...t.spec, nodeSelector: { [CAPACITY_TYPE_KEY]: null } } };
     });
     const stable = a.stableDeployments.map((name): PatchedWorkload => ({ kind: "Deployment", namespace: a.namespace, name, role: "stable", fields: { ...stablePodTemplate(a).spec } }));
@@ -233,12 +233,24 @@ interface KubeObject {
 
 const dotted = (path: string[]) => path.map((k) => (/^[A-Za-z0-9_-]+$/.test(k) ? k : JSON.stringify(k))).join(".");
 
+/**
+ * Whether the stack's value names only some keys of a map: pod labels (a granular map), and the burst workers'
+ * nodeSelector, where the patch sets nothing and only requires keys gone (null). A stable patch's nodeSelector is
+ * the whole map: PodSpec.nodeSelector is `x-kubernetes-map-type: atomic` (Kubernetes 1.34 OpenAPI), so the patch
+ * replaces it whole and each chart key it lacks comes back with the chart's next release (Helm merges map keys).
+ */
+const keyed = (field: Field, stack: unknown) => field === "labels" || (field === "nodeSelector" && Object.values(stack as object).includes(null));
+
 /** The chart's value of a field as it matters to the comparison: only the containers and labels the patch names. */
 function chartValue(field: Field, template: any, stackValue: unknown): unknown {
-    // Map keys and containers' resources the chart does not render are the patch's alone (server-side apply merges
-    // maps, and Helm's merge leaves what its chart never set): only what the chart renders is compared.
+    // Keys and containers' resources the chart does not render are the patch's alone (Helm's merge leaves what its
+    // chart never set): only what the chart renders is compared. An empty map renders nothing either.
     if (field === "labels") return pick(template?.metadata?.labels, stackValue);
-    if (field === "nodeSelector") return pick(template?.spec?.nodeSelector, stackValue);
+    if (field === "nodeSelector") {
+        const map = template?.spec?.nodeSelector;
+        if (map && Object.keys(map).length === 0) return undefined;
+        return keyed(field, stackValue) ? pick(map, stackValue) : map;
+    }
     if (field === "containers") {
         const named = (stackValue as { name: string }[]).map((c) => c.name);
         const containers = (template?.spec?.containers ?? []) as { name: string; resources?: unknown }[];
@@ -255,7 +267,7 @@ function pick(map: Record<string, unknown> | undefined, wanted: unknown): Record
 
 /** The stack's value cut to what the chart's value was compared on: the map keys and containers the chart renders. */
 function comparable(field: Field, chart: unknown, stack: unknown): unknown {
-    if (field === "labels" || field === "nodeSelector") return pick(stack as Record<string, unknown>, chart ?? {});
+    if (keyed(field, stack)) return pick(stack as Record<string, unknown>, chart ?? {});
     if (field === "containers") return (stack as { name: string }[]).filter((c) => (chart as { name: string }[]).some((x) => x.name === c.name));
     return stack;
 }
@@ -292,7 +304,7 @@ export function chartDifferences(objects: KubeObject[], a: CeleryWorkloadPlaceme
             const present = field === "labels" ? template?.metadata?.labels !== undefined : field in (template?.spec ?? {});
             if (!present) continue;
             const value = chartValue(field, template, stack);
-            if (sameValue(value, comparable(field, value, stack))) continue;
+            if (value === undefined || sameValue(value, comparable(field, value, stack))) continue;
             const source = chart?.fields[field];
             const agent = agents.get(`${w.namespace}/${w.name}`);
             const blocksCapacity = field === "tolerations" && !!agent && waitsFor(agent) && !newNodeTaints(a).every((t) => ((value ?? []) as Toleration[]).some((tol) => tolerates(tol, t)));

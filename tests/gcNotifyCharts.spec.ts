@@ -101,15 +101,19 @@ describe("GC Notify's chart values: one owner per field", () => {
             spec: { template: { metadata: { labels }, spec } },
         });
 
-        it("a field the chart does not render is the patch's alone; a rendered null, another value or a kept spot selector is a difference", () => {
+        it("a field the chart does not render is the patch's alone; a rendered null, another value, a kept spot selector or a stable selector key the patch lacks (PodSpec.nodeSelector is an atomic map, Kubernetes 1.34 OpenAPI) is a difference", () => {
             const objects = [
                 deployment("notify-celery-core-tasks-burst", { priorityClassName: "celery", nodeSelector: { "karpenter.sh/capacity-type": "spot", other: "x" } }),
                 deployment("notify-celery-email-send-burst", { priorityClassName: "celery", nodeSelector: {} }),
                 deployment("notify-celery-beat", { priorityClassName: null, nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" } }),
                 deployment("notify-documentation", { priorityClassName: "high-priority" }),
+                // A stable patch's nodeSelector replaces the atomic map whole: a chart key it lacks comes back at each release.
+                deployment("notify-api", { nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND", "node.kubernetes.io/instance-type": "m5.large" } }),
+                deployment("notify-admin", { nodeSelector: {} }),
             ];
             expect(chartDifferences(objects, a).map((d) => `${d.object} ${d.field} ${d.valuesKey}`)).to.deep.equal([
                 `Deployment ${NS}/notify-celery-core-tasks-burst nodeSelector nodes.core-tasks-burst.deployment.nodeSelector`,
+                `Deployment ${NS}/notify-api nodeSelector nodeSelector`,
                 `Deployment ${NS}/notify-celery-beat priorityClassName nodes.beat.deployment.priorityClassName`,
             ]);
         });
