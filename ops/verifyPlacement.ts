@@ -335,15 +335,26 @@ type Located = Manifest & { where: string };
 
 /** Every Kubernetes object in a YAML text, with the warnings Helm and kubectl would not give (duplicate keys: the last wins). */
 function parseManifests(text: string, source: string): { objects: Located[]; warnings: string[]; error?: string } {
-    const lineOf = (offset: number) => text.slice(0, offset).split("\n").length;
+    // Line starts once, then a binary search per lookup: slicing the text for each document made big inputs quadratic.
+    const starts = [0];
+    for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) starts.push(i + 1);
+    const lineOf = (offset: number) => {
+        let [lo, hi] = [0, starts.length - 1];
+        while (lo < hi) {
+            const mid = (lo + hi + 1) >> 1;
+            if (starts[mid] <= offset) lo = mid;
+            else hi = mid - 1;
+        }
+        return lo + 1;
+    };
     const objects: Located[] = [];
     const warnings: string[] = [];
     for (const doc of parseAllDocuments(text)) {
         // Helm and kubectl decode with sigs.k8s.io/yaml (go-yaml v2), which keeps the last of duplicate keys; GC
-        // Notify's notify-admin chart renders one (tests/fixtures/gc-notify/notify-admin.yaml).
+        // Notify's notify-admin chart renders one (its ServiceAccount's annotations, notification-manifests 609853e2).
         for (const e of doc.errors.filter((x) => x.code === "DUPLICATE_KEY")) {
             const line = lineOf(e.pos[0]);
-            warnings.push(`${source}:${line}: duplicate key "${text.split("\n")[line - 1].trim().replace(/:.*$/, "")}" in one mapping; reading the last one, as Helm and kubectl do`);
+            warnings.push(`${source}:${line}: duplicate key "${text.slice(starts[line - 1], starts[line] ?? text.length).trim().replace(/:.*$/, "")}" in one mapping; reading the last one, as Helm and kubectl do`);
         }
         const error = doc.errors.find((x) => x.code !== "DUPLICATE_KEY");
         if (error) return { objects, warnings, error: `${source}:${lineOf(error.pos[0])} is not valid YAML: ${error.message.split("\n")[0]}` };
@@ -452,6 +463,10 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace: stri
     const templates = podTemplatesOf(objects);
     const unchecked: Verdict[] = uncheckedTemplatesOf(objects).map((u) => ({ status: "unchecked", subject: u.owner, reason: `not checked: ${u.why}` }));
     const differences = chartDifferences(objects, rules.placement);
+    // Nothing to judge is no verdict: "nothing is misplaced" would be read of a file that holds no workload at all.
+    if (templates.length + unchecked.length + pools.verdicts.length + differences.length === 0) {
+        return cannotCheck(`no workload found in ${source}: ${plural(objects.length, "object")}, none a Pod, a workload with a pod template, a NodePool or a chart budget; give the output of helm template or kustomize build`);
+    }
     const verdicts = [...pools.verdicts, ...judgeTemplates(templates, nodes, rules, pools.others), ...unchecked];
     const failed = [...verdicts.filter((v) => v.status === "fail"), ...differences.filter((d) => d.blocksCapacity)];
     const lines = [

@@ -123,6 +123,8 @@ export function holdsPodTemplate(o: KubeObject): boolean {
 
 /** Scheduling fields of the wrong shape, which the scheduler would refuse and this model cannot read. */
 function malformed(spec: Record<string, any>): string | undefined {
+    // The scheduler never sees such a pod: the kubelet of that node runs it, whatever its taints.
+    if (spec.nodeName != null) return `spec.nodeName binds its pods to node ${JSON.stringify(spec.nodeName)} without the scheduler, so no taint keeps them off an ephemeral node; check that node is not one`;
     if (spec.tolerations != null && !(Array.isArray(spec.tolerations) && spec.tolerations.every(isObject))) return "its tolerations are not a list of tolerations";
     if (spec.nodeSelector != null && !isObject(spec.nodeSelector)) return "its nodeSelector is not a mapping";
     const na = spec.affinity?.nodeAffinity;

@@ -352,6 +352,33 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         expect((await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: failing })).output).to.equal("Could not check: could not read standard input: ECONNRESET: read");
     });
 
+    it("failed: a file with no workload at all ended `no pod template ... can run on ephemeral nodes`, exit 0; now says no workload was found, exit 3", async () => {
+        const services = "apiVersion: v1\nkind: Service\nmetadata: { name: api, namespace: n }\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: c, namespace: n }\n";
+        expect(await verifyText(services)).to.deep.equal({
+            exitCode: 3,
+            output: "Could not check: no workload found in standard input: 2 objects, none a Pod, a workload with a pod template, a NodePool or a chart budget; give the output of helm template or kustomize build",
+        });
+    });
+
+    it("failed: said `kept off` for a Pod bound to a node by spec.nodeName, which the scheduler never filters; now it is not checked (exit 3)", async () => {
+        const bound = "apiVersion: v1\nkind: Pod\nmetadata: { name: p, namespace: n }\nspec: { nodeName: ip-10-0-1-2.ca-central-1.compute.internal, containers: [{ name: c, image: i }] }\n";
+        const r = await verifyText(bound);
+        expect(r.exitCode).to.equal(3);
+        expect(r.output.split("\n")[1]).to.equal(
+            '  NOT CHECKED  Pod n/p: not checked: spec.nodeName binds its pods to node "ip-10-0-1-2.ca-central-1.compute.internal" without the scheduler, so no taint keeps them off an ephemeral node; check that node is not one',
+        );
+    });
+
+    it("reads 5,000 objects in seconds, not minutes (finding lines by a precomputed index: it was quadratic)", async function () {
+        this.timeout(20000);
+        const one = (i: number) => `apiVersion: apps/v1\nkind: Deployment\nmetadata: { name: d${i}, namespace: n }\nspec:\n  template:\n    spec: { containers: [{ name: c, image: i }] }\n`;
+        const text = Array.from({ length: 5000 }, (_, i) => one(i)).join("---\n") + "---\n" + one(5000).replace("spec: { containers", "spec: { tolerations: [{ operator: Exists }], containers");
+        const started = Date.now();
+        const r = await verifyText(text);
+        expect(Date.now() - started).to.be.below(6000);
+        expect(r.output).to.include("  FAIL  Deployment n/d5000: could run on ephemeral nodes");
+    });
+
     it("exits 1 on a refused stack config, as every command does", async () => {
         const dir = stackWith((p) => (p.headroom.pods = -1));
         const r = await verifyPlacement(["--stack", "staging", "--manifests", path.join(FIXTURES, "helm-template-notify.yaml")], { dir });
