@@ -1,5 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { RELEASE_HISTORY } from "./karpenterController";
 import { NodeSelectorRequirement, PodScheduling, Taint, Toleration, requireInEveryTerm } from "./scheduling";
 
 /** Pinned like Karpenter: GC Notify's version, whose taint keys and config format this file was written for. */
@@ -417,7 +418,8 @@ function installNidhogg({ name, args, parent }: PlacementStep, agents: pulumi.Re
     if (!args.nodeDaemonSets.some(waitsFor)) return [];
     const release = new k8s.helm.v3.Release(
         `${name}-nidhogg`,
-        { ...NIDHOGG_RELEASE, chart: NIDHOGG_CHART, version: NIDHOGG_VERSION, values: nidhoggValues(args) },
+        // A bounded history, like the controller's releases (RELEASE_HISTORY in karpenterController.ts says why).
+        { ...NIDHOGG_RELEASE, chart: NIDHOGG_CHART, version: NIDHOGG_VERSION, maxHistory: RELEASE_HISTORY, values: nidhoggValues(args) },
         { parent, dependsOn: [...(args.dependsOn ?? []), ...agents] },
     );
     // The chart (0.6.6) has no priority class or disruption budget; without nidhogg every new node stays tainted,

@@ -92,6 +92,25 @@ export const CRD_RELEASE = "karpenter-crd";
 export const CONTROLLER_RELEASE = "karpenter";
 
 /**
+ * Revisions Helm keeps of each of the program's releases (one Secret `sh.helm.release.v1.<release>.v<n>` each).
+ * pulumi-kubernetes passes `maxHistory` to Helm's upgrade only, and unset it is 0, no limit (v4.32.0
+ * provider/pkg/provider/helm_release.go:743-746); Helm then prunes the oldest at each upgrade and rollback
+ * (helm v3.20.2 pkg/action/upgrade.go:170, pkg/storage/storage.go:62-64). Ten is enough to `helm rollback` by hand.
+ */
+export const RELEASE_HISTORY = 10;
+
+/**
+ * What the program's Karpenter releases carry as their description in Helm's release record (`helm history`; the
+ * release Secret's `info.description`), so a release left in the cluster, such as the retained `karpenter-crd` after
+ * `pulumi destroy`, can be told apart from one GC Notify's helmfile installed. Helm stores it on install and on every
+ * successful upgrade (helm v3.20.2 pkg/action/install.go:486-487, upgrade.go:367-368; pulumi-kubernetes v4.32.0
+ * helm_release.go:623,748); a failed upgrade or a rollback replaces it with Helm's own text for that revision.
+ */
+export function releaseDescription(project: string, stack: string): string {
+    return `managed by Pulumi stack ${project}/${stack}`;
+}
+
+/**
  * Karpenter's controller as the official v1.14.1 release installs it: IAM for the controller and its nodes, the
  * interruption queue with its EventBridge rules, and the CRD and controller Helm charts, in that order.
  *
@@ -294,10 +313,24 @@ function installCharts(
     { name, args, child }: Step,
     at: { namespace: string; serviceAccount: string; queueName: pulumi.Output<string>; irsaRoleArn?: pulumi.Output<string>; prerequisites: pulumi.Resource[] },
 ) {
+    const description = releaseDescription(pulumi.getProject(), pulumi.getStack());
     // CRDs from their own chart: Helm never upgrades a chart's crds/ folder, the karpenter-crd chart does.
+    // Not atomic, no cleanupOnFail: a failed upgrade of this release would then roll back to the previous chart, which
+    // applies the older CRDs over the newer ones (a CRD downgrade, while objects stored under the newer schema and a
+    // controller that may already expect it stay), and cleanupOnFail would delete a CRD the failed upgrade created,
+    // with every object of that kind. A failed CRD upgrade is left `failed` for a person to read; the controller
+    // release depends on this one, so it is not upgraded in that run.
     const crds = new k8s.helm.v3.Release(
         `${name}-crds`,
-        { name: CRD_RELEASE, chart: `${CHART_REPOSITORY}/karpenter-crd`, version: args.version, namespace: at.namespace, createNamespace: true },
+        {
+            name: CRD_RELEASE,
+            chart: `${CHART_REPOSITORY}/karpenter-crd`,
+            version: args.version,
+            namespace: at.namespace,
+            createNamespace: true,
+            maxHistory: RELEASE_HISTORY,
+            description,
+        },
         // The chart keeps its CRDs in templates/, so uninstalling it deletes every NodePool and NodeClaim with them.
         { ...child, protect: args.crds?.protect ?? false, retainOnDelete: args.crds?.retainOnDelete ?? false },
     );
@@ -310,10 +343,23 @@ function installCharts(
             namespace: at.namespace,
             createNamespace: true,
             skipCrds: true,
-            // Awaited (helm --wait; pulumi-kubernetes helm_release.go:608, 300 s by default): the controller exits
-            // when its EC2 check fails (karpenter-provider-aws v1.14.1 pkg/operator/operator.go:124-126), as it
-            // does until the Pod Identity association reaches the agent, so ready means credentials work.
+            // Awaited (helm --wait; pulumi-kubernetes v4.32.0 helm_release.go:608,734, 300 s unless `timeout` is set:
+            // :437-439, :1766-1770): the controller exits when its EC2 check fails (karpenter-provider-aws v1.14.1
+            // pkg/operator/operator.go:124-126), as it does until the Pod Identity association reaches the agent, so
+            // ready means credentials work. The provider hands `timeout` to Helm's install and upgrade alike
+            // (helm_release.go:612,733).
             timeout: args.readyTimeoutSeconds ?? 600,
+            // A failed upgrade rolls back to the last deployed revision instead of leaving the release `failed` with
+            // Karpenter possibly down until the next `up` (helm_release.go:736 → helm v3.20.2 pkg/action/upgrade.go:
+            // 504-538; the rollback waits up to the same `timeout`, so a failed upgrade can take twice as long to
+            // report). A failed first install is uninstalled (install.go:506-519) and, no release being left, the
+            // provider records nothing (helm_release.go:641-647), so the next `up` installs again. Atomic implies
+            // Helm's wait (upgrade.go:158, install.go:289), which this release has anyway.
+            atomic: true,
+            // Before that rollback, delete what the failed upgrade created (upgrade.go:492-503; helm_release.go:747).
+            cleanupOnFail: true,
+            maxHistory: RELEASE_HISTORY,
+            description,
             values: controllerValues({
                 ...args,
                 clusterName: args.cluster.name,

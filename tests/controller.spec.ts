@@ -2,12 +2,14 @@ import { expect } from "chai";
 import { PLACEHOLDERS, runOffline } from "../plan/offlineRuntime";
 import { loadConfig } from "../stacks/validatedConfig";
 import { createStack } from "../stacks/createStack";
+import { RELEASE_HISTORY, releaseDescription } from "../components/karpenterController";
 import { CHART_VALUE_KEYS } from "./chartValueKeys";
 import { STACKS, buildStack, customResources, parseJson, patchSections } from "./helpers";
 
 const ACCOUNT = PLACEHOLDERS.accountId;
 const REGION = "ca-central-1";
 const clusterOf = (stack: string) => `notification-canada-ca-${stack}-eks-cluster`;
+const RELEASE = "kubernetes:helm.sh/v3:Release";
 
 /** The 32 actions of the v1.14.1 reference controller policy. */
 const REFERENCE_ACTIONS = [
@@ -177,6 +179,41 @@ for (const stack of STACKS) {
             expect(chart.inputs).to.include({ name: "karpenter", chart: "oci://public.ecr.aws/karpenter/karpenter", version: "1.14.1", namespace: "karpenter", skipCrds: true, createNamespace: true });
         });
 
+        // pulumi-kubernetes v4.32.0 provider/pkg/provider/helm_release.go:608-623 (install) and :733-748 (upgrade) hand
+        // these inputs to Helm v3.20.2; the pinned 4.34.2 SDK's helm/v3/release.d.ts declares each of them.
+        it("controller release: atomic and cleanupOnFail (a failed upgrade rolls back), 10 revisions, the stack's mark, ready within lifecycle.controllerReadyTimeout", () => {
+            const { values, ...inputs } = r.get(RELEASE, "karpenter-chart").inputs;
+            expect(values).to.be.an("object");
+            expect(inputs).to.deep.equal({
+                name: "karpenter",
+                chart: "oci://public.ecr.aws/karpenter/karpenter",
+                version: "1.14.1",
+                namespace: "karpenter",
+                createNamespace: true,
+                skipCrds: true,
+                timeout: 600,
+                atomic: true,
+                cleanupOnFail: true,
+                maxHistory: RELEASE_HISTORY,
+                description: `managed by Pulumi stack notify-karpenter/${stack}`,
+                compat: "true",
+            });
+            expect(inputs).not.to.have.property("skipAwait");
+        });
+
+        it("CRD release: 10 revisions and the stack's mark, but neither atomic nor cleanupOnFail (a rollback would downgrade the CRDs)", () => {
+            expect(r.get(RELEASE, "karpenter-crds").inputs).to.deep.equal({
+                name: "karpenter-crd",
+                chart: "oci://public.ecr.aws/karpenter/karpenter-crd",
+                version: "1.14.1",
+                namespace: "karpenter",
+                createNamespace: true,
+                maxHistory: RELEASE_HISTORY,
+                description: releaseDescription("notify-karpenter", stack),
+                compat: "true",
+            });
+        });
+
         it("sets the Helm values GC Notify needs, each under a key the chart reads", () => {
             const values = r.get("kubernetes:helm.sh/v3:Release", "karpenter-chart").inputs.values;
             expect(values.settings).to.deep.equal({
@@ -260,6 +297,12 @@ describe("KarpenterController options", () => {
         expect(r.byType("aws:eks/podIdentityAssociation:PodIdentityAssociation")).to.have.length(0);
         const values = r.get("kubernetes:helm.sh/v3:Release", "karpenter-chart").inputs.values;
         expect(values.serviceAccount.annotations).to.deep.equal({ "eks.amazonaws.com/role-arn": `arn:aws:iam::${ACCOUNT}:role/${clusterOf("production")}-karpenter` });
+    });
+
+    it("waits lifecycle.controllerReadyTimeout for the atomic controller release, whatever it is set to (install, upgrade and rollback alike)", async () => {
+        const r = await buildStack("staging", { lifecycle: { controllerReadyTimeout: "25m" } });
+        expect(r.get(RELEASE, "karpenter-chart").inputs).to.include({ timeout: 1500, atomic: true, cleanupOnFail: true });
+        expect(RELEASE_HISTORY).to.equal(10);
     });
 
     it("creates the spot service-linked role only when asked", async () => {

@@ -168,6 +168,12 @@ for (const stack of STACKS) {
             });
         });
 
+        it("installs nidhogg's release with at most 10 revisions (pulumi-kubernetes v4.32.0 helm_release.go:743-746), not atomic", () => {
+            const { values, ...inputs } = r.get("kubernetes:helm.sh/v3:Release", "celery-placement-nidhogg").inputs;
+            expect(values).to.be.an("object");
+            expect(inputs).to.deep.equal({ name: "nidhogg", namespace: "kube-system", chart: "oci://ghcr.io/pelotech/charts/nidhogg", version: "0.6.6", maxHistory: 10, compat: "true" });
+        });
+
         it("keeps nidhogg from being the first pod evicted: system-cluster-critical and a disruption budget", () => {
             const patch = r.get("kubernetes:apps/v1:StatefulSetPatch", "celery-placement-nidhogg-priority").inputs;
             expect(patch.metadata).to.deep.equal({ name: "nidhogg", namespace: "kube-system", annotations: patchForce });
