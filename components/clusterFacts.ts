@@ -1,3 +1,4 @@
+import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
 /**
@@ -27,7 +28,10 @@ export interface ClusterFacts {
     kubernetesVersion: pulumi.Input<string>;
     /**
      * A kubeconfig that authenticates with `aws eks get-token`, so it holds no secret and works for whoever runs
-     * `pulumi up` with access to the cluster.
+     * `pulumi up` with access to the cluster. Built from `name`, `endpoint` and `certificateAuthority` only: the
+     * Kubernetes providers take it, and pulumi-kubernetes replaces a provider (and with it every resource on it) when
+     * its kubeconfig is unknown at preview (v4.32.0 provider/pkg/provider/provider.go:504-516), so those three must
+     * be known whenever the cluster already exists (see CreatedCluster).
      */
     kubeconfig: pulumi.Output<string>;
     /**
@@ -44,6 +48,24 @@ export interface ClusterFacts {
 
 /** What AWS says about a cluster, from which the rest of the facts follow. */
 export type ClusterAttributes = Pick<ClusterFacts, "name" | "arn" | "endpoint" | "certificateAuthority" | "oidcIssuerUrl" | "nodeSecurityGroupId" | "region" | "kubernetesVersion">;
+
+/**
+ * A cluster's attributes as EKS reports them (DescribeCluster, through `aws.eks.getClusterOutput`): the same lookup
+ * for a cluster the stack finds and, once it exists, for one the stack creates. `kubernetesVersion` is the caller's:
+ * the lookup's for an existing cluster, the configured one for a created cluster (which an `up` may be upgrading).
+ */
+export function lookedUpAttributes(cluster: pulumi.Output<aws.eks.GetClusterResult>, region: string, kubernetesVersion: pulumi.Input<string>): ClusterAttributes {
+    return {
+        name: cluster.name,
+        arn: cluster.arn,
+        endpoint: cluster.endpoint,
+        certificateAuthority: cluster.certificateAuthorities.apply((c) => c[0].data),
+        oidcIssuerUrl: cluster.identities.apply((ids) => ids[0].oidcs[0].issuer),
+        nodeSecurityGroupId: cluster.vpcConfig.clusterSecurityGroupId,
+        region,
+        kubernetesVersion,
+    };
+}
 
 /** The facts of a cluster, from its attributes and what must exist before anything is installed on it. */
 export function clusterFacts(c: ClusterAttributes, podIdentityAgentVersion: () => pulumi.Input<string>, ready: pulumi.Resource[] = []): ClusterFacts {

@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as eks from "@pulumi/eks";
 import * as pulumi from "@pulumi/pulumi";
-import { ClusterFacts, clusterFacts } from "./clusterFacts";
+import { ClusterFacts, clusterFacts, lookedUpAttributes } from "./clusterFacts";
 import { NODE_ROLE_POLICIES, dnsSuffix } from "./karpenterController";
 
 /** Name of the stable node group; EKS labels its nodes with it and with their capacity type. */
@@ -48,17 +48,8 @@ export class CreatedCluster extends pulumi.ComponentResource {
 
         const vpc = createVpc(name, args, remote);
         const eksCluster = createControlPlane(name, args, vpc, remote).eksCluster;
-        const attributes = {
-            name: eksCluster.name,
-            arn: eksCluster.arn,
-            endpoint: eksCluster.endpoint,
-            certificateAuthority: eksCluster.certificateAuthority.data,
-            oidcIssuerUrl: eksCluster.identities.apply((ids) => ids[0].oidcs[0].issuer),
-            nodeSecurityGroupId: eksCluster.vpcConfig.clusterSecurityGroupId,
-            region: args.region,
-            kubernetesVersion: args.kubernetesVersion,
-        };
-        const partition = eksCluster.arn.apply((arn) => arn.split(":")[1]);
+        const attributes = lookedUpAttributes(lookUpOnceCreated(args.name, eksCluster, this), args.region, args.kubernetesVersion);
+        const partition = pulumi.output(attributes.arn).apply((arn) => arn.split(":")[1]);
 
         const podIdentityAgent = new aws.eks.Addon(`${name}-pod-identity-agent`, { clusterName: attributes.name, addonName: "eks-pod-identity-agent" }, child);
         const discoveryTag = new aws.ec2.Tag(
@@ -66,7 +57,7 @@ export class CreatedCluster extends pulumi.ComponentResource {
             { resourceId: attributes.nodeSecurityGroupId, key: "karpenter.sh/discovery", value: args.name },
             child,
         );
-        const nodeGroup = createStableNodeGroup(name, args, { clusterName: attributes.name, subnetIds: vpc.privateSubnetIds, partition }, this);
+        const nodeGroup = createStableNodeGroup(name, args, { clusterName: pulumi.output(attributes.name), subnetIds: vpc.privateSubnetIds, partition }, this);
 
         // Nothing is installed before the controller can run: stable nodes, the Pod Identity agent, and the discovery
         // tag its nodes need. (A dependency, not part of the kubeconfig: a kubeconfig unknown at preview, as when the
@@ -74,6 +65,33 @@ export class CreatedCluster extends pulumi.ComponentResource {
         this.facts = clusterFacts(attributes, () => podIdentityAgent.addonVersion, [nodeGroup, podIdentityAgent, discoveryTag]);
         this.registerOutputs({ clusterName: attributes.name, vpcId: vpc.vpcId, nodeGroupName: nodeGroup.nodeGroupName });
     }
+}
+
+/**
+ * The cluster as EKS describes it, looked up by its configured name once the engine has an ID for it, instead of
+ * read from the eks.Cluster's outputs. The Kubernetes providers' kubeconfig is built from these values, and
+ * pulumi-kubernetes plans a replacement of a provider whose kubeconfig is unknown at preview, and with it of every
+ * resource on the cluster (v4.32.0 provider/pkg/provider/provider.go:504-516; the engine replaces a resource whose
+ * provider is replaced: pulumi v3.259.0 pkg/resource/deploy/step_generator.go:2798-2913). A preview that updates the
+ * EKS cluster (a version upgrade, say) can leave the cluster resource's endpoint and CA outputs unknown, but never its
+ * ID: an update step keeps the old ID even in a preview (pkg/resource/deploy/step.go:961-963), and resolving the
+ * resource reference returns that ID (builtins.go:442-464). So:
+ *
+ * - the cluster already exists (it is updated, or unchanged): the lookup runs at preview against the live cluster
+ *   and returns its endpoint and CA, so the kubeconfig is the one in the state and the providers have no diff;
+ * - the cluster is created or replaced: its ID is unknown at preview, the lookup is not made, the kubeconfig is
+ *   unknown and the providers are (rightly) new or replaced; at `up` the lookup reads the new cluster.
+ *
+ * A lookup by a name known from config, without this gate, would fail the first preview (no such cluster yet).
+ * The lookup depends on the eks.Cluster component, and the engine answers an invoke with unknown while a custom
+ * resource beneath its dependencies is still to be created (pkg/resource/deploy/source_eval.go:1131,
+ * resourcetracker/tracker.go:96): a preview that also creates or replaces a resource inside pulumi-eks's component
+ * still shows the providers replaced. In `up` every value is known before the providers are diffed, so nothing on
+ * the cluster is replaced unless its endpoint or CA really changed.
+ */
+function lookUpOnceCreated(clusterName: string, eksCluster: pulumi.Output<aws.eks.Cluster>, parent: pulumi.Resource): pulumi.Output<aws.eks.GetClusterResult> {
+    const name = eksCluster.id.apply(() => clusterName);
+    return aws.eks.getClusterOutput({ name }, { parent, provider: parent.getProvider("aws::") });
 }
 
 /** The VPC: a private and a public subnet per zone, tagged for Karpenter and the load balancer controllers. */

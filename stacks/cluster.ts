@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as eks from "@pulumi/eks";
-import { ClusterFacts, clusterFacts } from "../components/clusterFacts";
+import { ClusterFacts, clusterFacts, lookedUpAttributes } from "../components/clusterFacts";
 import { CreatedCluster } from "../components/createdCluster";
 import { ClusterConfig } from "./config";
 
@@ -13,16 +13,10 @@ export function clusterFor(cfg: ClusterConfig, provider: aws.Provider): ClusterF
 /** Looks up an existing EKS cluster by name and returns the facts components need. */
 function existingCluster(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {
     const cluster = aws.eks.getClusterOutput({ name: cfg.name }, { provider });
-    return clusterFacts({
-        name: cluster.name,
-        arn: cluster.arn,
-        endpoint: cluster.endpoint,
-        certificateAuthority: cluster.certificateAuthorities.apply((c) => c[0].data),
-        oidcIssuerUrl: cluster.identities.apply((ids) => ids[0].oidcs[0].issuer),
-        nodeSecurityGroupId: cluster.vpcConfig.clusterSecurityGroupId,
-        region: cfg.region,
-        kubernetesVersion: cluster.version,
-    }, () => aws.eks.getAddonOutput({ clusterName: cfg.name, addonName: "eks-pod-identity-agent" }, { provider }).addonVersion);
+    return clusterFacts(
+        lookedUpAttributes(cluster, cfg.region, cluster.version),
+        () => aws.eks.getAddonOutput({ clusterName: cfg.name, addonName: "eks-pod-identity-agent" }, { provider }).addonVersion,
+    );
 }
 
 /** Creates the cluster, its VPC and stable nodes. The eks and awsx packages need providers of their own. */

@@ -2,9 +2,16 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { expect } from "chai";
 import { plan } from "../plan/cli";
-import { PLACEHOLDERS, RecordedResource, runOffline } from "../plan/offlineRuntime";
+import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
+import { specialResourceSig, specialSigKey, unknownValue } from "@pulumi/pulumi/runtime/rpc";
+import { setMockOptions } from "@pulumi/pulumi/runtime/settings";
+import { InvokeAnswer, PLACEHOLDERS, PROJECT, RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime";
+import { createStack } from "../stacks/createStack";
 import { clusterFor } from "../stacks/cluster";
 import { loadConfig, parseStackConfig } from "../stacks/validatedConfig";
+// Internal to the SDK (runtime/settings.js), as plan/offlineRuntime.ts uses it: resolves once every registration is done.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { waitForRPCs } = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs(): Promise<void> };
 import { buildStack, configErrorOf, customResources, errorOf, parseJson, patchSections, rawConfig, section, stackConfig } from "./helpers";
 import { tempDir } from "./opsHelpers";
 
@@ -105,6 +112,27 @@ describe("scratch stack (cluster.mode: create)", () => {
             urnOf("aws:eks/addon:Addon", "cluster-pod-identity-agent"),
             urnOf("aws:ec2/tag:Tag", "cluster-security-group-discovery-tag"),
         ]);
+    });
+
+    it("builds the providers' kubeconfig and Karpenter's endpoint from a lookup of the created cluster by name, not from eks.Cluster's outputs", async () => {
+        // The lookup answers an endpoint and CA of its own, so the test sees which of the two each value came from.
+        const LOOKED_UP = { endpoint: "https://LOOKEDUP0000000000000000000000000.gr7.ca-central-1.eks.amazonaws.com", ca: "TE9PS0VEIFVQIENB" };
+        const lookup: InvokeAnswer = (i, region) => ({
+            name: i.name,
+            arn: `arn:aws:eks:${region}:${PLACEHOLDERS.accountId}:cluster/${i.name}`,
+            endpoint: LOOKED_UP.endpoint,
+            certificateAuthorities: [{ data: LOOKED_UP.ca }],
+            identities: [{ oidcs: [{ issuer: PLACEHOLDERS.oidcIssuer(region) }] }],
+            vpcConfig: { clusterSecurityGroupId: PLACEHOLDERS.clusterSecurityGroupId },
+            version: "1.34",
+        });
+        const run = await runOffline("scratch", () => createStack(loadConfig()), { invokes: { "aws:eks/getCluster:getCluster": lookup } });
+        expect(run.calls.filter((c) => c.token === "aws:eks/getCluster:getCluster").map((c) => c.inputs)).to.deep.equal([{ name: CLUSTER }]);
+        for (const name of ["kubernetes", "kubernetes-adopt-priority-classes"]) {
+            const kube = parseJson(run.get("pulumi:providers:kubernetes", name).inputs.kubeconfig);
+            expect(kube.clusters, name).to.deep.equal([{ name: CLUSTER, cluster: { server: LOOKED_UP.endpoint, "certificate-authority-data": LOOKED_UP.ca } }]);
+        }
+        expect(run.get("kubernetes:helm.sh/v3:Release", "karpenter-chart").inputs.values.settings.clusterEndpoint).to.equal(LOOKED_UP.endpoint);
     });
 
     it("points Karpenter at the created cluster", () => {
@@ -238,5 +266,87 @@ describe("cluster.mode config", () => {
     it("fails through Pulumi config before any resource exists", async () => {
         const msg = await configErrorOf("scratch", patchSections("scratch", { nodePool: { zones: ["ca-central-1a", "ca-central-1c"] } }));
         expect(msg).to.match(/^scratch: notify-karpenter:nodePool\.zones\[1\] must be one of the VPC's zones/);
+    });
+});
+
+/**
+ * The scratch stack as `pulumi preview` sees it after the cluster exists. pulumi-eks returns `eksCluster` as a
+ * reference to an aws.eks.Cluster, which the SDK rehydrates through the engine's getResource (pulumi v3.259.0
+ * pkg/resource/deploy/builtins.go:442-464): the ID is the one the engine holds for the new state (an update keeps the
+ * old one even in a preview, step.go:961-963; a create or replacement has none yet), and outputs the preview cannot
+ * know (the endpoint and CA, say) are unknown. Returns the inputs every resource was registered with; an input the
+ * preview does not know is `pulumi.unknown`.
+ */
+async function previewScratch(eksCluster: { id?: string; endpoint?: string; certificateAuthority?: string }): Promise<Map<string, Record<string, any>>> {
+    const registered = new Map<string, Record<string, any>>();
+    const ref = `urn:pulumi:scratch::${PROJECT}::eks:index:Cluster$aws:eks/cluster:Cluster::cluster-eks-eksCluster`;
+    let monitor: MockMonitor;
+    const mocks: pulumi.runtime.Mocks = {
+        newResource: (a) => {
+            registered.set(`${a.type}::${a.name}`, a.inputs);
+            if (a.type !== "eks:index:Cluster") return { id: undefined, state: a.inputs };
+            const state = {
+                name: a.inputs.name,
+                arn: `arn:aws:eks:${REGION}:${PLACEHOLDERS.accountId}:cluster/${a.inputs.name}`,
+                endpoint: eksCluster.endpoint ?? unknownValue,
+                certificateAuthority: eksCluster.certificateAuthority ? { data: eksCluster.certificateAuthority } : unknownValue,
+                identities: unknownValue,
+                vpcConfig: unknownValue,
+            };
+            (monitor as any).resources.set(ref, { urn: ref, id: eksCluster.id ?? null, state });
+            return { id: undefined, state: { eksCluster: { [specialSigKey]: specialResourceSig, urn: ref } } };
+        },
+        // What DescribeCluster answers for the live cluster, as the offline plan's lookup does.
+        call: (a) => {
+            if (a.token !== "aws:eks/getCluster:getCluster") throw new Error(`unexpected lookup ${a.token}`);
+            return {
+                name: a.inputs.name,
+                arn: `arn:aws:eks:${REGION}:${PLACEHOLDERS.accountId}:cluster/${a.inputs.name}`,
+                endpoint: PLACEHOLDERS.clusterEndpoint(REGION),
+                certificateAuthorities: [{ data: PLACEHOLDERS.certificateAuthority }],
+                identities: [{ oidcs: [{ issuer: PLACEHOLDERS.oidcIssuer(REGION) }] }],
+                vpcConfig: { clusterSecurityGroupId: PLACEHOLDERS.clusterSecurityGroupId },
+                version: "1.34",
+            };
+        },
+    };
+    await pulumi.runtime.setMocks(mocks, PROJECT, "scratch", true);
+    monitor = new MockMonitor(mocks);
+    setMockOptions(monitor, PROJECT, "scratch", true);
+    pulumi.runtime.setAllConfig(readStackConfig("scratch"), []);
+    // As runOffline does: no source-mapped stack trace for every promise the SDK makes.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+        createStack(loadConfig());
+        await waitForRPCs();
+    } finally {
+        Error.stackTraceLimit = stackTraceLimit;
+    }
+    return registered;
+}
+
+describe("scratch previews once the cluster exists (engine-review R7)", () => {
+    const providers = ["kubernetes", "kubernetes-adopt-priority-classes"];
+    const kubeconfigOf = (registered: Map<string, Record<string, any>>, provider: string) => registered.get(`pulumi:providers:kubernetes::${provider}`)!.kubeconfig;
+
+    it("a preview that updates the cluster (its ID kept, endpoint and CA unknown) gives both Kubernetes providers a known kubeconfig, unchanged", async function () {
+        this.timeout(30_000);
+        // Unknown there, pulumi-kubernetes v4.32.0 provider/pkg/provider/provider.go:504-516 would plan replacing both
+        // providers, and the engine every resource on them (pulumi v3.259.0 step_generator.go:2798-2913).
+        const registered = await previewScratch({ id: CLUSTER });
+        for (const provider of providers) {
+            const kubeconfig = kubeconfigOf(registered, provider);
+            expect(pulumi.Output.isInstance(kubeconfig) || kubeconfig === pulumi.unknown, provider).to.equal(false);
+            expect(parseJson(kubeconfig).clusters[0].cluster, provider).to.deep.equal({ server: PLACEHOLDERS.clusterEndpoint(REGION), "certificate-authority-data": PLACEHOLDERS.certificateAuthority });
+        }
+        // Karpenter's endpoint, too: the controller release sees no change either.
+        expect(registered.get("kubernetes:helm.sh/v3:Release::karpenter-chart")!.values.settings.clusterEndpoint).to.equal(PLACEHOLDERS.clusterEndpoint(REGION));
+    });
+
+    it("a preview that creates or replaces the cluster (no ID yet) leaves the kubeconfig unknown, so the providers are new or replaced", async function () {
+        this.timeout(30_000);
+        const registered = await previewScratch({});
+        for (const provider of providers) expect(kubeconfigOf(registered, provider), provider).to.equal(pulumi.unknown);
     });
 });
