@@ -13,21 +13,24 @@ import { DescribeKeyCommand, GetKeyPolicyCommand, KMSClient } from "@aws-sdk/cli
 import { GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, SNSClient } from "@aws-sdk/client-sns";
 import { GetQueueUrlCommand, ListQueueTagsCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
-import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames } from "../components/karpenterController";
+import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames, releaseDescription } from "../components/karpenterController";
 import { NIDHOGG_RELEASE, burstBudgetName, burstPodTemplate, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement";
 import { quantityValue } from "../components/ephemeralNodePool";
 import { placementArgs } from "../stacks/componentArgs";
 import { StackConfig, approvedInstanceTypes } from "../stacks/config";
 import { STACK_TAG } from "../stacks/createStack";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { PROJECT, PROJECT_DIR } from "../plan/offlineRuntime";
 import { CAPACITY_TYPE_KEY, ChartDifference, GC_NOTIFY_WORKLOADS, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts";
 import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { VersionApi } from "@kubernetes/client-node";
+import { CI_ACCESS_DIR, CI_ACCESS_FILES, PREVIEW_GROUP, PREVIEW_READ_ACCESS } from "../plan/ciAccess";
 import { KubeConfig, KubeObject, ListObjects, listerOf, loadKubeConfig, useContext } from "./kube";
 import { plural } from "./table";
 
 /** Every check, in the order of the report. */
 export const CHECKS: [string, string][] = [
     ["cluster-version", "the EKS cluster exists and runs Kubernetes 1.30 or later (ValidatingAdmissionPolicy v1)"],
+    ["cluster-access", "the API endpoint is reached the way cluster.access says (client-vpn, vpc-runner, public); the authentication mode"],
     ["pod-identity-agent", "the eks-pod-identity-agent add-on is active (when controller.identity is pod-identity)"],
     ["helm-releases", "no Helm release karpenter-crd, karpenter, karpenter-nodepool, priority-classes or nidhogg that this stack did not make"],
     ["priority-classes", "existing PriorityClasses have the configured value and preemptionPolicy (both immutable)"],
@@ -62,7 +65,7 @@ export const PREFLIGHT: Command = {
     exits: {
         0: "no check failed (warnings may remain)",
         1: "a check failed: fix what its line says before `pulumi up`; or the stack's config is refused",
-        3: "could not check: no AWS credentials, access denied (HTTP 401/403), an endpoint or the cluster unreachable, kubeconfig unreadable",
+        3: "could not check: no AWS credentials, access denied (HTTP 401/403), an endpoint or the cluster unreachable (one line: which access step is missing), kubeconfig unreadable",
     },
     examples: ["npm run preflight -- --stack staging", "npm run preflight -- --stack production --context production"],
 };
@@ -84,6 +87,8 @@ export interface HelmRelease {
     chart: string;
     chartVersion: string;
     values: any;
+    /** The revision's description (`helm history`): the program's releases carry releaseDescription(project, stack). */
+    description?: string;
 }
 
 export type Tags = Record<string, string>;
@@ -95,7 +100,7 @@ const LOG_SEARCH_PAGES = 30;
 export interface AwsFacts {
     account: string;
     partition: string;
-    cluster?: { version: string; status: string };
+    cluster?: { version: string; status: string; endpoint: EndpointAccess };
     podIdentityAgent?: { status: string; version: string };
     /** The cluster's EKS add-ons (ListAddons), when config names one; undefined: not asked, or no cluster. */
     addOns?: string[];
@@ -126,6 +131,16 @@ export interface TopicFacts {
     kmsKeyId?: string;
     /** The key's manager (AWS or CUSTOMER) and its default policy, when the topic is encrypted. */
     key?: { manager: string; policy?: string };
+}
+
+/** How the cluster's API endpoint can be reached and who it lets in (EKS DescribeCluster: resourcesVpcConfig, accessConfig). */
+export interface EndpointAccess {
+    publicAccess: boolean;
+    privateAccess: boolean;
+    /** Who may reach the public endpoint; EKS answers 0.0.0.0/0 when none were set. */
+    publicAccessCidrs: string[];
+    /** API, API_AND_CONFIG_MAP or CONFIG_MAP (the aws-auth ConfigMap only). */
+    authenticationMode: string;
 }
 
 /** What the cluster says. */
@@ -172,14 +187,34 @@ export function managedByPulumi(o: KubeObject): boolean {
 
 const managers = (o: KubeObject) => [...new Set((o.metadata.managedFields ?? []).map((f) => f.manager ?? "?").filter((m) => !m.startsWith("pulumi-kubernetes")))];
 
+/**
+ * Whether chart version `live` is `configured` or one version behind it: the same major, and the minor before, or the
+ * same minor with an earlier patch (what an up that stopped halfway through an upgrade leaves).
+ */
+export function sameOrOneBehind(live: string, configured: string): boolean {
+    const parse = (v: string) => /^v?([0-9]+)\.([0-9]+)\.([0-9]+)/.exec(v)?.slice(1).map(Number);
+    const [l, c] = [parse(live), parse(configured)];
+    if (!l || !c) return live === configured;
+    if (l[0] !== c[0]) return false;
+    return l[1] === c[1] ? l[2] <= c[2] : l[1] === c[1] - 1;
+}
+
 /** Whether this stack installed a release: the values only this stack's program sets. */
 export function releaseIsOurs(r: HelmRelease, cfg: StackConfig, all: HelmRelease[]): boolean {
     const controllerNs = cfg.controller.namespace;
     if (r.name === CONTROLLER_RELEASE && r.namespace === controllerNs) return r.values?.settings?.interruptionQueue === stackNames(cfg).queue;
-    // The CRD chart takes no values: it is ours when it goes with our controller release, at the same version.
+    // The CRD chart takes no values. It is ours with our controller release, at its version or the configured one (an
+    // up that upgraded the CRDs and stopped before the controller); and without any controller release, at the
+    // configured version or one behind: what a pulumi destroy retains (lifecycle.retainOnDelete, EN-R3).
     if (r.name === CRD_RELEASE && r.namespace === controllerNs) {
+        if (r.chart !== CRD_RELEASE) return false;
+        // What the program writes as the release's description says whose it is (a failed upgrade or a rollback
+        // writes Helm's own text instead, and releases installed before the program wrote it have none).
+        if (r.description === releaseDescription(PROJECT, cfg.stack)) return true;
+        if (r.description?.startsWith(releaseDescription(PROJECT, ""))) return false;
         const controller = all.find((c) => c.name === CONTROLLER_RELEASE && c.namespace === controllerNs);
-        return !!controller && releaseIsOurs(controller, cfg, all) && controller.chartVersion === r.chartVersion;
+        if (!controller) return sameOrOneBehind(r.chartVersion, cfg.controller.version);
+        return releaseIsOurs(controller, cfg, all) && (controller.chartVersion === r.chartVersion || sameOrOneBehind(r.chartVersion, cfg.controller.version) || sameOrOneBehind(controller.chartVersion, r.chartVersion));
     }
     if (r.name === NIDHOGG_RELEASE.name && r.namespace === NIDHOGG_RELEASE.namespace) {
         const ours = nidhoggValues(placementArgs(cfg)).configuration.nodeSelector;
@@ -202,6 +237,7 @@ export function decodeRelease(secret: KubeObject): HelmRelease | undefined {
             chart: rel.chart?.metadata?.name ?? "?",
             chartVersion: rel.chart?.metadata?.version ?? "?",
             values: rel.config ?? {},
+            description: rel.info?.description,
         };
     } catch {
         return undefined;
@@ -299,6 +335,93 @@ function hardTaints(node: KubeObject): string[] {
     return taints.filter((t) => t.effect === "NoSchedule" || t.effect === "NoExecute").map((t) => `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`);
 }
 
+type ClusterAccess = StackConfig["cluster"]["access"];
+
+/** GC Notify's Client VPN to the private subnets (notification-terraform aws/eks/vpn.tf), and CI's way onto it. */
+const JOIN_VPN = "join GC Notify's private-subnets Client VPN (notification-terraform aws/eks/vpn.tf; CI joins its gha-vpn endpoint, .github/workflows/pulumi.yml)";
+const USE_RUNNER = "run this on a runner inside the cluster's VPC (a self-hosted runner whose subnet the cluster security group admits on port 443)";
+const openToAll = (cidrs: string[]) => cidrs.includes("0.0.0.0/0");
+
+/** The endpoint's reach, in words: "private only", "public (0.0.0.0/0) only", "public (203.0.113.0/24) and private". */
+export function endpointWords(e: EndpointAccess): string {
+    if (!e.publicAccess) return "private only";
+    return `public (${e.publicAccessCidrs.join(", ") || "no CIDR"})${e.privateAccess ? " and private" : " only"}`;
+}
+
+/**
+ * Why this machine cannot reach the cluster's API endpoint, and the access step that is missing, as one clause:
+ * from the endpoint's access (EKS DescribeCluster) and how config says CI and operators reach it (cluster.access).
+ */
+export function missingAccessStep(access: ClusterAccess, endpoint: EndpointAccess | undefined, clusterName: string): string {
+    if (!endpoint) return `no EKS cluster ${clusterName} to read its endpoint access from: check notify-karpenter:cluster.name, the region and the AWS profile`;
+    const inside = access === "client-vpn" ? JOIN_VPN : USE_RUNNER;
+    if (!endpoint.publicAccess) {
+        if (access === "public") return `its API endpoint is private only (endpointPublicAccess false), but cluster.access is public: nothing outside the VPC reaches it; set cluster.access to client-vpn and ${JOIN_VPN}, or to vpc-runner and ${USE_RUNNER}, then retry`;
+        return `its API endpoint is private only (endpointPublicAccess false) and cluster.access is ${access}: ${inside} and retry`;
+    }
+    if (access !== "public" && endpoint.privateAccess) return `its API endpoint is ${endpointWords(endpoint)} and cluster.access is ${access}: ${inside} and retry`;
+    if (!openToAll(endpoint.publicAccessCidrs)) {
+        const orInside = endpoint.privateAccess ? `, or set cluster.access to client-vpn and ${JOIN_VPN} (private access is on)` : "";
+        return `its public API endpoint admits only ${endpoint.publicAccessCidrs.join(", ")} (publicAccessCidrs), and this machine's address is not among them: add it (aws eks update-cluster-config --name ${clusterName} --resources-vpc-config publicAccessCidrs=...)${orInside}, and retry`;
+    }
+    const mismatch = access === "public" ? "" : `; cluster.access is ${access}, but the endpoint is public only and needs no ${access === "client-vpn" ? "VPN" : "runner in the VPC"}: set cluster.access to public`;
+    return `its public API endpoint admits every address (publicAccessCidrs 0.0.0.0/0), so the path from this machine is at fault: check its DNS, proxy and firewall, and that the kubeconfig's server is the cluster's endpoint${mismatch}`;
+}
+
+/** Who the cluster lets in, and where CI's identities go for that mode (the plan's ci-access files). */
+export function authenticationWords(mode: string, stack: string): string {
+    const dir = `plan-out/${stack}/${CI_ACCESS_DIR}`;
+    switch (mode) {
+        case "CONFIG_MAP":
+            return `authentication mode CONFIG_MAP: identities are mapped in the aws-auth ConfigMap (notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: ${dir}/${CI_ACCESS_FILES.awsAuth}); EKS refuses access entries`;
+        case "API":
+            return `authentication mode API: identities need EKS access entries (${dir}/${CI_ACCESS_FILES.accessEntries}); aws-auth is not read`;
+        case "API_AND_CONFIG_MAP":
+            return `authentication mode API_AND_CONFIG_MAP: an access entry (${dir}/${CI_ACCESS_FILES.accessEntries}) or an aws-auth mapping (${dir}/${CI_ACCESS_FILES.awsAuth}) lets an identity in`;
+        default:
+            return `authentication mode ${mode}`;
+    }
+}
+
+/** The cluster-access verdict once the endpoint answered: OK, or WARN when cluster.access does not fit the endpoint. */
+function accessVerdict(cfg: StackConfig, endpoint: EndpointAccess): { status: Status; message: string } {
+    const access = cfg.cluster.access;
+    const how = { "client-vpn": "the Client VPN", "vpc-runner": "a runner in the VPC", public: "the public endpoint" }[access];
+    const reached = `endpoint ${endpointWords(endpoint)}, reached through ${how} (cluster.access ${access}); ${authenticationWords(endpoint.authenticationMode, cfg.stack)}`;
+    if (!endpoint.publicAccess && access === "public") {
+        return { status: "warn", message: `cluster.access is public, but the endpoint is private only: this machine reaches it (on the VPN or in the VPC), CI's hosted runners will not; set cluster.access to client-vpn (or vpc-runner). ${reached}` };
+    }
+    if (endpoint.publicAccess && !endpoint.privateAccess && access !== "public") {
+        return { status: "warn", message: `cluster.access is ${access}, but the endpoint is public only: ${access === "client-vpn" ? "the VPN" : "a runner in the VPC"} does not lead to it, the public address does; set cluster.access to public. ${reached}` };
+    }
+    return { status: "ok", message: reached };
+}
+
+/**
+ * Where the stack puts the CRD release: KarpenterController "karpenter" (stacks/createStack.ts), its child
+ * "<name>-crds", on the provider "kubernetes". tests/preflight.spec.ts holds these to the plan's URNs.
+ */
+export const CRD_RELEASE_PLACE = { component: { type: "notify-karpenter:index:KarpenterController", name: "karpenter" }, resource: "karpenter-crds", provider: "kubernetes" };
+
+/**
+ * The commands that adopt a retained CRD release into the stack's state under the program's parent and provider
+ * (docs/architecture.md, "Re-adopting the retained karpenter-crd"): a targeted up makes the parent component and the
+ * provider, which the destroy removed, then the import.
+ */
+export function crdReleaseImport(stack: string, namespace: string): string {
+    const urn = (type: string, name: string) => `urn:pulumi:${stack}::${PROJECT}::${type}::${name}`;
+    const p = CRD_RELEASE_PLACE;
+    const target = `--stack <PULUMI_ORG>/${PROJECT}/${stack}`;
+    const parent = urn(p.component.type, p.component.name);
+    return [
+        `pulumi up ${target} --target '${parent}', then`,
+        `pulumi import ${target} kubernetes:helm.sh/v3:Release ${p.resource} ${namespace}/${CRD_RELEASE}`,
+        `--parent '${p.component.name}=${parent}'`,
+        `--provider '${p.provider}=${urn("pulumi:providers:kubernetes", p.provider)}'`,
+        `--generate-code=false`,
+    ].join(" ");
+}
+
 /** The verdicts: one or more per check, in CHECKS order. */
 export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts): Verdict[] {
     const out: Verdict[] = [];
@@ -316,6 +439,17 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
         if (minor < MIN_MINOR) fail("cluster-version", `Kubernetes ${aws.cluster.version}: the admission policy needs ValidatingAdmissionPolicy v1 (1.${MIN_MINOR} or later); upgrade the cluster first`);
         else if (aws.cluster.status !== "ACTIVE") warn("cluster-version", `Kubernetes ${aws.cluster.version}, but the cluster is ${aws.cluster.status}: wait until it is ACTIVE before pulumi up`);
         else ok("cluster-version", `Kubernetes ${aws.cluster.version} (1.${MIN_MINOR} or later)`);
+    }
+
+    // cluster-access: the cluster answered (preflight stops with one line when it does not, missingAccessStep).
+    if (aws.cluster) {
+        const v = accessVerdict(cfg, aws.cluster.endpoint);
+        out.push({ check: "cluster-access", ...v });
+        // A node role the stack creates gets an EC2_LINUX access entry (components/karpenterController.ts), which EKS
+        // refuses while the cluster reads aws-auth only.
+        if (!cfg.controller.existingNodeRoleName && aws.cluster.endpoint.authenticationMode === "CONFIG_MAP") {
+            fail("cluster-access", `the stack creates Karpenter's node role with an EKS access entry (controller.existingNodeRoleName is unset), which EKS refuses in authentication mode CONFIG_MAP, so the up fails there and nodes could not join: set controller.existingNodeRoleName to a node role aws-auth maps (GC Notify's eks-worker-role), or move the cluster to API_AND_CONFIG_MAP`);
+        }
     }
 
     // pod-identity-agent
@@ -336,6 +470,16 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     // Helm refuses to upgrade a release left pending by an interrupted operation ("another operation is in progress").
     for (const r of kube.releases.filter((x) => !foreign.includes(x) && HELMFILE_RELEASES[x.name] !== undefined && x.status !== "deployed")) {
         warn("helm-releases", `${r.namespace}/${r.name} revision ${r.revision} is ${r.status}: the next up upgrades it${r.status.startsWith("pending") ? `; a pending release blocks that: helm rollback ${r.name} -n ${r.namespace} first` : ""}`);
+    }
+    // This stack's CRD release without its controller release: what a pulumi destroy retains (retainOnDelete), which
+    // the state no longer holds, so the next up's create of it fails on the name (EN-R3).
+    const ns = cfg.controller.namespace;
+    const retained = kube.releases.find((r) => r.name === CRD_RELEASE && r.namespace === ns && !foreign.includes(r));
+    if (retained && !kube.releases.some((r) => r.name === CONTROLLER_RELEASE && r.namespace === ns)) {
+        warn(
+            "helm-releases",
+            `${ns}/${CRD_RELEASE} (chart ${retained.chart} ${retained.chartVersion}, revision ${retained.revision}) is this stack's, without its controller release: retained by a pulumi destroy (lifecycle.retainOnDelete), or left by an up that stopped before the controller; if the stack's state lacks it (pulumi stack --show-urns), the next up fails to create it (Helm refuses a release name in use): adopt it first (docs/architecture.md, "Re-adopting the retained karpenter-crd"): ${crdReleaseImport(cfg.stack, ns)}`,
+        );
     }
     if (!foreign.length) ok("helm-releases", `none of ${Object.keys(HELMFILE_RELEASES).join(", ")} is installed by anything but this stack`);
 
@@ -574,24 +718,57 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     return out;
 }
 
+/** One request to an IAM policy: an action, and optionally its resource's ARN and the condition keys' values. */
+export interface PolicyRequest {
+    action: string;
+    resource?: string;
+    context?: Record<string, string>;
+}
+
+/**
+ * Whether a policy allows a request, read as IAM evaluates it (IAM User Guide, "Policy evaluation logic"): some Allow
+ * statement that applies, and no Deny statement that does. Actions (and NotAction) match case-insensitively with `*`
+ * and `?` wildcards; resources match case-sensitively with them (a request without a resource matches any).
+ * `principal` keeps only the statements for the principal asked about (a key policy). Conditions: with "ignore", a
+ * conditional Allow counts and a conditional Deny does not; with "evaluate", StringEquals, StringLike, ArnEquals and
+ * ArnLike are checked against `context` (a missing key, or another operator, does not match).
+ */
+export function policyAllows(policy: string | object, request: PolicyRequest | string, opts: { principal?: (statement: any) => boolean; conditions?: "ignore" | "evaluate" } = {}): boolean {
+    const doc = typeof policy === "string" ? JSON.parse(policy) : policy;
+    const r = typeof request === "string" ? { action: request } : request;
+    const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+    const wildcard = (pattern: string, flags: string) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, flags);
+    const actionIn = (patterns: string[]) => patterns.some((a) => wildcard(a, "i").test(r.action));
+    const resourceIn = (patterns: string[]) => r.resource === undefined || patterns.some((p) => wildcard(p, "").test(r.resource!));
+    const conditionHolds = (condition: Record<string, Record<string, string | string[]>>) =>
+        Object.entries(condition).every(([operator, byKey]) =>
+            Object.entries(byKey).every(([key, values]) => {
+                const value = r.context?.[key];
+                if (value === undefined) return false;
+                if (operator === "StringEquals" || operator === "ArnEquals") return list(values).includes(value);
+                if (operator === "StringLike" || operator === "ArnLike") return list(values).some((v) => wildcard(v, "").test(value));
+                return false;
+            }),
+        );
+    const applies = (s: any, effect: string) =>
+        s.Effect === effect &&
+        (s.Action !== undefined ? actionIn(list(s.Action)) : !actionIn(list(s.NotAction))) &&
+        (s.Resource !== undefined || s.NotResource === undefined ? resourceIn(list(s.Resource ?? "*")) : !resourceIn(list(s.NotResource))) &&
+        (s.Condition === undefined || (opts.conditions === "evaluate" ? conditionHolds(s.Condition) : effect === "Allow"));
+    const statements = list<any>(doc.Statement).filter(opts.principal ?? (() => true));
+    return statements.some((s) => applies(s, "Allow")) && !statements.some((s) => applies(s, "Deny"));
+}
+
 /**
  * Whether a key policy lets cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey (what publishing to an
- * encrypted topic needs), read as IAM evaluates it (IAM User Guide, "Policy evaluation logic"): some Allow statement
- * whose principal and action match, and no Deny statement that does. Actions match case-insensitively with `*` and
- * `?` wildcards; a principal of "*" matches every principal. Conditions are not evaluated: a conditional Allow counts,
- * and a conditional Deny does not, so a key refused only under some condition passes.
+ * encrypted topic needs), by policyAllows: a principal of "*" matches every principal; conditions are not evaluated,
+ * so a conditional Allow counts and a conditional Deny does not (a key refused only under some condition passes).
  */
 export function keyLetsCloudWatch(policy: string | undefined): boolean {
     if (!policy) return false;
-    const doc = JSON.parse(policy);
     const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
     const forCloudWatch = (s: any) => s.Principal === "*" || list<string>(s.Principal?.AWS).includes("*") || list<string>(s.Principal?.Service).includes("cloudwatch.amazonaws.com");
-    const matches = (pattern: string, action: string) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "i").test(action);
-    const statements = list<any>(doc.Statement).filter(forCloudWatch);
-    const covers = (s: any, action: string) => list<string>(s.Action).some((a) => matches(a, action));
-    const granted = (action: string) =>
-        statements.some((s) => s.Effect === "Allow" && covers(s, action)) && !statements.some((s) => s.Effect === "Deny" && s.Condition === undefined && covers(s, action));
-    return granted("kms:Decrypt") && granted("kms:GenerateDataKey");
+    return ["kms:Decrypt", "kms:GenerateDataKey"].every((action) => policyAllows(policy, action, { principal: forCloudWatch }));
 }
 
 /** The report and its exit code. */
@@ -754,7 +931,7 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
         return {
             account,
             partition,
-            cluster: cluster?.cluster ? { version: cluster.cluster.version ?? "?", status: cluster.cluster.status ?? "?" } : undefined,
+            cluster: cluster?.cluster ? { version: cluster.cluster.version ?? "?", status: cluster.cluster.status ?? "?", endpoint: endpointAccess(cluster.cluster) } : undefined,
             podIdentityAgent: addon?.addon ? { status: addon.addon.status ?? "?", version: addon.addon.addonVersion ?? "?" } : undefined,
             addOns: addOnNames,
             logGroup: { exists: lg, karpenterLines: lg ? await karpenterLines() : false },
@@ -773,6 +950,19 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
     } finally {
         for (const client of [sts, eks, ec2, iam, sqs, sns, kms, logs, events]) client.destroy();
     }
+}
+
+/** DescribeCluster's endpoint access and authentication mode (botocore eks 2017-11-01 VpcConfigResponse, AccessConfigResponse). */
+function endpointAccess(c: { resourcesVpcConfig?: { endpointPublicAccess?: boolean; endpointPrivateAccess?: boolean; publicAccessCidrs?: string[] }; accessConfig?: { authenticationMode?: string } }): EndpointAccess {
+    const v = c.resourcesVpcConfig ?? {};
+    return {
+        publicAccess: v.endpointPublicAccess ?? false,
+        privateAccess: v.endpointPrivateAccess ?? false,
+        publicAccessCidrs: v.publicAccessCidrs ?? [],
+        // A cluster made before access entries existed, and never changed, answers CONFIG_MAP (EKS User Guide,
+        // "Change authentication mode"); an answer without the field reads the same.
+        authenticationMode: c.accessConfig?.authenticationMode ?? "CONFIG_MAP",
+    };
 }
 
 /** Reads the cluster facts (list calls only). */
@@ -797,6 +987,8 @@ export async function gatherKube(cfg: StackConfig, list: ListObjects): Promise<K
 
 export interface PreflightDeps {
     kubeConfig?: () => KubeConfig;
+    /** How long the API server has to answer the first request before preflight calls it unreachable. */
+    reachTimeoutMs?: number;
     /** SDK client settings (tests: the fake endpoint and static credentials); the default credential chain otherwise. */
     aws?: AwsClientConfig;
     dir?: string;
@@ -821,25 +1013,94 @@ export async function preflight(argv: string[], deps: PreflightDeps = {}): Promi
     const refused = useContext(kc, context, cfg.cluster.name);
     if (refused) return usage(refused, PREFLIGHT);
     const now = (deps.now ?? Date.now)();
-    try {
-        const [aws, kube] = await Promise.all([
-            gatherAws(cfg, deps.aws ?? {}, now),
-            gatherKube(cfg, listerOf(kc)).catch((e) => {
-                throw new CannotCheck(`cluster ${cfg.cluster.name} (context ${context}): ${kubeError(e)}`);
-            }),
-        ]);
-        return report(cfg, context, aws.account, preflightChecks(cfg, aws, kube));
-    } catch (e) {
-        if (e instanceof CannotCheck) return cannotCheck(e.message);
-        throw e;
+    const cluster = `cluster ${cfg.cluster.name} (context ${context})`;
+    // The AWS reads and the cluster's, side by side; the cluster's start with one request that must be answered in
+    // time, so that an endpoint this machine has no route to (a private one, off the VPN) is named as such.
+    const [aws, kube] = await Promise.allSettled([
+        gatherAws(cfg, deps.aws ?? {}, now),
+        reachCluster(kc, deps.reachTimeoutMs ?? REACH_TIMEOUT_MS).then(
+            () => gatherKube(cfg, listerOf(kc)).catch((e) => Promise.reject(new KubeRefusal(e))),
+        ),
+    ]);
+    if (aws.status === "rejected") {
+        if (aws.reason instanceof CannotCheck) return cannotCheck(aws.reason.message);
+        throw aws.reason;
+    }
+    if (kube.status === "rejected") {
+        const endpoint = aws.value.cluster?.endpoint;
+        // No answer at all: which access step is missing, in one line.
+        if (kube.reason instanceof Unreachable) return cannotCheck(`${cluster} is unreachable (${kube.reason.message}): ${missingAccessStep(cfg.cluster.access, endpoint, cfg.cluster.name)}`);
+        if (kube.reason instanceof KubeRefusal) return cannotCheck(`${cluster}: ${kubeError(kube.reason.error, cfg, endpoint)}`);
+        throw kube.reason;
+    }
+    return report(cfg, context, aws.value.account, preflightChecks(cfg, aws.value, kube.value));
+}
+
+/** How long the API server has to answer preflight's first request (GET /version) before it is called unreachable. */
+export const REACH_TIMEOUT_MS = 15_000;
+
+/** A request that failed otherwise than by getting no answer: an HTTP error (401, 403...), a credential plugin's failure. */
+class KubeRefusal extends Error {
+    constructor(readonly error: unknown) {
+        super("a Kubernetes request failed");
     }
 }
 
-/** A Kubernetes client error in one line. */
-function kubeError(e: unknown): string {
+/** No HTTP answer from the API server: its message says what the connection did (refused, timed out...). */
+class Unreachable extends Error {}
+
+/** The socket errors of a connection that never got an answer (Node's fetch wraps them: "fetch failed", with the cause). */
+const NO_ROUTE = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET"]);
+const isNoRoute = (e: unknown) => {
+    const err = e as { message?: string; cause?: { code?: string } };
+    return err?.message === "fetch failed" || NO_ROUTE.has(err?.cause?.code ?? "");
+};
+
+/**
+ * One request that any authenticated user may make (GET /version: ClusterRole system:public-info-viewer). It rejects
+ * only when no HTTP answer comes: refused, reset, unresolvable, or nothing within `timeoutMs` (a private endpoint
+ * off the VPN: the connection attempt is never answered). An HTTP error status is an answer, and resolves.
+ */
+async function reachCluster(kc: KubeConfig, timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Unreachable(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    });
+    try {
+        await Promise.race([
+            kc.makeApiClient(VersionApi).getCode().catch((e) => {
+                if (typeof (e as { code?: unknown })?.code === "number") return undefined;
+                throw isNoRoute(e) ? new Unreachable(connectionError(e)) : new KubeRefusal(e);
+            }),
+            timeout,
+        ]);
+    } finally {
+        clearTimeout(timer);
+    }
+}
+
+/** Why a request got no answer, in a few words (the client's own message, and its cause's). */
+function connectionError(e: unknown): string {
+    const err = e as { message?: string; cause?: { message?: string; code?: string } };
+    const message = err?.message ?? String(e);
+    return err?.cause?.message && !message.includes(err.cause.message) ? `${message}: ${err.cause.message}` : message;
+}
+
+/** A Kubernetes API error in one line; 401 and 403 name what the cluster's authentication mode needs. */
+function kubeError(e: unknown, cfg: StackConfig, endpoint: EndpointAccess | undefined): string {
     const err = e as { code?: number; message?: string; cause?: { message?: string } };
-    if (err?.code === 401) return "HTTP 401 Unauthorized: the API server refused the credentials (aws eks update-kubeconfig, aws sso login)";
-    if (err?.code === 403) return "HTTP 403 Forbidden: the user may not list what preflight reads (docs/preflight.md lists the permissions)";
+    const dir = `plan-out/${cfg.stack}/${CI_ACCESS_DIR}`;
+    const mode = endpoint?.authenticationMode;
+    const mapping =
+        mode === "CONFIG_MAP"
+            ? `map its role in aws-auth (authentication mode CONFIG_MAP: notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: ${dir}/${CI_ACCESS_FILES.awsAuth})`
+            : mode
+              ? `give its role an access entry (authentication mode ${mode}: ${dir}/${CI_ACCESS_FILES.accessEntries})`
+              : `map its role (aws-auth or an access entry, ${dir}/)`;
+    if (err?.code === 401) return `HTTP 401 Unauthorized: the cluster does not know this identity: refresh the credentials (aws eks update-kubeconfig, aws sso login), or ${mapping}`;
+    if (err?.code === 403) {
+        return `HTTP 403 Forbidden: the identity may not list what preflight reads (docs/preflight.md lists the permissions); CI's preview role reads through group ${PREVIEW_GROUP}, which the stack's ${PREVIEW_READ_ACCESS} binds: before the stack's first up, run preflight as its up role or an operator`;
+    }
     if (typeof err?.code === "number") return `HTTP ${err.code} from the API server`;
     return err?.cause?.message ? `${err.message}: ${err.cause.message}` : `${err?.message ?? e}`;
 }

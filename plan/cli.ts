@@ -8,6 +8,7 @@ import { ConfigError, StackConfig, capacityWarnings } from "../stacks/config";
 import { loadConfig } from "../stacks/validatedConfig";
 import { createStack } from "../stacks/createStack";
 import { policyConfigFor } from "../stacks/policyConfig";
+import { CI_ACCESS_DIR, CI_ACCESS_PATHS, ciAccessFiles } from "./ciAccess";
 import { cloudwatchAgentFile } from "./cloudwatchAgent";
 import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts";
 import { placementArgs } from "../stacks/componentArgs";
@@ -55,6 +56,7 @@ export const PLAN_FILES = [
     "cwagent-prometheus-karpenter.json",
     "summary.txt",
     ...GC_NOTIFY_RELEASES.map(valuesFilePath),
+    ...CI_ACCESS_PATHS,
 ];
 
 /** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. */
@@ -82,17 +84,18 @@ function removeStalePlan(out: string): string[] {
     const stale = PLAN_FILES.filter((f) => fs.existsSync(path.join(out, f)));
     try {
         for (const f of stale) fs.rmSync(path.join(out, f));
-        // The values files' folder goes with them, unless something else is in it.
-        const values = path.join(out, path.dirname(valuesFilePath("x")));
-        if (fs.existsSync(values) && fs.readdirSync(values).length === 0) fs.rmdirSync(values);
+        // The folders of the values and ci-access files go with them, unless something else is in them.
+        for (const folder of [path.dirname(valuesFilePath("x")), CI_ACCESS_DIR].map((d) => path.join(out, d))) {
+            if (fs.existsSync(folder) && fs.readdirSync(folder).length === 0) fs.rmdirSync(folder);
+        }
     } catch (e) {
         return [`The earlier plan in ${out} could not be removed (${(e as NodeJS.ErrnoException).code}): it is NOT this config's plan.`];
     }
     return stale.length ? [`Removed the earlier plan's files from ${out}: they showed a config that is no longer there.`] : [];
 }
 
-/** The program's resources for a stack, with the validated config they came from. */
-async function build(stack: string, dir: string): Promise<{ resources: RecordedResource[]; cfg: StackConfig }> {
+/** The program's resources and data-source calls for a stack, with the validated config they came from. */
+async function build(stack: string, dir: string): Promise<{ resources: RecordedResource[]; calls: { token: string }[]; cfg: StackConfig }> {
     const recording = await runOffline(
         stack,
         () => {
@@ -102,12 +105,12 @@ async function build(stack: string, dir: string): Promise<{ resources: RecordedR
         },
         { dir },
     );
-    return { resources: recording.resources, cfg: recording.outputs };
+    return { resources: recording.resources, calls: recording.calls, cfg: recording.outputs };
 }
 
 /** Writes the plan and the policy results, even when a policy fails, so that users can look at what failed. */
 async function planStack(stack: string, out: string, verbose: boolean, dir: string, pack: Policies): Promise<CommandResult> {
-    const { resources, cfg } = await build(stack, dir);
+    const { resources, calls, cfg } = await build(stack, dir);
     const policyConfig = policyConfigFor(cfg);
     const report = await runPolicies(pack, policyInputs(resources), policyConfig);
     const mandatory = report.violations.filter((v) => v.enforcementLevel === "mandatory").length;
@@ -115,7 +118,8 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
     const policyHeading = report.violations.length === 0 ? `Policy pack: ${pack.length} policies, no violations` : `Policy pack: ${count(report.violations.length, "violation")} (${mandatory} mandatory)`;
     const violations = formatViolations(report.violations, (urn) => byUrn.get(urn ?? "") ?? "the stack").flatMap((v) => v.split("\n"));
     const placement = placementArgs(cfg);
-    const warnings = [...capacityWarnings(cfg), ...gcNotifyValues(placement).notes].map((w) => `warning: ${w}`);
+    const ciAccess = ciAccessFiles(stack, cfg, { resources, calls });
+    const warnings = [...capacityWarnings(cfg), ...gcNotifyValues(placement).notes, ...ciAccess.notes].map((w) => `warning: ${w}`);
     const full = [summary(stack, resources), "", policyHeading, ...violations, ...(warnings.length ? ["", ...warnings] : [])].join("\n") + "\n";
     const files = {
         "preview.json": JSON.stringify(previewJson(stack, resources), null, 2) + "\n",
@@ -126,10 +130,15 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
         "summary.txt": full,
     };
     const values = gcNotifyValuesFiles(stack, placement);
-    const unwritable = writeFiles(out, { ...files, ...values });
+    // A config that moved to a created cluster leaves no ci-access files of an earlier plan behind.
+    for (const stale of CI_ACCESS_PATHS.filter((f) => !(f in ciAccess.files) && fs.existsSync(path.join(out, f)))) fs.rmSync(path.join(out, stale));
+    const unwritable = writeFiles(out, { ...files, ...values, ...ciAccess.files });
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
 
-    const valuesLine = Object.keys(values).length ? [`  ${path.dirname(valuesFilePath("x"))}/: ${Object.keys(values).length} Helm values files, one per GC Notify release (docs/migration.md, step 1)`] : [];
+    const valuesLine = [
+        ...(Object.keys(values).length ? [`  ${path.dirname(valuesFilePath("x"))}/: ${Object.keys(values).length} Helm values files, one per GC Notify release (docs/migration.md, step 1)`] : []),
+        ...(Object.keys(ciAccess.files).length ? [`  ${CI_ACCESS_DIR}/: CI's GitHub OIDC roles and their cluster access, for GC Notify's Terraform (its README.md)`] : []),
+    ];
     if (verbose) return { exitCode: mandatory > 0 ? 1 : 0, output: [full.trimEnd(), "", `Wrote ${Object.keys(files).join(", ")} to ${out}`, ...valuesLine].join("\n") };
     // The summary: at most SUMMARY_LINES lines of at most TERMINAL_WIDTH columns; as many violations as fit, then where
     // the rest are. Paths are never cut: the user copies them.

@@ -8,6 +8,7 @@ import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement";
 import { EphemeralNodePool } from "../components/ephemeralNodePool";
 import { KarpenterAlarms } from "../components/karpenterAlarms";
 import { KarpenterController } from "../components/karpenterController";
+import { PreviewReadAccess } from "../components/previewReadAccess";
 import { nodePoolArgs, placementArgs } from "./componentArgs";
 import { clusterFor } from "./cluster";
 import { StackConfig, durationSeconds } from "./config";
@@ -75,6 +76,9 @@ export function createStack(cfg: StackConfig) {
             // The CRD release creates the controller's namespace.
             { providers, dependsOn: controller.ready },
         );
+    // CI's preview role reads through this group (the plan's ci-access files map the role to it), Helm's records in
+    // the controller's namespace (the CRD release creates it) and kube-system included.
+    new PreviewReadAccess("preview-read-access", { namespaces: [c.namespace, "kube-system"] }, { providers, dependsOn: controller.ready });
     // Names carry the plain cluster name from config, so every alarm name is known at preview.
     const a = cfg.alarms;
     // Topics by name are the cluster account's, in its region: where CloudWatch may publish.

@@ -13,7 +13,10 @@
 //   https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_DescribeLogGroups.html, API_FilterLogEvents.html;
 //   https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_DescribeRule.html, API_ListTagsForResource.html.
 // - EKS (REST JSON, error type in x-amzn-ErrorType): https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html, API_DescribeAddon.html,
-//   API_ListAddons.html (GET /clusters/<name>/addons?maxResults&nextToken: {addons: [names], nextToken}, botocore eks 2017-11-01).
+//   API_ListAddons.html (GET /clusters/<name>/addons?maxResults&nextToken: {addons: [names], nextToken}, botocore eks 2017-11-01);
+//   DescribeCluster's resourcesVpcConfig (endpointPublicAccess, endpointPrivateAccess, publicAccessCidrs) and
+//   accessConfig.authenticationMode (API, API_AND_CONFIG_MAP, CONFIG_MAP), botocore eks 2017-11-01 VpcConfigResponse
+//   and AccessConfigResponse.
 import * as http from "http";
 import { filterPatternMatches } from "../components/filterPattern";
 import { AddressInfo } from "net";
@@ -22,7 +25,11 @@ export type Tags = Record<string, string>;
 
 export interface FakeAwsState {
     account: string;
-    clusters: Record<string, { version: string; status: string }>;
+    /**
+     * Endpoint access and authentication mode default to GC Notify's: private only (notification-terraform
+     * aws/eks/eks.tf endpoint_public_access = false) and CONFIG_MAP (no access_config: the aws-auth ConfigMap).
+     */
+    clusters: Record<string, FakeCluster>;
     /** "<cluster>/<addon>" */
     addons: Record<string, { status: string; addonVersion: string }>;
     /** ListAddons answers at most this many names a page (the API's default and most is 100), with a nextToken. */
@@ -49,6 +56,16 @@ export interface FakeAwsState {
     keys: Record<string, { KeyId: string; KeyManager: "AWS" | "CUSTOMER"; policy: string }>;
     /** "service:Action" calls answered 403 (access denied), as the service words it. */
     deny?: string[];
+}
+
+export interface FakeCluster {
+    version: string;
+    status: string;
+    endpointPublicAccess?: boolean;
+    endpointPrivateAccess?: boolean;
+    /** EKS answers ["0.0.0.0/0"] when none were set. */
+    publicAccessCidrs?: string[];
+    authenticationMode?: "API" | "API_AND_CONFIG_MAP" | "CONFIG_MAP";
 }
 
 export class FakeAwsApi {
@@ -113,7 +130,26 @@ export class FakeAwsApi {
             if (!a) return restError(res, 404, "ResourceNotFoundException", `No addon: ${addon} found in cluster: ${cluster}`);
             return jsonReply(res, 200, { addon: { addonName: addon, clusterName: cluster, status: a.status, addonVersion: a.addonVersion, addonArn: `arn:aws:eks:ca-central-1:${this.state.account}:addon/${cluster}/${addon}/x` } });
         }
-        jsonReply(res, 200, { cluster: { name: cluster, arn: `arn:aws:eks:ca-central-1:${this.state.account}:cluster/${cluster}`, version: c.version, status: c.status, platformVersion: "eks.1" } });
+        const vpc = {
+            subnetIds: ["subnet-00", "subnet-01"],
+            securityGroupIds: ["sg-01"],
+            clusterSecurityGroupId: "sg-0cluster",
+            vpcId: "vpc-1",
+            endpointPublicAccess: c.endpointPublicAccess ?? false,
+            endpointPrivateAccess: c.endpointPrivateAccess ?? true,
+            publicAccessCidrs: c.publicAccessCidrs ?? ["0.0.0.0/0"],
+        };
+        jsonReply(res, 200, {
+            cluster: {
+                name: cluster,
+                arn: `arn:aws:eks:ca-central-1:${this.state.account}:cluster/${cluster}`,
+                version: c.version,
+                status: c.status,
+                platformVersion: "eks.1",
+                resourcesVpcConfig: vpc,
+                accessConfig: { authenticationMode: c.authenticationMode ?? "CONFIG_MAP" },
+            },
+        });
     }
 
     /** A page of the cluster's add-on names: at most maxResults (1-100, default 100), and a nextToken while more remain. */

