@@ -534,7 +534,7 @@ function readme(stack: string, cfg: StackConfig, preview: PolicyDocument, up: Po
         `| ${f.roles} | aws/github/ | roles ${names.preview} (environments ${envs.preview.join(", ")}) and ${names.up} (${envs.up.join(", ")}), their policies; sessions up to ${MAX_SESSION_SECONDS} s |`,
         `| ${f.awsAuth} | aws/aws-auth/aws-auth.tf, inside concat() of aws_auth_roles | authentication mode CONFIG_MAP (GC Notify's today) or API_AND_CONFIG_MAP: ${names.up} to system:masters, ${names.preview} to group ${PREVIEW_GROUP} |`,
         `| ${f.accessEntries} | aws/eks/ | instead of the aws-auth lines, in mode API (or API_AND_CONFIG_MAP): the same two identities as EKS access entries |`,
-        `| ${f.previewPolicy}, ${f.upPolicy} | nowhere (review) | the two policies as IAM reads them (${preview.Statement.length} and ${up.Statement.length} statements; the up role holds both) |`,
+        `| ${f.previewPolicy}, ${f.upPolicy} | nowhere (review) | the two policies as IAM reads them, ARNs with Terraform's \${var.account_id} and \${var.region} (${preview.Statement.length} and ${up.Statement.length} statements; the up role holds both) |`,
         "",
         `Check the mode with \`aws eks describe-cluster --name ${cfg.cluster.name} --query cluster.accessConfig\`; \`npm run preflight\``,
         `prints it (check cluster-access).`,

@@ -814,6 +814,13 @@ describe("npm run preflight", function () {
             });
         }
 
+        it("docs/preflight.md lists the same actions (its policy for preflight alone)", () => {
+            const doc = fs.readFileSync(path.join(PROJECT_DIR, "docs", "preflight.md"), "utf8");
+            const json = /## Permissions preflight needs[\s\S]*?```json\n([\s\S]*?)```/.exec(doc)![1];
+            const listed = JSON.parse(json).Statement.flatMap((st: { Action: string[] }) => st.Action).sort();
+            expect(listed).to.deep.equal(PREFLIGHT_ACTIONS.filter((a) => !NO_PERMISSION_NEEDED.includes(a)).sort());
+        });
+
         it("reads Action patterns as IAM does: wildcards, any case, NotAction, and an explicit Deny over an Allow", () => {
             const doc = (...Statement: object[]) => ({ Version: "2012-10-17", Statement });
             expect(policyAllows(doc({ Effect: "Allow", Action: "logs:ListTags*", Resource: "*" }), "LOGS:listtagsforresource")).to.equal(true);
