@@ -1,6 +1,7 @@
 // A pure model of how Karpenter v1.14.1 reads a NodePool's disruption budgets over time, and of the sending hours
 // they must protect. Used by config validation (a budget that forbids Underutilized throughout sending hours, an
-// expireAfter that never lands a burst's nodes in them) and by the capacity model (when nodes kept after a burst go).
+// expireAfter that never lands a node in them, whatever minute it was launched) and by the capacity model (when
+// nodes kept after a burst go).
 import { Cron, parseCron } from "./cron";
 import { DisruptionBudget } from "./ephemeralNodePool";
 
@@ -137,25 +138,38 @@ export function firstUncovered(budgets: DisruptionBudget[], reason: DisruptionRe
     return undefined;
 }
 
+/** Whether minute `t` (UTC minutes since SPAN_FROM) is inside sending hours: its own UTC day's window, or the day before's past midnight. */
+function inSendingMinute(t: number, h: SendingHours): boolean {
+    const day = Math.floor(t / DAY_MINUTES);
+    return [day - 1, day].some((d) => {
+        const w = sendingWindow(h, new Date(SPAN_FROM.getTime() + d * DAY_MINUTES * MINUTE), SPAN_FROM);
+        return t >= w.start && t < w.end;
+    });
+}
+
+/** Whether a node launched at `launch` (a whole minute) expires inside sending hours, expireAfter later. */
+export function expiresInSendingHours(launch: Date, expireAfterMinutes: number, h: SendingHours): boolean {
+    return inSendingMinute(Math.round((launch.getTime() - SPAN_FROM.getTime()) / MINUTE) + expireAfterMinutes, h);
+}
+
 /**
- * A node launched during sending hours that expires during sending hours (expireAfter ignores budgets and drains
- * every node of one launch together: kubernetes-sigs/karpenter v1.14.1 pkg/controllers/nodeclaim/expiration/
- * controller.go:71-81). Returns the first such launch as text, or undefined when none.
+ * A node launched at some minute of the model year that expires inside sending hours. Expiry ignores budgets and
+ * drains a node expireAfter after its creation (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/nodeclaim/
+ * expiration/controller.go:71-83), and this pool launches nodes at every hour: bursts in sending hours, spot
+ * interruption replacements at any hour, consolidation and the recycler's replacements outside sending hours. So every
+ * minute of every day of the year is tried as a launch, in EST and EDT alike (launches walk from local midnight of
+ * 1 January). Returns the first clash as text, or undefined when none.
  */
 export function expiryInSendingHours(expireAfterMinutes: number, h: SendingHours): string | undefined {
-    const windows = [-1, ...yearDays().map((_, i) => i), 365].map((i) => sendingWindow(h, new Date(Date.UTC(MODEL_YEAR, 0, 1 + i)), SPAN_FROM));
-    const extra = Math.ceil(expireAfterMinutes / DAY_MINUTES) + 2;
-    const later = Array.from({ length: extra }, (_, i) => sendingWindow(h, new Date(Date.UTC(MODEL_YEAR, 0, 366 + i)), SPAN_FROM));
-    const all = [...windows, ...later];
-    for (const w of windows.slice(1, -1)) {
-        const a = w.start + expireAfterMinutes;
-        const b = w.end + expireAfterMinutes;
-        const hit = all.find((x) => x.start < b && x.end > a);
-        if (hit) {
-            const launch = Math.max(w.start, hit.start - expireAfterMinutes);
-            const day = new Date(SPAN_FROM.getTime() + (launch + w.offset) * MINUTE).toISOString().slice(0, 10);
-            return `a node launched ${day} at ${utcClock(launch + w.offset)} local expires at ${utcClock(launch + expireAfterMinutes + hit.offset)} local`;
-        }
+    const first = sendingWindow(h, new Date(Date.UTC(MODEL_YEAR, 0, 1)), SPAN_FROM);
+    const from = 2 * DAY_MINUTES - first.offset;
+    const local = (t: number) => {
+        const at = new Date(SPAN_FROM.getTime() + t * MINUTE);
+        const shifted = new Date(at.getTime() + utcOffsetMinutes(h.timeZone, at) * MINUTE).toISOString();
+        return `${shifted.slice(0, 10)} at ${shifted.slice(11, 16)} local`;
+    };
+    for (let launch = from; launch < from + 365 * DAY_MINUTES; launch++) {
+        if (inSendingMinute(launch + expireAfterMinutes, h)) return `a node launched ${local(launch)} expires ${local(launch + expireAfterMinutes)}`;
     }
     return undefined;
 }
@@ -225,12 +239,14 @@ function findDisruptionProblems(p: DisruptionSettings): DisruptionProblem[] {
             message: `must allow no ${gaps.map((g) => g.reason).join(" or ")} disruption (nodes "0") throughout ${hours}, since ${gaps.map((g) => g.why).join(", and ")}: it is allowed on ${gaps[0].gap}, which would drain nodes under running batches; add a budget ${example}`,
         });
     }
+    // Refused, not warned: expiry cannot be held back once a node has it, a preview warning goes unread, and the
+    // recycler (nodePool.recycle) bounds node age without touching sending hours.
     if (p.expireAfter !== "Never") {
         const clash = expiryInSendingHours(durationMinutes(p.expireAfter.replace(/([0-9]+)s/g, "")), h);
         if (clash) {
             problems.push({
                 key: "expireAfter",
-                message: `must not expire nodes launched during ${hours} inside them, since expiry ignores budgets and drains every node of a burst at once: with ${p.expireAfter}, ${clash}; use Never (with drift kept out of sending hours by a budget) or a length that ends at night, such as 36h`,
+                message: `must not expire inside ${hours} a node launched at any minute of the day, since expiry ignores budgets and nodes launch at every hour (bursts, spot replacements, consolidation and recycling at night): with ${p.expireAfter}, ${clash}; use Never, with drift kept out of sending hours by a budget, and bound node age with nodePool.recycle.maxAgeDays, which replaces nodes one at a time outside sending hours`,
             });
         }
     }

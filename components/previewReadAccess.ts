@@ -18,6 +18,8 @@ const READ = ["get", "list", "watch"];
 export const CLUSTER_READ_RULES = [
     { apiGroups: [""], resources: ["nodes", "pods", "namespaces", "serviceaccounts", "services"] },
     { apiGroups: ["apps"], resources: ["deployments", "daemonsets", "statefulsets"] },
+    // The node recycler's CronJob (components/nodeRecycler.ts).
+    { apiGroups: ["batch"], resources: ["cronjobs"] },
     { apiGroups: ["policy"], resources: ["poddisruptionbudgets"] },
     { apiGroups: ["scheduling.k8s.io"], resources: ["priorityclasses"] },
     { apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles", "clusterrolebindings", "roles", "rolebindings"] },

@@ -5,6 +5,7 @@
 import { DisruptionBudget, NodeResources, nodeResources, quantityValue } from "../components/ephemeralNodePool";
 import { SPAN_FROM, SendingHours, forbiddenInSpan, sendingWindow, yearDays } from "../components/disruptionBudgets";
 import { CapacityConfig, StackConfig, approvedInstanceTypes, durationSeconds } from "../stacks/config";
+import { recycleWindow } from "../components/nodeRecycler";
 
 export interface CapacityInputs {
     instanceTypes: string[];
@@ -37,6 +38,13 @@ export interface CapacityInputs {
     burstHoursPerDay: number;
     prices: CapacityConfig["prices"];
     spotDiscount: number;
+    /**
+     * The node recycler (nodePool.recycle): nodes older than maxAgeDays are replaced, one at a time, at the runs of
+     * `schedule` (UTC); `longestGapMinutes` is the most a stuck node waits for a run. Undefined when off.
+     */
+    recycle?: { maxAgeDays: number; schedule: string; longestGapMinutes: number };
+    /** The burst pods' grace period (placement.burst.terminationGracePeriodSeconds): how long a replaced node's pods take to stop. */
+    podGraceSeconds: number;
 }
 
 /** The model's inputs from a stack's config; undefined when the stack has no `capacity` section. */
@@ -70,6 +78,12 @@ export function capacityInputs(cfg: StackConfig): CapacityInputs | undefined {
         burstHoursPerDay: c.burstHoursPerDay,
         prices: c.prices,
         spotDiscount: c.spotDiscount,
+        recycle: p.recycle && {
+            maxAgeDays: p.recycle.maxAgeDays,
+            schedule: p.recycle.schedule,
+            longestGapMinutes: recycleWindow(p.recycle.schedule, p.sendingHours, p.budgets, Math.ceil(durationSeconds(p.terminationGracePeriod) / 60)).longestGapMinutes,
+        },
+        podGraceSeconds: cfg.placement.burst.terminationGracePeriodSeconds,
     };
 }
 
@@ -265,7 +279,35 @@ export interface PolicyDay {
     baselineHours: number;
     /** Node-hours above the baseline after the burst: (after-burst nodes - baseline nodes) x kept hours. */
     keptNodeHours: number;
+    /** What the node recycler replaces under this policy (included in `daily`); undefined when it is off. */
+    recycling?: Recycling;
     daily: Daily;
+}
+
+/**
+ * The node recycler's replacements. The nodes that outlive maxAgeDays are the ones a policy never releases: the
+ * baseline's, or the after-burst nodes when they stay until the next burst. Each is replaced every maxAgeDays. A
+ * replacement launches as soon as the node is deleted (kubernetes-sigs/karpenter v1.14.1
+ * pkg/controllers/provisioning/provisioner.go:375-384: the draining node's pods are scheduled at once), and the old
+ * node runs until its pods have stopped; the PodDisruptionBudgets make the drain wait for the replacement's pods. So
+ * both are paid for at most nodeLaunchSeconds plus the pods' grace period: an upper bound, since a node whose pods fit
+ * elsewhere is not replaced at all.
+ */
+export interface Recycling {
+    nodes: number;
+    perDay: number;
+    overlapSeconds: number;
+    nodeHoursPerDay: number;
+    /** Cost a day, at the chosen type's spot price. */
+    daily: number;
+}
+
+export function recycling(m: CapacityInputs, nodes: number, hourly: number): Recycling | undefined {
+    if (!m.recycle) return undefined;
+    const perDay = nodes / m.recycle.maxAgeDays;
+    const overlapSeconds = m.nodeLaunchSeconds + m.podGraceSeconds;
+    const nodeHoursPerDay = (perDay * overlapSeconds) / 3600;
+    return { nodes, perDay, overlapSeconds, nodeHoursPerDay, daily: nodeHoursPerDay * hourly };
 }
 
 /** Nodes that expireAfter drains together, at once and regardless of budgets. */
@@ -321,7 +363,7 @@ export function costs(m: CapacityInputs, fits: TypeFit[], chosen: TypeFit): Cost
     const onDemand = [...fits].filter((f) => f.podsPerNode > 0).sort((a, b) => a.onDemandHourly / a.podsPerNode - b.onDemandHourly / b.podsPerNode || a.type.localeCompare(b.type))[0];
     const staticNodes = nodesFor(m.peakPods, onDemand.podsPerNode);
     const staticGroup = { type: onDemand.type, nodes: staticNodes, hourly: staticNodes * onDemand.onDemandHourly };
-    const tiers = { baseline, peak, afterBurst, staticDaily: staticGroup.hourly * 24 };
+    const tiers = { baseline, peak, afterBurst, staticDaily: staticGroup.hourly * 24, nodeHourly: chosen.spotHourly };
     const configured = policyDay(m, tiers, m);
     return {
         baseline,
@@ -340,6 +382,8 @@ interface Tiers {
     peak: Tier;
     afterBurst: Tier;
     staticDaily: number;
+    /** One node of the chosen type, spot, an hour. */
+    nodeHourly: number;
 }
 
 /** Each day's burst (minutes since SPAN_FROM) begins at the local burstStart. */
@@ -375,9 +419,10 @@ export function policyDay(m: CapacityInputs, t: Tiers, policy: Policy, date?: st
         const peakHours = (peakEnd - start) / 60;
         const keptHours = (keptEnd - peakEnd) / 60;
         const baselineHours = 24 - peakHours - keptHours;
-        const karpenter = t.peak.hourly * peakHours + t.afterBurst.hourly * keptHours + t.baseline.hourly * baselineHours;
         const dayStart = (day.getTime() - SPAN_FROM.getTime()) / MINUTE;
         const released = release < start + DAY;
+        const recycled = recycling(m, released ? t.baseline.nodes : t.afterBurst.nodes, t.nodeHourly);
+        const karpenter = t.peak.hourly * peakHours + t.afterBurst.hourly * keptHours + t.baseline.hourly * baselineHours + (recycled?.daily ?? 0);
         const candidate: PolicyDay = {
             date: day.toISOString().slice(0, 10),
             burstStartUtc: start - dayStart,
@@ -387,6 +432,7 @@ export function policyDay(m: CapacityInputs, t: Tiers, policy: Policy, date?: st
             keptHours,
             baselineHours,
             keptNodeHours: (t.afterBurst.nodes - t.baseline.nodes) * keptHours,
+            ...(recycled ? { recycling: recycled } : {}),
             daily: daily(karpenter, t.staticDaily),
         };
         if (!worst || candidate.daily.karpenter > worst.daily.karpenter + 1e-9) worst = candidate;

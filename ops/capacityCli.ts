@@ -153,6 +153,7 @@ function policyLines(cfg: StackConfig, r: CapacityReport, money: (n: number) => 
             ],
         ),
         `  peak h: the burst and consolidateAfter; kept h: at the after-burst count; kept node-h: nodes above the baseline x kept h.`,
+        ...recyclingLines(r, money),
         expiry === undefined
             ? `Expiry: none (expireAfter Never); drift replaces nodes, and the budgets keep it out of sending hours.`
             : `Expiry wave: ${plural(expiry.nodes, "node")} of one burst expire together at ${utcClock(expiry.atUtc)} UTC (${utcClock(expiry.atLocal)} local), regardless of budgets; ` +
@@ -165,6 +166,21 @@ function policyLines(cfg: StackConfig, r: CapacityReport, money: (n: number) => 
                   `  Margin: it allows ${h(allowedNodeHours)} kept node-hours a day, the model keeps ${h(c.configured.keptNodeHours)}; one node more for the ${h(c.configured.keptHours)} kept hours adds ${money(r.chosen.spotHourly * c.configured.keptHours)} (${Math.round((100 * r.chosen.spotHourly * c.configured.keptHours) / c.backToBaseline.daily.karpenter)} % of back to baseline).`,
               ]
             : [`  It allows ${h(allowedNodeHours)} kept node-hours a day, not ${h(c.configured.keptNodeHours)}: bursts ending nearer the end of the budget window, or fewer nodes kept after one.`]),
+    ];
+}
+
+/** What the node recycler replaces and costs under the configured policy, or that it is off. */
+function recyclingLines(r: CapacityReport, money: (n: number) => string): string[] {
+    const { inputs: m, costs: c } = r;
+    const rc = c.configured.recycling;
+    if (!m.recycle || !rc) return [`Recycling: off (nodePool.recycle not set): nothing bounds node age, and a node that never initializes stays until someone deletes it.`];
+    const precise = (n: number) => `${m.prices.currency} ${n.toFixed(4)}`;
+    const waitHours = m.recycle.longestGapMinutes / 60;
+    return [
+        `Recycling (nodePool.recycle, "${m.recycle.schedule}" UTC): the ${plural(rc.nodes, "node")} kept from day to day ${rc.nodes === 1 ? "is" : "are"} replaced every ${m.recycle.maxAgeDays} days, one at a time,`,
+        `  ${Number(rc.perDay.toFixed(2))} a day; each replacement overlaps its node for at most ${rc.overlapSeconds} s (nodeLaunchSeconds ${m.nodeLaunchSeconds} + the Celery grace ${m.podGraceSeconds} s):`,
+        `  ${Number(rc.nodeHoursPerDay.toFixed(4))} node-h, ${precise(rc.daily)} a day, in "per day" above. A node that never initializes or goes NotReady waits at most`,
+        `  ${Number(waitHours.toFixed(2))} h for the next run: up to ${money(waitHours * r.chosen.spotHourly)} once, a fault rather than a day's cost, not in "per day".`,
     ];
 }
 

@@ -176,7 +176,8 @@ function keySetting(r: RecordedResource): string | undefined {
             return `PodDisruptionBudget ${i.metadata.namespace}/${i.metadata.name}: ${s.minAvailable !== undefined ? `minAvailable ${s.minAvailable}` : `maxUnavailable ${s.maxUnavailable}`}`;
         }
         case "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding":
-            return `admission policy ${i.spec.policyName}: ${i.spec.validationActions.join("+")} in namespaces ${i.spec.matchResources.namespaceSelector.matchExpressions[0].values.join(", ")}`;
+            // A binding of a policy on cluster-scoped objects (the node recycler's, on NodeClaims) has no namespace selector.
+            return `admission policy ${i.spec.policyName}: ${i.spec.validationActions.join("+")} ${i.spec.matchResources?.namespaceSelector ? `in namespaces ${i.spec.matchResources.namespaceSelector.matchExpressions[0].values.join(", ")}` : "on cluster-scoped objects"}`;
         case "aws:cloudwatch/dashboard:Dashboard":
             return `dashboard ${i.dashboardName}: ${JSON.parse(i.dashboardBody).widgets.length} widgets`;
         default:

@@ -4,7 +4,8 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { CeleryWorkloadPlacementArgs, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement";
 import { EphemeralNodePoolArgs } from "../components/ephemeralNodePool";
-import { StackConfig, approvedInstanceTypes } from "./config";
+import { NodeRecyclerArgs, recycleWindow } from "../components/nodeRecycler";
+import { StackConfig, approvedInstanceTypes, durationSeconds } from "./config";
 
 export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string>, dependsOn?: pulumi.Resource[]): EphemeralNodePoolArgs {
     const p = cfg.nodePool;
@@ -66,5 +67,28 @@ export function placementArgs(cfg: StackConfig, dependsOn?: pulumi.Resource[], p
             stablePatchTimeout: cfg.lifecycle.stablePatchTimeout,
             priorityClassProvider,
         },
+    };
+}
+
+/** The node recycler's arguments; undefined when nodePool.recycle is not set. */
+export function nodeRecyclerArgs(cfg: StackConfig): NodeRecyclerArgs | undefined {
+    const p = cfg.nodePool;
+    const r = p.recycle;
+    if (!r) return undefined;
+    const drainSeconds = durationSeconds(p.terminationGracePeriod);
+    // Config validation refused a schedule that leaves no drain before sending hours, so the run's deadline is at least that.
+    const window = recycleWindow(r.schedule, p.sendingHours, p.budgets, Math.ceil(drainSeconds / 60));
+    return {
+        namespace: cfg.controller.namespace,
+        nodePoolName: p.name,
+        stableNodeSelector: cfg.cluster.stableNodeSelector,
+        image: r.image,
+        schedule: r.schedule,
+        maxAgeDays: r.maxAgeDays,
+        stuckMinutes: r.stuckMinutes,
+        sendingHours: p.sendingHours,
+        drainSeconds,
+        // Killed, at the latest, when sending hours begin after the run that starts closest to them.
+        activeDeadlineSeconds: window.shortestMinutes * 60,
     };
 }

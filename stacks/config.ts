@@ -2,7 +2,8 @@
 // once (stacks/validatedConfig.ts, the only reader of Pulumi config) into one typed, validated object; components
 // receive plain values from it and never see config keys.
 import * as pulumi from "@pulumi/pulumi";
-import { disruptionProblems } from "../components/disruptionBudgets";
+import { disruptionProblems, isTimeZone } from "../components/disruptionBudgets";
+import { recycleWindow } from "../components/nodeRecycler";
 import { AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms";
 import { STABLE_NODE_LABELS } from "../components/createdCluster";
 import { controllerNameProblems } from "../components/karpenterController";
@@ -153,6 +154,36 @@ const controller = object(
     ],
 );
 
+/** A container image pinned by tag or digest, such as Node's official image from ECR Public. */
+const pinnedImage = text("a container image with a tag or digest, such as public.ecr.aws/docker/library/node:24-alpine", /^[a-z0-9]([a-z0-9._\/:-]*[a-z0-9])?(:[\w][\w.-]{0,127}|@sha256:[a-f0-9]{64})$/, 512);
+
+/**
+ * The node recycler (components/nodeRecycler.ts): each run, outside sending hours, deletes one at a time the pool's
+ * NodeClaims not initialized after stuckMinutes, those whose node is NotReady that long, and those older than
+ * maxAgeDays; Karpenter drains each under terminationGracePeriod and launches a replacement.
+ */
+const recycle = object({
+    /** An image with Node.js 18 or later as `node` and a user 1000: Node's official alpine image, pinned. */
+    image: pinnedImage,
+    /** When runs start, in UTC: outside sending hours, where the budgets allow Drifted, a drain before sending hours. */
+    schedule: optional(cron(), "30 4 * * *"),
+    /** Nodes older than this are replaced: with expireAfter Never, the bound on a node's age. */
+    maxAgeDays: optional(integer(1, 90), 7),
+    /**
+     * A NodeClaim not Initialized this long after creation, or whose node is NotReady this long, is replaced. Karpenter
+     * itself deletes one that does not register within 15 minutes (pkg/controllers/nodeclaim/lifecycle/liveness.go:52).
+     */
+    stuckMinutes: optional(integer(15, 1440), 30),
+});
+
+/** A recycler whose runs would start inside sending hours, while budgets forbid replacements, or too late to drain. */
+function recycleProblems(p: { recycle?: Infer<typeof recycle>; sendingHours: { start: string; end: string; timeZone: string }; budgets: { nodes: string; reasons?: string[]; schedule?: string; duration?: string }[]; terminationGracePeriod: string }, path: string): Issue[] {
+    // disruptionProblems names a bad time zone, and the CRD a schedule without a duration.
+    if (!p.recycle || !isTimeZone(p.sendingHours.timeZone) || p.budgets.some((b) => (b.schedule === undefined) !== (b.duration === undefined))) return [];
+    const w = recycleWindow(p.recycle.schedule, p.sendingHours, p.budgets, Math.ceil(durationSeconds(p.terminationGracePeriod) / 60));
+    return w.problem ? [{ path: `${path}.recycle.schedule`, message: `${w.problem} (got ${got(p.recycle.schedule)})` }] : [];
+}
+
 const resourceMap = record("resource names such as cpu or memory.available", /^[a-z.-]+$/, text("a quantity such as 100m, 500Mi or 10%", /^[0-9.]+(m|Ki|Mi|Gi|%)?$/, 32), 10);
 const nodePool = object(
     {
@@ -213,6 +244,7 @@ const nodePool = object(
         subnetIds: optional(list(text("a subnet ID", /^subnet-[0-9a-f]+$/, 32), { min: 1, max: 30, unique: true })),
         securityGroupIds: optional(list(text("a security group ID", /^sg-[0-9a-f]+$/, 32), { min: 1, max: 30, unique: true })),
         tags: optional(record("tag keys", /^.{1,128}$/, tagValue), {}),
+        recycle: optional(recycle),
         capacityCheck: optional(
             object({
                 celeryPodCpu: positiveQuantity("the size of one burst Celery pod, which headroom pods and the capacity model divide by"),
@@ -239,7 +271,7 @@ const nodePool = object(
                           ? [{ path: `${path}.budgets[${i}].reasons`, message: "must not list Underutilized with consolidationPolicy WhenEmpty, which never disrupts a node for that reason: the budget would do nothing (use Empty or Drifted)" }]
                           : [],
                   );
-        return [...inert, ...disruptionProblems(p).map((d) => ({ path: `${path}.${d.key}`, message: d.message }))];
+        return [...inert, ...disruptionProblems(p).map((d) => ({ path: `${path}.${d.key}`, message: d.message })), ...recycleProblems(p, path)];
     },
 );
 

@@ -9,7 +9,8 @@ import { EphemeralNodePool } from "../components/ephemeralNodePool";
 import { KarpenterAlarms } from "../components/karpenterAlarms";
 import { KarpenterController } from "../components/karpenterController";
 import { PreviewReadAccess } from "../components/previewReadAccess";
-import { nodePoolArgs, placementArgs } from "./componentArgs";
+import { NodeRecycler } from "../components/nodeRecycler";
+import { nodePoolArgs, nodeRecyclerArgs, placementArgs } from "./componentArgs";
 import { clusterFor } from "./cluster";
 import { StackConfig, durationSeconds } from "./config";
 import { checkedKubeconfig, logGroupArn, nodeAmiId } from "./lookups";
@@ -79,6 +80,9 @@ export function createStack(cfg: StackConfig) {
     // CI's preview role reads through this group (the plan's ci-access files map the role to it), Helm's records in
     // the controller's namespace (the CRD release creates it) and kube-system included.
     new PreviewReadAccess("preview-read-access", { namespaces: [c.namespace, "kube-system"] }, { providers, dependsOn: controller.ready });
+    const recycle = nodeRecyclerArgs(cfg);
+    // After the pool: it deletes the pool's NodeClaims, and the CRD release creates the controller's namespace.
+    const recycler = recycle && new NodeRecycler("node-recycler", recycle, { providers, dependsOn: [...controller.ready, pool] });
     // Names carry the plain cluster name from config, so every alarm name is known at preview.
     const a = cfg.alarms;
     // Topics by name are the cluster account's, in its region: where CloudWatch may publish.
@@ -139,6 +143,7 @@ export function createStack(cfg: StackConfig) {
         admissionPolicyName: placement.admissionPolicyName,
         headroomPods: placement.headroomPods,
         scaleDownOrderDeployment: scaleDownOrder ? scaleDownOrder.deploymentName : undefined,
+        nodeRecyclerCronJob: recycler ? recycler.cronJobName : undefined,
         // Lookups that fail the preview when the log group or the pinned AMI is missing.
         alarmLogGroupArn: logGroupArn(cfg, awsProvider),
         nodeAmiId: nodeAmiId(cfg, awsProvider),

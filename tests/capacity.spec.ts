@@ -33,6 +33,8 @@ const base = (): CapacityInputs => ({
     burstHoursPerDay: 2,
     prices: { asOf: "2026-11-01", currency: "USD", region: "ca-central-1", onDemandHourly: { "c7i.xlarge": 0.2, "m7i.xlarge": 0.25, "r7i.xlarge": 0.3 } },
     spotDiscount: 0.5,
+    recycle: undefined,
+    podGraceSeconds: 60,
 });
 
 const row = (p: { t: number; desired: number; running: number; nodes: number; launching: number }) => [p.t, p.desired, p.running, p.nodes, p.launching];
@@ -247,6 +249,21 @@ describe("capacity model", () => {
         }
     });
 
+    it("recycling by hand: the nodes kept from day to day, every maxAgeDays, each paid twice for nodeLaunchSeconds plus the pods' grace", () => {
+        // m7i.xlarge: 4 pods of 1 cpu, spot 0.125; 4 baseline pods on 1 node; 16 at the peak on 4; 100 s launch, 80 s grace.
+        const m = { ...base(), instanceTypes: ["m7i.xlarge"], podGraceSeconds: 80, recycle: { maxAgeDays: 4, schedule: "30 4 * * *", longestGapMinutes: 1440 } };
+        const fits = typeFits(m);
+        const budgets = [{ nodes: "0", reasons: ["Underutilized"], schedule: "0 12 * * *", duration: "11h" }];
+        const c = costs({ ...m, consolidationPolicy: "WhenEmptyOrUnderutilized", budgets, expireAfterSeconds: undefined }, fits, chosenType(fits)!);
+        // Released at 23:00 UTC: only the baseline's 1 node lives from day to day, replaced every 4 days, 180 s each.
+        expect(c.configured.recycling).to.deep.equal({ nodes: 1, perDay: 0.25, overlapSeconds: 180, nodeHoursPerDay: 0.0125, daily: 0.0125 * 0.125 });
+        // Without recycling the same day costs exactly that much less.
+        const off = costs({ ...m, recycle: undefined, consolidationPolicy: "WhenEmptyOrUnderutilized", budgets, expireAfterSeconds: undefined }, fits, chosenType(fits)!);
+        expect(c.configured.daily.karpenter - off.configured.daily.karpenter).to.be.closeTo(0.0125 * 0.125, 1e-12);
+        // WhenEmpty without expiry keeps the 4 after-burst nodes until the next burst: all 4 live from day to day.
+        expect(c.whenEmpty.recycling).to.deep.include({ nodes: 4, perDay: 1 });
+    });
+
     it("limits too low: says so, says what would do, and the ramp stops short", () => {
         const m = { ...base(), instanceTypes: ["c7i.xlarge", "m7i.xlarge", "r7i.xlarge"], pod: { cpu: 1, memoryGiB: 3 }, limits: { cpu: 12, memoryGiB: 1000 } };
         const fits = typeFits(m);
@@ -322,7 +339,9 @@ describe("npm run capacity", () => {
         // nodes and the 6 headroom pods on 1 more, until 23:00 UTC, 7.5 h: 1.38672 x 3.5 + 0.46224 x 7.5 + 0.30816 x 13
         // = 12.33. WhenEmpty keeps the 3 until the next burst: 1.38672 x 3.5 + 0.46224 x 20.5 = 14.33. Back to
         // baseline: 1.38672 x 3.5 + 0.30816 x 20.5 = 11.17.
-        expect(lines.slice(from, from + 12)).to.deep.equal([
+        // Recycling adds 2 baseline nodes / 7 days x 180 s x 0.15408 = USD 0.0022 to each day (0.0033 with WhenEmpty,
+        // whose 3 kept nodes stay from day to day): 12.3286, 14.3327, 11.1730, which round as before.
+        expect(lines.slice(from, from + 16)).to.deep.equal([
             "Disruption policy, per day (the costliest of 2026: 2026-03-08): bursts begin at 08:00 America/Toronto (12:00 UTC) and last 3 h;",
             'sending hours 08:00-18:00 America/Toronto; Underutilized forbidden by "0 12 * * *" for 11h (UTC).',
             "  policy                                                                         peak h  kept h  baseline h  kept node-h  kept nodes go             per day",
@@ -330,6 +349,10 @@ describe("npm run capacity", () => {
             "  WhenEmpty, consolidateAfter 30m, expireAfter Never                                3.5    20.5           0         20.5  at the next burst         USD 14.33",
             "  back to baseline 30 minutes after a burst                                         3.5       0        20.5            0  15:30 UTC, consolidation  USD 11.17",
             "  peak h: the burst and consolidateAfter; kept h: at the after-burst count; kept node-h: nodes above the baseline x kept h.",
+            'Recycling (nodePool.recycle, "30 4 * * *" UTC): the 2 nodes kept from day to day are replaced every 7 days, one at a time,',
+            "  0.29 a day; each replacement overlaps its node for at most 180 s (nodeLaunchSeconds 120 + the Celery grace 60 s):",
+            '  0.0143 node-h, USD 0.0022 a day, in "per day" above. A node that never initializes or goes NotReady waits at most',
+            '  24 h for the next run: up to USD 3.70 once, a fault rather than a day\'s cost, not in "per day".',
             "Expiry: none (expireAfter Never); drift replaces nodes, and the budgets keep it out of sending hours.",
             "  Karpenter USD 12.33, static group USD 73.96: Karpenter saves USD 61.63 a day (83 %).",
             // 12.33 / 11.17 = 1.104.
@@ -341,16 +364,44 @@ describe("npm run capacity", () => {
         expect(r.output).to.include("empties the newest nodes first: the 12 pods that remain stay on the nodes the baseline ran on, and the 6 headroom");
     });
 
+    it("production's figures before and after the node recycler: 2 baseline nodes every 7 days add USD 0.0022 a day", () => {
+        const on = capacityReport(capacityInputs(stackConfig("production"))!);
+        const off = capacityReport({ ...capacityInputs(stackConfig("production"))!, recycle: undefined });
+        if (typeof on === "string" || typeof off === "string") throw new Error("no report");
+        // 2 / 7 a day x (120 + 60) s = 0.0143 node-h at 0.15408: 0.0022.
+        expect(on.costs.configured.recycling).to.deep.include({ nodes: 2, overlapSeconds: 180 });
+        expect(on.costs.configured.recycling!.daily).to.be.closeTo((2 / 7) * (180 / 3600) * 0.15408, 1e-12);
+        expect(off.costs.configured.recycling).to.equal(undefined);
+        // 1.38672 x 3.5 + 0.46224 x 7.5 + 0.30816 x 13 = 12.3264 before, 12.3286 after; back to baseline 11.1708, 11.1730.
+        const added = (2 / 7) * (180 / 3600) * 0.15408;
+        expect(off.costs.configured.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.46224 * 7.5 + 0.30816 * 13, 1e-9);
+        expect(on.costs.configured.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.46224 * 7.5 + 0.30816 * 13 + added, 1e-9);
+        expect(off.costs.backToBaseline.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.30816 * 20.5, 1e-9);
+        expect(on.costs.backToBaseline.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.30816 * 20.5 + added, 1e-9);
+        // WhenEmpty keeps its 3 after-burst nodes from day to day, so all 3 are recycled.
+        expect(on.costs.whenEmpty.recycling).to.deep.include({ nodes: 3 });
+    });
+
+    it("the recycler off: the report says nothing bounds node age", async () => {
+        const dir = tempDir();
+        const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.staging.yaml"), "utf8"));
+        delete doc.config["notify-karpenter:nodePool"].recycle;
+        fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), stringify(doc));
+        const r = await capacity(["--stack", "staging", "--out", path.join(dir, "out")], dir);
+        expect(r.output).to.match(/^Recycling: off \(nodePool\.recycle not set\): nothing bounds node age, and a node that never initializes stays until someone deletes it\.$/m);
+    });
+
     it("without the scale-down order, the survivors hold every node of the peak and the goal is not met", async () => {
         const m = { ...capacityInputs(stackConfig("production"))!, scaleDownOrdered: false };
         const report = capacityReport(m);
         if (typeof report === "string") throw new Error(report);
         // The 18 remaining pods can hold all 9 nodes until 23:00 UTC: 1.38672 x 11 + 0.30816 x 13 = 19.26, 72 % above
-        // 11.17; WhenEmpty keeps them until the next burst: 1.38672 x 24 = 33.28.
+        // 11.17; WhenEmpty keeps them until the next burst: 1.38672 x 24 = 33.28, and the recycler then replaces all 9
+        // every 7 days: 9 / 7 x 180 s x 0.15408 = 0.0099 more, 33.29.
         expect(report.costs.afterBurst.nodes).to.equal(9);
         expect(report.costs.configured.keptNodeHours).to.equal(52.5);
         expect(report.costs.configured.daily.karpenter).to.be.closeTo(19.26, 0.005);
-        expect(report.costs.whenEmpty.daily.karpenter).to.be.closeTo(33.28, 0.005);
+        expect(report.costs.whenEmpty.daily.karpenter).to.be.closeTo(33.29, 0.005);
     });
 
     it("staging's configured policy is within 15 % of back to baseline too", async () => {

@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { expiresInSendingHours, expiryInSendingHours } from "../components/disruptionBudgets";
 import { parseStackConfig } from "../stacks/validatedConfig";
 import { readStackConfig } from "../plan/offlineRuntime";
 import { STACKS, configErrorOf, errorOf, patchSections, rawConfig, section } from "./helpers";
@@ -88,5 +89,110 @@ describe("stack config", () => {
         const msg = await configErrorOf("staging", patchSections("staging", { controller: { replicas: "two" } }));
         expect(msg).to.equal('staging: notify-karpenter:controller.replicas must be an integer from 1 to 10 (got "two")');
         expect(section("production", "cluster").name).to.equal("notification-canada-ca-production-eks-cluster");
+    });
+});
+
+describe("nodePool.recycle: the node recycler's config (components/nodeRecycler.ts)", () => {
+    const recycle = (patch: Record<string, unknown>, nodePool: Record<string, unknown> = {}) =>
+        errorOf(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { recycle: { ...section("staging", "nodePool").recycle, ...patch }, ...nodePool })));
+
+    it("is on in staging and production, and takes its defaults: 04:30 UTC, 7 days, 30 minutes", () => {
+        for (const stack of STACKS) expect(parseStackConfig(stack, rawConfig(stack)).nodePool.recycle).to.deep.equal({ image: "public.ecr.aws/docker/library/node:24.18.0-alpine3.23", schedule: "30 4 * * *", maxAgeDays: 7, stuckMinutes: 30 });
+        const cfg = parseStackConfig("staging", rawConfig("staging", "nodePool", { recycle: { image: "public.ecr.aws/docker/library/node:24-alpine" } }));
+        expect(cfg.nodePool.recycle).to.deep.equal({ image: "public.ecr.aws/docker/library/node:24-alpine", schedule: "30 4 * * *", maxAgeDays: 7, stuckMinutes: 30 });
+        // Absent: off.
+        expect(parseStackConfig("staging", rawConfig("staging", "nodePool", { recycle: undefined })).nodePool.recycle).to.equal(undefined);
+    });
+
+    // One line per bad value, naming the key and what is allowed.
+    const bad: [string, Record<string, unknown>, Record<string, unknown>, string][] = [
+        ["an image without a tag", { image: "node" }, {}, 'staging: notify-karpenter:nodePool.recycle.image must be a container image with a tag or digest, such as public.ecr.aws/docker/library/node:24-alpine (got "node")'],
+        ["no image", { image: undefined }, {}, "staging: notify-karpenter:nodePool.recycle.image is required: it must be a container image with a tag or digest, such as public.ecr.aws/docker/library/node:24-alpine"],
+        ["an age of 0 days", { maxAgeDays: 0 }, {}, "staging: notify-karpenter:nodePool.recycle.maxAgeDays must be an integer from 1 to 90 (got 0)"],
+        ["stuck after 10 minutes, before Karpenter's own 15-minute registration timeout", { stuckMinutes: 10 }, {}, "staging: notify-karpenter:nodePool.recycle.stuckMinutes must be an integer from 15 to 1440 (got 10)"],
+        ["a schedule cron cannot read", { schedule: "30 25 * * *" }, {}, 'staging: notify-karpenter:nodePool.recycle.schedule must be a cron schedule in UTC: the hour field "25" has 25: it must be 0-23 (got "30 25 * * *")'],
+        [
+            "runs inside sending hours (14:00 UTC is 09:00 EST)",
+            { schedule: "0 14 * * *" },
+            {},
+            'staging: notify-karpenter:nodePool.recycle.schedule must start runs outside sendingHours (08:00-18:00 America/Toronto): a run starts on 2026-01-01 14:00 UTC (09:00 local) (got "0 14 * * *")',
+        ],
+        [
+            "runs inside sending hours in EST only (22:30 UTC is 18:30 EDT but 17:30 EST)",
+            { schedule: "30 22 * * *" },
+            {},
+            'staging: notify-karpenter:nodePool.recycle.schedule must start runs outside sendingHours (08:00-18:00 America/Toronto): a run starts on 2026-01-01 22:30 UTC (17:30 local) (got "30 22 * * *")',
+        ],
+        [
+            "runs while the budgets forbid replacements (12:00 UTC, before 09:00 sending hours)",
+            { schedule: "0 12 * * *" },
+            { sendingHours: { start: "09:00", end: "18:00", timeZone: "America/Toronto" } },
+            'staging: notify-karpenter:nodePool.recycle.schedule must start runs when the budgets allow Drifted and Underutilized disruption, as Karpenter replaces nodes only then: a run starts on 2026-01-01 12:00 UTC (07:00 local), when a budget allows no Drifted or Underutilized disruption (nodes "0") (got "0 12 * * *")',
+        ],
+        [
+            "runs too close to sending hours for a drain (11:30 UTC is 07:30 EDT)",
+            { schedule: "30 11 * * *" },
+            {},
+            'staging: notify-karpenter:nodePool.recycle.schedule must start runs at least nodePool.terminationGracePeriod (60 minutes) before sendingHours (08:00-18:00 America/Toronto) begin, so that a node deleted at the start drains before them: a run starts on 2026-03-08 11:30 UTC (07:30 local), 30 minutes before (got "30 11 * * *")',
+        ],
+        ["never runs (30 February)", { schedule: "0 4 30 2 *" }, {}, 'staging: notify-karpenter:nodePool.recycle.schedule never starts a run in 2026 (got "0 4 30 2 *")'],
+        ["a misspelled key", { maxAgeDay: 7 }, {}, 'staging: notify-karpenter:nodePool.recycle.maxAgeDay is not a known key (did you mean "maxAgeDays"?); known keys are image, schedule, maxAgeDays, stuckMinutes'],
+    ];
+    for (const [what, patch, nodePool, expected] of bad) it(`refuses ${what}, in one line naming the key`, () => expect(recycle(patch, nodePool)).to.equal(expected));
+
+    it("follows the drain: a longer terminationGracePeriod needs an earlier run", () => {
+        // 04:30 UTC leaves 7.5 h before 08:00 EDT: enough for 7 h, not for 8 h.
+        expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { terminationGracePeriod: "7h" }))).to.not.throw();
+        expect(recycle({}, { terminationGracePeriod: "8h" })).to.match(/recycle\.schedule must start runs at least nodePool\.terminationGracePeriod \(480 minutes\) before .* 2026-03-08 04:30 UTC \(00:30 local\), 450 minutes before/);
+    });
+});
+
+describe("nodePool.expireAfter, by every launch minute of the day (components/disruptionBudgets.ts)", () => {
+    const h = { start: "08:00", end: "18:00", timeZone: "America/Toronto" };
+    const pool = (expireAfter: string) => {
+        try {
+            parseStackConfig("staging", rawConfig("staging", "nodePool", { expireAfter }));
+            return "";
+        } catch (e) {
+            return (e as Error).message;
+        }
+    };
+
+    it("refuses 36h, which spares a burst's nodes but not a node launched at midnight (it was accepted)", () => {
+        expect(pool("36h")).to.equal(
+            "staging: notify-karpenter:nodePool.expireAfter must not expire inside sendingHours (08:00-18:00 America/Toronto) a node launched at any minute of the day, since expiry ignores budgets and nodes launch at every hour (bursts, spot replacements, consolidation and recycling at night): with 36h, a node launched 2026-01-01 at 00:00 local expires 2026-01-02 at 12:00 local; use Never, with drift kept out of sending hours by a budget, and bound node age with nodePool.recycle.maxAgeDays, which replaces nodes one at a time outside sending hours",
+        );
+    });
+
+    it("refuses every finite length: each hour from 1h to 48h, a week, 30 days, a year, and minutes and seconds too", () => {
+        for (let hours = 1; hours <= 48; hours++) expect(expiryInSendingHours(hours * 60, h), `${hours}h`).to.match(/^a node launched 2026-01-01 at \d\d:\d\d local expires /);
+        for (const length of ["168h", "720h", "8760h", "1h30m", "25h59m59s"]) expect(pool(length), length).to.match(new RegExp(`nodePool\\.expireAfter must not expire .* with ${length}, a node launched `));
+        expect(pool("Never")).to.equal("");
+    });
+
+    it("decides each launch minute in its own season: 24 h across the changes of clock", () => {
+        // 07:30 EST on 7 March, 24 h later, is 08:30 EDT on the 8th (clocks went forward): inside. A day earlier, outside.
+        expect(expiresInSendingHours(new Date("2026-03-07T12:30:00Z"), 24 * 60, h)).to.equal(true);
+        expect(expiresInSendingHours(new Date("2026-03-06T12:30:00Z"), 24 * 60, h)).to.equal(false);
+        // 08:30 EDT on 31 October, 24 h later, is 07:30 EST on 1 November (clocks went back): outside.
+        expect(expiresInSendingHours(new Date("2026-10-31T12:30:00Z"), 24 * 60, h)).to.equal(false);
+        // 09:30 EDT that day is 08:30 EST a day later: inside.
+        expect(expiresInSendingHours(new Date("2026-10-31T13:30:00Z"), 24 * 60, h)).to.equal(true);
+    });
+
+    it("tries every minute of every day, in EST and EDT: it agrees with the local clock at every launch minute of a winter and a summer day", () => {
+        const local = new Intl.DateTimeFormat("en-US", { timeZone: "America/Toronto", hourCycle: "h23", hour: "2-digit", minute: "2-digit" });
+        const inHours = (ms: number) => {
+            const [hh, mm] = local.format(new Date(ms)).split(":").map(Number);
+            return hh * 60 + mm >= 8 * 60 && hh * 60 + mm < 18 * 60;
+        };
+        for (const day of ["2026-01-15", "2026-07-15"]) {
+            for (let m = 0; m < 1440; m++) {
+                const launch = Date.parse(`${day}T00:00:00Z`) + m * 60_000;
+                for (const after of [36 * 60, 37 * 60 + 13]) expect(expiresInSendingHours(new Date(launch), after, h), `${new Date(launch).toISOString()} + ${after} min`).to.equal(inHours(launch + after * 60_000));
+            }
+        }
+        // And the first clash it names is a real one.
+        expect(expiryInSendingHours(36 * 60, h)).to.equal("a node launched 2026-01-01 at 00:00 local expires 2026-01-02 at 12:00 local");
     });
 });

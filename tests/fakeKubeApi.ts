@@ -1,5 +1,5 @@
 // An in-process Kubernetes API for the cluster commands' tests. It serves the few endpoints they use (list and watch
-// pods, nodes and NodeClaims; create and delete a namespace; create and scale a Deployment) over real HTTP on
+// pods, nodes and NodeClaims; delete a NodeClaim; create and delete a namespace; create and scale a Deployment) over real HTTP on
 // 127.0.0.1, so the real @kubernetes/client-node code runs against it. Scaling the Deployment starts a scripted
 // sequence of watch events, released by a fake clock rather than wall time, so a test replays a 30-minute scale test
 // in milliseconds and every time it reads is exact.
@@ -59,6 +59,16 @@ export interface FakeKubeApiOptions {
     patchStatus?: number;
     /** Lists asked with `limit` answer at most this many items a page, with a `continue` token, as the API server does. */
     pageSize?: number;
+    /** Answer every NodeClaim DELETE with this HTTP status (403, as for RBAC or a refused admission) instead of applying it. */
+    deleteStatus?: number;
+    /**
+     * What Karpenter does with a deleted NodeClaim (cluster-scoped, finalized): it keeps its deletionTimestamp while its
+     * node drains, then it and its node (status.nodeName) go `goneAfterMs` of wall time later (never when undefined);
+     * `add` are NodeClaims created at the deletion, such as the replacement the provisioner launches.
+     */
+    onNodeClaimDelete?: (nodeClaim: any) => { goneAfterMs?: number; add?: any[] };
+    /** Called as a NodeClaim DELETE arrives, before the fake looks at it: a controller changing the object meanwhile, say. */
+    beforeNodeClaimDelete?: (name: string) => void;
     /**
      * Accept connections and never answer, as an endpoint behind a route this machine does not have looks from the
      * client (a private EKS endpoint without the VPN: the SYN goes unanswered until the client gives up).
@@ -161,6 +171,47 @@ export class FakeKubeApi {
         await new Promise((resolve) => setTimeout(resolve, 1));
     }
 
+    /** Creates or replaces an object at once (no watch event), as a controller would: a NodeClaim that initializes, say. */
+    put(resource: Resource, object: any): void {
+        this.objects[resource].set(key(object), this.versioned(object));
+    }
+
+    /** The NodeClaim as the fake holds it now (undefined once gone). */
+    nodeClaim(name: string): any {
+        return this.objects.nodeclaims.get(`/${name}`);
+    }
+
+    /**
+     * A DELETE of a NodeClaim with its DeleteOptions: 404 when absent, 409 when a uid or resourceVersion precondition
+     * does not hold (the API server's "Precondition failed" / "the object has been modified"), else the finalizer
+     * keeps it with a deletionTimestamp until Karpenter is done (`onNodeClaimDelete`).
+     */
+    private deleteNodeClaim(name: string, body: any, res: http.ServerResponse): void {
+        this.opts.beforeNodeClaimDelete?.(name);
+        if (this.opts.deleteStatus) return status(res, this.opts.deleteStatus, `nodeclaims.karpenter.sh "${name}" is forbidden`);
+        const nc = this.objects.nodeclaims.get(`/${name}`);
+        if (!nc) return status(res, 404, `nodeclaims.karpenter.sh "${name}" not found`);
+        const pre = body?.preconditions ?? {};
+        if (pre.uid !== undefined && pre.uid !== nc.metadata.uid) {
+            return status(res, 409, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${nc.metadata.uid}`);
+        }
+        if (pre.resourceVersion !== undefined && pre.resourceVersion !== nc.metadata.resourceVersion) {
+            return status(res, 409, `Operation cannot be fulfilled on nodeclaims.karpenter.sh "${name}": the object has been modified; please apply your changes to the latest version and try again`);
+        }
+        if (nc.metadata.deletionTimestamp) return reply(res, 200, nc);
+        const deleting = this.versioned({ ...nc, metadata: { ...nc.metadata, deletionTimestamp: new Date().toISOString() } });
+        this.objects.nodeclaims.set(key(deleting), deleting);
+        const after = this.opts.onNodeClaimDelete?.(deleting) ?? {};
+        for (const o of after.add ?? []) this.objects.nodeclaims.set(key(o), this.versioned(o));
+        if (after.goneAfterMs !== undefined) {
+            setTimeout(() => {
+                this.objects.nodeclaims.delete(key(deleting));
+                if (deleting.status?.nodeName) this.objects.nodes.delete(`/${deleting.status.nodeName}`);
+            }, after.goneAfterMs).unref();
+        }
+        reply(res, 200, deleting);
+    }
+
     /** The pod as the fake holds it now. */
     pod(namespace: string, name: string): any {
         return this.objects.pods.get(`${namespace}/${name}`);
@@ -200,6 +251,8 @@ export class FakeKubeApi {
         if (p === "/version" && method === "GET") return reply(res, 200, { major: "1", minor: "31", gitVersion: "v1.31.4-eks-2d5f260", platform: "linux/amd64" });
         const podPath = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/.exec(p);
         if (podPath && method === "PATCH") return this.patchPod(decodeURIComponent(podPath[1]), decodeURIComponent(podPath[2]), body, contentType, res);
+        const nodeClaimPath = /^\/apis\/karpenter\.sh\/v1\/nodeclaims\/([^/]+)$/.exec(p);
+        if (nodeClaimPath && method === "DELETE") return this.deleteNodeClaim(decodeURIComponent(nodeClaimPath[1]), body, res);
         const ns = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(p)?.[1];
         const deployment = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/deployments(?:\/([^/]+)\/scale)?$/.exec(p);
         if (method === "POST" && p === "/api/v1/namespaces") {

@@ -229,14 +229,14 @@ describe("Disruption policy config: no Underutilized disruption, expiry or drift
         expect(pool({})).to.equal("");
     });
 
-    it("refuses an expireAfter that drains a burst's nodes in sending hours, and accepts one that ends at night", () => {
-        // Expiry ignores budgets (expiration/controller.go:71-81): 24 h after a burst at 08:00 is the next 08:00; so is 720 h.
+    it("refuses an expireAfter that expires a node launched at any minute of the day inside sending hours: 24h, 720h, and 36h too", () => {
+        // Expiry ignores budgets (expiration/controller.go:71-83): 24 h after a burst at 08:00 is the next 08:00; so is 720 h.
         expect(pool({ expireAfter: "24h" })).to.equal(
-            "staging: notify-karpenter:nodePool.expireAfter must not expire nodes launched during sendingHours (08:00-18:00 America/Toronto) inside them, since expiry ignores budgets and drains every node of a burst at once: with 24h, a node launched 2026-01-01 at 08:00 local expires at 08:00 local; use Never (with drift kept out of sending hours by a budget) or a length that ends at night, such as 36h",
+            "staging: notify-karpenter:nodePool.expireAfter must not expire inside sendingHours (08:00-18:00 America/Toronto) a node launched at any minute of the day, since expiry ignores budgets and nodes launch at every hour (bursts, spot replacements, consolidation and recycling at night): with 24h, a node launched 2026-01-01 at 08:00 local expires 2026-01-02 at 08:00 local; use Never, with drift kept out of sending hours by a budget, and bound node age with nodePool.recycle.maxAgeDays, which replaces nodes one at a time outside sending hours",
         );
-        expect(pool({ expireAfter: "720h" })).to.match(/expireAfter must not expire nodes .* with 720h/);
-        // 36 h: a node launched 08:00-18:00 expires 20:00-06:00, in EST and EDT.
-        expect(pool({ expireAfter: "36h" })).to.equal("");
+        expect(pool({ expireAfter: "720h" })).to.match(/expireAfter must not expire .* with 720h/);
+        // 36 h spares the nodes of a burst (08:00-18:00 ends 20:00-06:00), not one launched at midnight (tests/config.spec.ts).
+        expect(pool({ expireAfter: "36h" })).to.match(/with 36h, a node launched 2026-01-01 at 00:00 local expires 2026-01-02 at 12:00 local/);
     });
 
     it("refuses expireAfter Never without a budget keeping drift out of sending hours", () => {

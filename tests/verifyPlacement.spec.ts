@@ -88,13 +88,14 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         expect((await plan(["--stack", "production", "--out", out])).exitCode).to.equal(0);
         const r = await verifyPlacement(["--stack", "production", "--manifests", path.join(out, "manifests.yaml")]);
         expect(r.exitCode, r.output).to.equal(0);
-        expect(r.output).to.match(/ \d+ objects, 28 pod templates\) /);
+        expect(r.output).to.match(/ \d+ objects, 29 pod templates\) /);
         expect(r.output).to.include(
             "  OK    Deployment notification-canada-ca/notify-celery-core-tasks-burst: burst Deployment (placement.burst.deployments): the program's patch adds the toleration and required node affinity for notification-canada-ca/ephemeral=true and the label notification-canada-ca/celery-burst=true",
         );
         expect(r.output).to.include("  OK    DaemonSet kube-system/secrets-provider-aws: node agent; new ephemeral nodes wait for it (startup taint nidhogg.uswitch.com/kube-system.secrets-provider-aws)");
         expect(r.output).to.include("  OK    DaemonSet falco/falco: node agent, allowed on ephemeral nodes (nodes do not wait for it)");
         expect(r.output).to.include("  OK    Deployment karpenter/burst-scale-down-order: kept off: does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule");
+        expect(r.output).to.include("  OK    CronJob karpenter/node-recycler: kept off: does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule; nodeSelector eks.amazonaws.com/capacityType=ON_DEMAND does not match; required node affinity does not match");
     });
 
     it("passes the scratch stack's plan: with no node agents there are no startup taints to start before", async () => {
