@@ -5,10 +5,16 @@ import {
     FailureClass,
     KARPENTER_CONTAINER,
     KARPENTER_METRICS,
-    METRIC_DIMENSIONS,
+    LogSignal,
+    NODEPOOL_CONDITION_LABEL,
     PROMETHEUS_NAMESPACE,
     SPOT_INTERRUPTED_REASON,
+    STUCK_CONDITIONS,
+    STUCK_KINDS,
+    StuckKind,
+    TIMEOUT_REASONS,
     logSignalPatterns,
+    prometheusLogGroup,
     logSignalProblems,
 } from "./karpenterSignals";
 
@@ -20,7 +26,7 @@ export const SEVERITIES: AlarmSeverity[] = ["warning", "critical"];
 export interface AlarmRule {
     /** Seconds per evaluation period: a multiple of 60 (the metrics have one-minute resolution). */
     period: number;
-    /** N: how many recent periods CloudWatch looks at. period x N is at most one day. */
+    /** N: how many recent periods CloudWatch looks at. period x N is at most 7 days, and one day for periods under an hour. */
     evaluationPeriods: number;
     /** M: how many of those N periods must breach; at most N. */
     datapointsToAlarm: number;
@@ -34,7 +40,9 @@ export interface AlarmRule {
 export type AlarmKind =
     | "controllerDown"
     | FailureClass
+    | "logHeartbeat"
     | "heartbeat"
+    | StuckKind
     | "nodePoolLimit"
     | "queueAge"
     | "failedInvocations"
@@ -56,10 +64,21 @@ export const DEFAULT_RULES: Record<AlarmKind, AlarmRule> = {
     // One line per failed launch; Karpenter retries another offering within seconds, so only failures in most
     // periods mean launches keep failing.
     launchFailures: { period: 300, evaluationPeriods: 4, datapointsToAlarm: 3, threshold: 1, notify: "warning" },
+    // Registration and termination errors: the reconciler retries with backoff up to a minute (K
+    // pkg/controllers/nodeclaim/lifecycle/controller.go:117-122), so a persistent one writes a line every minute.
+    lifecycleErrors: { period: 300, evaluationPeriods: 4, datapointsToAlarm: 3, threshold: 1, notify: "warning" },
     // Logged on every provisioning loop while pods wait; a NodeClass that is not Ready stays so until someone acts.
     nodePoolNotReady: { period: 300, evaluationPeriods: 2, datapointsToAlarm: 2, threshold: 1, notify: "warning" },
-    // An idle Karpenter logs nothing at info; a day without one line is a broken pipeline, not a quiet cluster.
-    heartbeat: { period: 3600, evaluationPeriods: 24, datapointsToAlarm: 24, threshold: 1, notify: "warning" },
+    // An idle Karpenter logs nothing at info, for a whole quiet weekend; a week without one line is a broken log
+    // pipeline. CloudWatch evaluates up to 7 days when the period is an hour or more.
+    logHeartbeat: { period: 3600, evaluationPeriods: 168, datapointsToAlarm: 168, threshold: 1, notify: "warning" },
+    // The leader exports the NodePool limit gauges every scrape (one a minute), busy or idle: 15 minutes without a
+    // sample is Karpenter, or the scrape of its metrics, gone silent.
+    heartbeat: { period: 300, evaluationPeriods: 3, datapointsToAlarm: 3, threshold: 1, notify: "warning" },
+    // The gauges hold the seconds a NodeClaim has not initialized, or a node has been NotReady: one period at 30
+    // minutes is enough, the value itself is the duration.
+    nodeClaimNotInitialized: { period: 300, evaluationPeriods: 1, datapointsToAlarm: 1, threshold: 1800, notify: "warning" },
+    nodeNotReady: { period: 300, evaluationPeriods: 1, datapointsToAlarm: 1, threshold: 1800, notify: "warning" },
     // Percent of the NodePool's cpu or memory limit in use.
     nodePoolLimit: { period: 300, evaluationPeriods: 3, datapointsToAlarm: 3, threshold: 90, notify: "warning" },
     // The queue keeps messages 300 s; Karpenter normally reads them within seconds.
@@ -166,7 +185,15 @@ export function isValidPeriod(p: unknown): boolean {
     return Number.isInteger(p) && (p as number) >= 60 && (p as number) <= 86400 && (p as number) % 60 === 0;
 }
 
-/** CloudWatch limits: a period is a multiple of 60, M <= N, and N periods cover at most a day. */
+/**
+ * How long CloudWatch evaluates at most with a period: 7 days (604,800 s), and one day (86,400 s) for periods under
+ * an hour (PutMetricAlarm, Period: botocore 1.43.67 cloudwatch/2010-08-01/service-2.json, PutMetricAlarmInput).
+ */
+export function maxEvaluationSeconds(period: number): number {
+    return period >= 3600 ? 604800 : 86400;
+}
+
+/** CloudWatch limits: a period is a multiple of 60, M <= N, and N periods cover at most 7 days (a day under an hour). */
 export function alarmRuleProblems(rule: AlarmRule): { key: keyof AlarmRule; message: string }[] {
     const problems: { key: keyof AlarmRule; message: string }[] = [];
     if (!isValidPeriod(rule.period)) problems.push({ key: "period", message: `must be a multiple of 60 up to 86400 (got ${rule.period})` });
@@ -176,10 +203,14 @@ export function alarmRuleProblems(rule: AlarmRule): { key: keyof AlarmRule; mess
             message: `must be at most evaluationPeriods (${rule.evaluationPeriods}): an alarm cannot need more breaching periods than it looks at (got ${rule.datapointsToAlarm})`,
         });
     }
-    if (rule.period * rule.evaluationPeriods > 86400) {
+    const max = maxEvaluationSeconds(rule.period);
+    if (rule.period * rule.evaluationPeriods > max) {
         problems.push({
             key: "evaluationPeriods",
-            message: `must be at most ${Math.floor(86400 / rule.period)} with a period of ${rule.period} s: CloudWatch evaluates at most one day (got ${rule.evaluationPeriods})`,
+            message:
+                `must be at most ${Math.floor(max / rule.period)} with a period of ${rule.period} s: CloudWatch evaluates at most ` +
+                (max === 86400 ? "one day with periods under an hour, 7 days with periods of an hour or more" : "7 days") +
+                ` (got ${rule.evaluationPeriods})`,
         });
     }
     return problems;
@@ -188,20 +219,24 @@ export function alarmRuleProblems(rule: AlarmRule): { key: keyof AlarmRule; mess
 /** CloudWatch's limit on alarm names. */
 export const MAX_ALARM_NAME = 255;
 
-/** The kebab-case part of an alarm or metric filter name for a failure class. */
-const SIGNAL_SLUG: Record<FailureClass | "heartbeat", string> = {
+/** The kebab-case part of an alarm or metric filter name for a log signal. */
+const SIGNAL_SLUG: Record<LogSignal, string> = {
     unschedulablePods: "unschedulable-pods",
     launchFailures: "launch-failures",
+    lifecycleErrors: "nodeclaim-lifecycle-errors",
     nodePoolNotReady: "nodepool-not-ready",
-    heartbeat: "log-heartbeat",
+    logHeartbeat: "log-heartbeat",
 };
+const STUCK_SLUG: Record<StuckKind, string> = { nodeClaimNotInitialized: "nodeclaim-not-initialized", nodeNotReady: "node-not-ready" };
 
 /** The alarm names for a cluster: fixed ones by kind, failed invocations by rule label, burst ones by Deployment. */
 export function alarmNames(clusterName: string, ruleLabels: string[], burstDeployments: string[]) {
     const byLabel = (labels: string[], name: (l: string) => string) => Object.fromEntries(labels.map((l) => [l, name(l)])) as Record<string, string>;
     return {
         controllerDown: `${clusterName}-karpenter-replicas-unavailable`,
-        ...(Object.fromEntries(Object.entries(SIGNAL_SLUG).map(([k, slug]) => [k, `${clusterName}-karpenter-${slug}`])) as Record<FailureClass | "heartbeat", string>),
+        ...(Object.fromEntries(Object.entries(SIGNAL_SLUG).map(([k, slug]) => [k, `${clusterName}-karpenter-${slug}`])) as Record<LogSignal, string>),
+        heartbeat: `${clusterName}-karpenter-metrics-heartbeat`,
+        ...(Object.fromEntries(Object.entries(STUCK_SLUG).map(([k, slug]) => [k, `${clusterName}-karpenter-${slug}`])) as Record<StuckKind, string>),
         nodePoolLimit: `${clusterName}-karpenter-nodepool-near-limit`,
         queueAge: `${clusterName}-karpenter-interruption-queue-age`,
         spotInterruptions: `${clusterName}-karpenter-spot-interruptions`,
@@ -263,17 +298,19 @@ function resolve(name: string, args: KarpenterAlarmsArgs): Resolved {
 /** The EventBridge rule label of EC2 Spot interruption warnings (components/controllerPolicy.ts interruptionRules), for the dashboard. */
 const SPOT_RULE = "spot-interruption";
 
-const signalSource = (a: Pick<Resolved, "karpenterNamespace" | "karpenterContainer" | "burstNamespace" | "nodePoolName">) => ({
+const signalSource = (a: Pick<Resolved, "karpenterNamespace" | "karpenterContainer" | "burstNamespace" | "burstDeployments" | "nodePoolName">) => ({
     namespace: a.karpenterNamespace,
     container: a.karpenterContainer,
     burstNamespace: a.burstNamespace,
+    burstDeployments: a.burstDeployments,
     nodePoolName: a.nodePoolName,
 });
 
 /**
- * CloudWatch alarms that say when Karpenter is down, cannot place burst pods, cannot launch nodes, ignores its
- * NodePool, nears the NodePool's limits or goes silent in the logs; when interruption handling is stuck; and when
- * burst capacity is unhealthy. With their notification topics and a dashboard per cluster.
+ * CloudWatch alarms that say when Karpenter is down or silent, cannot place burst pods, cannot launch nodes, fails
+ * otherwise in a NodeClaim's lifecycle, ignores its NodePool, nears the NodePool's limits, or leaves a NodeClaim
+ * uninitialized or a node NotReady; when its logs stop; when interruption handling is stuck; and when burst capacity
+ * is unhealthy. With their notification topics and a dashboard per cluster.
  */
 export class KarpenterAlarms extends pulumi.ComponentResource {
     /** Alarm and OK notification targets, by severity. */
@@ -282,8 +319,8 @@ export class KarpenterAlarms extends pulumi.ComponentResource {
     public readonly alarmNames: string[];
     public readonly alarmArns: pulumi.Output<string>[];
     public readonly dashboardName: string;
-    /** The metric filters' JSON patterns by failure class (and heartbeat), as CloudWatch Logs receives them. */
-    public readonly logPatterns: Record<FailureClass | "heartbeat", string>;
+    /** The metric filters' JSON patterns by failure class (and log heartbeat), as CloudWatch Logs receives them. */
+    public readonly logPatterns: Partial<Record<LogSignal, string>>;
 
     constructor(name: string, args: KarpenterAlarmsArgs, opts?: pulumi.ComponentResourceOptions) {
         super("notify-karpenter:index:KarpenterAlarms", name, {}, opts);
@@ -294,7 +331,7 @@ export class KarpenterAlarms extends pulumi.ComponentResource {
         const filters = logMetricFilters(name, a, this.logPatterns, child);
 
         const names = alarmNames(a.clusterName, Object.keys(a.ruleNames), a.burstDeployments);
-        const specs = [...controllerAlarms(a, names, filters), ...capacityAlarms(a, names), ...interruptionAlarms(a, names)];
+        const specs = [...controllerAlarms(a, names, filters), ...stuckNodeAlarms(a, names), ...capacityAlarms(a, names), ...interruptionAlarms(a, names)];
         const alarms = specs.map((s) => metricAlarm(name, s, a.rules[s.kind], this.topicArns, this));
         this.alarmNames = specs.map((s) => s.name);
         this.alarmArns = alarms.map((x) => x.arn);
@@ -342,35 +379,36 @@ function notificationTopics(name: string, a: Resolved, child: pulumi.CustomResou
     return { warning: topic("warning"), critical: topic("critical") };
 }
 
-/** A metric per failure class and one for the heartbeat. A period with log events but no match counts 0. */
-function logMetricFilters(name: string, a: Resolved, patterns: Record<FailureClass | "heartbeat", string>, child: pulumi.CustomResourceOptions) {
+/** A metric per failure class and one for the log heartbeat. A period with log events but no match counts 0. */
+function logMetricFilters(name: string, a: Resolved, patterns: Partial<Record<LogSignal, string>>, child: pulumi.CustomResourceOptions) {
     // A metric filter needs its log group to exist; on a created log group it waits for it.
     const logGroupName = a.createLogGroup ? new aws.cloudwatch.LogGroup(`${name}-log-group`, { name: a.logGroupName, retentionInDays: 7 }, child).name : a.logGroupName;
     const names = alarmNames(a.clusterName, [], []);
     return Object.fromEntries(
-        (Object.keys(patterns) as (FailureClass | "heartbeat")[]).map((k) => [
+        (Object.keys(patterns) as LogSignal[]).map((k) => [
             k,
             new aws.cloudwatch.LogMetricFilter(
                 `${name}-${SIGNAL_SLUG[k]}-filter`,
                 {
                     name: names[k],
                     logGroupName,
-                    pattern: patterns[k],
+                    pattern: patterns[k]!,
                     metricTransformation: { namespace: logMetricNamespace(a.clusterName), name: LOG_METRIC[k], value: "1", defaultValue: "0", unit: "Count" },
                 },
                 child,
             ),
         ]),
-    ) as Record<FailureClass | "heartbeat", aws.cloudwatch.LogMetricFilter>;
+    ) as Partial<Record<LogSignal, aws.cloudwatch.LogMetricFilter>>;
 }
 
 const logMetricNamespace = (cluster: string) => `NotifyKarpenter/${cluster}`;
 /** The metric each log filter writes. */
-export const LOG_METRIC: Record<FailureClass | "heartbeat", string> = {
+export const LOG_METRIC: Record<LogSignal, string> = {
     unschedulablePods: "UnschedulableBurstPodLines",
     launchFailures: "LaunchFailureLines",
+    lifecycleErrors: "NodeClaimLifecycleErrorLines",
     nodePoolNotReady: "NodePoolNotReadyLines",
-    heartbeat: "KarpenterLogLines",
+    logHeartbeat: "KarpenterLogLines",
 };
 
 type Metric = { namespace: string; metricName: string; statistic: string; dimensions?: Record<string, pulumi.Input<string>> };
@@ -424,16 +462,18 @@ function replicasMetric(a: Resolved, namespace: string, deployment: string): Met
     return { namespace: s.namespace, metricName: s.replicasUnavailable, statistic: "Minimum", dimensions: { [d.cluster]: a.clusterName, [d.namespace]: namespace, [d.deployment]: deployment } };
 }
 
-/** Karpenter down, silent in the logs, or failing in one of the ways its logs show. */
-function controllerAlarms(a: Resolved, names: ReturnType<typeof alarmNames>, filters: Record<FailureClass | "heartbeat", aws.cloudwatch.LogMetricFilter>): AlarmSpec[] {
+/** Karpenter down, silent (its metrics or its logs), or failing in one of the ways its logs show. */
+function controllerAlarms(a: Resolved, names: ReturnType<typeof alarmNames>, filters: Partial<Record<LogSignal, aws.cloudwatch.LogMetricFilter>>): AlarmSpec[] {
     const cluster = a.clusterName;
     const r = a.rules;
-    const logMetric = (k: FailureClass | "heartbeat"): Metric => ({ namespace: logMetricNamespace(cluster), metricName: LOG_METRIC[k], statistic: "Sum" });
+    const logMetric = (k: LogSignal): Metric => ({ namespace: logMetricNamespace(cluster), metricName: LOG_METRIC[k], statistic: "Sum" });
     const what: Record<FailureClass, string> = {
-        unschedulablePods: `could not place pods of ${a.burstNamespace} ("could not schedule pod": NodePool limits reached, or no instance type or offering fits) with at least ${r.unschedulablePods.threshold} lines, about ${Math.ceil((r.unschedulablePods.threshold * 10) / 60)} pod-minutes at one line per pod every 10 s,`,
-        launchFailures: `failed to launch nodes ("failed launching nodeclaim" or "Reconciler error" from nodeclaim.lifecycle: insufficient capacity, launch template, IAM or fleet errors) at least ${r.launchFailures.threshold} time(s) a period, one line per failed launch; Karpenter retries another offering within seconds, so failures in most periods mean launches keep failing,`,
+        unschedulablePods: `could not place burst pods of ${a.burstNamespace} ("could not schedule pod" for a pod of a burst Deployment, not of a Job or CronJob: NodePool limits reached, or no instance type or offering fits) with at least ${r.unschedulablePods.threshold} lines, about ${Math.ceil((r.unschedulablePods.threshold * 10) / 60)} pod-minutes at one line per pod every 10 s,`,
+        launchFailures: `failed to launch nodes ("failed launching nodeclaim", or "Reconciler error" from nodeclaim.lifecycle with "launching nodeclaim": insufficient capacity, launch template, IAM or fleet errors) at least ${r.launchFailures.threshold} time(s) a period, one line per failed launch; Karpenter retries another offering within seconds, so failures in most periods mean launches keep failing,`,
+        lifecycleErrors: `failed to register or terminate NodeClaims ("Reconciler error" from nodeclaim.lifecycle other than a launch, or "node claim registration error": patching the node, a refused TerminateInstances) at least ${r.lifecycleErrors.threshold} time(s) a period; the reconciler retries at most a minute apart, so errors in most periods persist. Nodes may stay or leak,`,
         nodePoolNotReady: `ignored NodePool ${a.nodePoolName} as not ready (its EC2NodeClass is not Ready: AMI, subnets, security groups or instance profile), so it launches nothing, with at least ${r.nodePoolNotReady.threshold} line(s) a period; it logs one on every provisioning loop, about every 10 s while pods wait, and stays so until someone acts,`,
     };
+    const failureClasses = (Object.keys(what) as FailureClass[]).filter((k) => filters[k] !== undefined);
     return [
         {
             kind: "controllerDown",
@@ -444,7 +484,7 @@ function controllerAlarms(a: Resolved, names: ReturnType<typeof alarmNames>, fil
             // No data means the controller or the metrics pipeline is gone: both alarm.
             treatMissingData: "breaching",
         },
-        ...FAILURE_CLASSES.map(
+        ...failureClasses.map(
             (k): AlarmSpec => ({
                 kind: k,
                 role: SIGNAL_SLUG[k],
@@ -452,22 +492,75 @@ function controllerAlarms(a: Resolved, names: ReturnType<typeof alarmNames>, fil
                 description: `Karpenter on ${cluster} ${what[k]} in ${describe(r[k])} (metric filter ${names[k]}). A blip that clears within minutes does not alarm.`,
                 metric: logMetric(k),
                 treatMissingData: "notBreaching",
-                dependsOn: [filters[k]],
+                dependsOn: [filters[k]!],
             }),
         ),
         {
             kind: "heartbeat",
-            role: SIGNAL_SLUG.heartbeat,
+            role: "metrics-heartbeat",
             name: names.heartbeat,
             description:
-                `No Karpenter log line from ${cluster} reached ${a.logGroupName} for ${describe(r.heartbeat)} (fewer than ${r.heartbeat.threshold} a period, or no log events at all): ` +
-                `the log pipeline (Fluent Bit, its JSON parsing, the container name) is broken and the failure alarms are blind.`,
-            metric: logMetric("heartbeat"),
+                `Karpenter on ${cluster} exported fewer than ${r.heartbeat.threshold} ${KARPENTER_METRICS.nodePoolLimit} sample(s) for NodePool ${a.nodePoolName} a period, or none, in ${describe(r.heartbeat)}. ` +
+                `Its leader exports that gauge at every scrape, busy or idle: no leader runs Karpenter's controllers, or cwagent-prometheus no longer scrapes it ` +
+                `(plan-out/<stack>/cwagent-prometheus-karpenter.json). The NodePool-limit, spot-interruption and stuck-node alarms are blind meanwhile.`,
+            metric: heartbeatMetric(cluster, a.nodePoolName),
             comparison: "LessThanThreshold",
             treatMissingData: "breaching",
-            dependsOn: [filters.heartbeat],
+        },
+        {
+            kind: "logHeartbeat",
+            role: SIGNAL_SLUG.logHeartbeat,
+            name: names.logHeartbeat,
+            description:
+                `No Karpenter log line from ${cluster} reached ${a.logGroupName} for ${describe(r.logHeartbeat)} (fewer than ${r.logHeartbeat.threshold} a period, or no log events at all). ` +
+                `An idle Karpenter writes nothing at info, a whole quiet weekend long; a window this long without a line means the log pipeline (Fluent Bit, its JSON parsing, the container name) is broken and the log alarms are blind.`,
+            metric: logMetric("logHeartbeat"),
+            comparison: "LessThanThreshold",
+            treatMissingData: "breaching",
+            dependsOn: [filters.logHeartbeat!],
         },
     ];
+}
+
+/** The metrics heartbeat: samples of the leader's cpu limit gauge for this NodePool (one per scrape). */
+export function heartbeatMetric(cluster: string, nodePool: string): Metric {
+    return {
+        namespace: PROMETHEUS_NAMESPACE,
+        metricName: KARPENTER_METRICS.nodePoolLimit,
+        statistic: "SampleCount",
+        dimensions: { ClusterName: cluster, nodepool: nodePool, resource_type: "cpu" },
+    };
+}
+
+/** The longest a NodeClaim of the pool has not initialized, or a node of the pool has been NotReady, in seconds. */
+export function stuckMetric(cluster: string, nodePool: string, kind: StuckKind): Metric {
+    const c = STUCK_CONDITIONS[kind];
+    return { namespace: PROMETHEUS_NAMESPACE, metricName: c.metric, statistic: "Maximum", dimensions: { ClusterName: cluster, [NODEPOOL_CONDITION_LABEL]: nodePool, type: c.type } };
+}
+
+/** A NodeClaim of the pool not initialized, or one of its nodes NotReady, for the threshold's seconds. */
+function stuckNodeAlarms(a: Resolved, names: ReturnType<typeof alarmNames>): AlarmSpec[] {
+    const cluster = a.clusterName;
+    const r = a.rules;
+    const pool = a.nodePoolName;
+    const which = `Which one: the dashboard ${a.clusterName}-karpenter's table of stuck NodeClaims and nodes`;
+    const what: Record<StuckKind, string> = {
+        nodeClaimNotInitialized:
+            `A NodeClaim of NodePool ${pool} on ${cluster} has not initialized for at least ${r.nodeClaimNotInitialized.threshold} s (${describe(r.nodeClaimNotInitialized)}): its node never went Ready or kept a startup taint (a waited-for agent that never started). ` +
+            `Karpenter never times initialization out, never consolidates such a node and keeps counting it as room for pending pods. ${which}, or kubectl get nodeclaims -l karpenter.sh/nodepool=${pool}.`,
+        nodeNotReady:
+            `A node of NodePool ${pool} on ${cluster} has been NotReady (Ready False or Unknown) for at least ${r.nodeNotReady.threshold} s (${describe(r.nodeNotReady)}): its pods are lost, it counts as disrupting in the NodePool's budgets (at 10% of 10 nodes or fewer, emptied nodes then stay), ` +
+            `and without the nodeRepair feature gate Karpenter does not replace it. ${which}, or kubectl get nodes -l karpenter.sh/nodepool=${pool}.`,
+    };
+    return STUCK_KINDS.map((k) => ({
+        kind: k,
+        role: STUCK_SLUG[k],
+        name: names[k],
+        description: what[k],
+        metric: stuckMetric(cluster, pool, k),
+        // No series means no NodeClaim or node of the pool is in that state (the gauge is deleted when it leaves it).
+        treatMissingData: "notBreaching",
+    }));
 }
 
 /** NodePool usage against its limits, burst replicas unavailable, and this cluster's spot interruptions. */
@@ -596,8 +689,9 @@ export interface DashboardInput {
 }
 
 /**
- * The dashboard: the alarms' states; nodes and burst replicas; each failure class and the log heartbeat; NodePool
- * usage against its limit; interruptions and queue age; so a load test's scaling curves read in one place.
+ * The dashboard: the alarms' states; nodes and burst replicas; each failure class and both heartbeats; NodePool
+ * usage against its limit; interruptions and queue age; stuck NodeClaims and nodes, with a table naming them; so a
+ * load test's scaling curves read in one place.
  */
 export function dashboardBody(d: DashboardInput) {
     const graph = (title: string, metrics: unknown[][], y: number, x: number, stat = "Maximum", period = 60, extra: Record<string, unknown> = {}) => ({
@@ -654,15 +748,24 @@ export function dashboardBody(d: DashboardInput) {
                   ]),
             graph(
                 "Karpenter failures by class (log lines per 5 min)",
-                FAILURE_CLASSES.map((k) => [logs, LOG_METRIC[k], { label: SIGNAL_SLUG[k] }]),
+                FAILURE_CLASSES.filter((k) => k !== "unschedulablePods" || d.burstDeployments.length > 0).map((k) => [logs, LOG_METRIC[k], { label: SIGNAL_SLUG[k] }]),
                 10,
                 0,
                 "Sum",
                 300,
             ),
-            graph("Karpenter log heartbeat (lines per hour)", [[logs, LOG_METRIC.heartbeat, { label: "lines" }]], 10, 12, "Sum", 3600, {
-                annotations: { horizontal: [{ label: "alarm below", value: d.rules.heartbeat.threshold }] },
-            }),
+            graph(
+                "Karpenter heartbeats: log lines and NodePool limit samples per hour",
+                [
+                    [logs, LOG_METRIC.logHeartbeat, { label: "log lines" }],
+                    [...metricPath(heartbeatMetric(d.cluster, d.nodePoolName)), { label: "limit samples (one a scrape)", stat: "SampleCount" }],
+                ],
+                10,
+                12,
+                "Sum",
+                3600,
+                { annotations: { horizontal: [{ label: "log alarm below", value: d.rules.logHeartbeat.threshold }] } },
+            ),
             graph(
                 `NodePool ${d.nodePoolName}: % of its cpu and memory limit in use`,
                 [
@@ -699,6 +802,65 @@ export function dashboardBody(d: DashboardInput) {
                 300,
             ),
             graph("Interruption queue: age of oldest message (s)", [["AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", d.queueName, { label: "age" }]], 22, 12),
+            graph(
+                `Stuck in ${d.nodePoolName}: longest uninitialized NodeClaim and NotReady node (s); NodeClaims deleted for launch or registration timeouts (right)`,
+                [
+                    [...metricPath(stuckMetric(d.cluster, d.nodePoolName, "nodeClaimNotInitialized")), { label: "NodeClaim not initialized (s)" }],
+                    [...metricPath(stuckMetric(d.cluster, d.nodePoolName, "nodeNotReady")), { label: "node NotReady (s)" }],
+                    ...TIMEOUT_REASONS.map((reason) => [
+                        PROMETHEUS_NAMESPACE,
+                        KARPENTER_METRICS.nodeClaimsDisrupted,
+                        "ClusterName",
+                        d.cluster,
+                        "nodepool",
+                        d.nodePoolName,
+                        "reason",
+                        reason,
+                        { label: `${reason} (per 5 min)`, stat: "Sum", yAxis: "right" },
+                    ]),
+                ],
+                28,
+                0,
+                "Maximum",
+                300,
+                {
+                    annotations: {
+                        horizontal: STUCK_KINDS.map((k) => ({ label: `${STUCK_SLUG[k]} alarm at`, value: d.rules[k].threshold })),
+                    },
+                },
+            ),
+            {
+                type: "log",
+                x: 12,
+                y: 28,
+                width: 12,
+                height: 6,
+                properties: {
+                    title: `Stuck NodeClaims and nodes of ${d.nodePoolName}, by name (seconds in the state, last hour)`,
+                    region: d.region,
+                    view: "table",
+                    query: stuckTableQuery(d.cluster, d.nodePoolName),
+                },
+            },
         ],
     };
+}
+
+/** A metric widget's path: namespace, name, then dimension name and value pairs. */
+function metricPath(m: Metric): string[] {
+    return [m.namespace, m.metricName, ...Object.entries(m.dimensions ?? {}).flatMap(([k, v]) => [k, v as string])];
+}
+
+/**
+ * Logs Insights over cwagent-prometheus's EMF events, which carry every label of a series (the object's `name`, the
+ * condition's `reason`) next to its value: which NodeClaims and nodes are stuck, that the alarms count together.
+ */
+export function stuckTableQuery(cluster: string, nodePool: string): string {
+    const nc = STUCK_CONDITIONS.nodeClaimNotInitialized.metric;
+    const node = STUCK_CONDITIONS.nodeNotReady.metric;
+    return (
+        `SOURCE '${prometheusLogGroup(cluster)}' | filter job = "karpenter" and ${NODEPOOL_CONDITION_LABEL} = "${nodePool}" and (ispresent(${nc}) or ispresent(${node}))` +
+        ` | stats max(${nc}) as notInitializedSeconds, max(${node}) as notReadySeconds, latest(reason) as reason by name` +
+        ` | sort notInitializedSeconds desc, notReadySeconds desc | limit 50`
+    );
 }

@@ -1,5 +1,6 @@
 // The CloudWatch agent file `npm run plan` writes: what to merge into GC Notify's cwagent-prometheus so Karpenter's
-// metrics reach CloudWatch, where the NodePool-limit and spot-interruption alarms read them.
+// metrics reach CloudWatch, where the metrics heartbeat, the NodePool-limit, spot-interruption and stuck-node alarms
+// read them.
 import { cloudwatchAgentKarpenterConfig } from "../components/karpenterSignals";
 import { StackConfig } from "../stacks/config";
 
@@ -9,7 +10,13 @@ const METRICS_PORT = 8080;
 /** `cwagent-prometheus-karpenter.json`: the scrape job and EMF declarations for this stack's controller. */
 export function cloudwatchAgentFile(cfg: StackConfig): string {
     // The chart names its Service after the release, "karpenter" (KarpenterController.deploymentName).
-    const config = cloudwatchAgentKarpenterConfig({ clusterName: cfg.cluster.name, namespace: cfg.controller.namespace, service: "karpenter", port: METRICS_PORT });
+    const config = cloudwatchAgentKarpenterConfig({
+        clusterName: cfg.cluster.name,
+        namespace: cfg.controller.namespace,
+        service: "karpenter",
+        port: METRICS_PORT,
+        nodePoolName: cfg.nodePool.name,
+    });
     const merge = {
         "prometheus.yaml (ConfigMap prometheus-config)": "append scrape_configs[0] to scrape_configs",
         "cwagentconfig.json (ConfigMap prometheus-cwagentconfig)": "append metric_declaration to logs.metrics_collected.prometheus.emf_processor.metric_declaration",

@@ -154,6 +154,60 @@ const controller = object(
     ],
 );
 
+/**
+ * The feature gates each Karpenter release's chart can set, read at its tag (aws/karpenter-provider-aws
+ * charts/karpenter/templates/deployment.yaml, the FEATURE_GATES variable), with the chart's defaults
+ * (charts/karpenter/values.yaml, settings.featureGates). The controller takes no other gate: the program renders
+ * only `settings.featureGates.spotToSpotConsolidation` (components/karpenterController.ts controllerValues) and the
+ * chart passes no other. Add a release here, read from its tag, before `controller.version` may name it.
+ */
+export const CHART_FEATURE_GATES: Record<string, Record<string, boolean>> = {
+    // v1.14.1 deployment.yaml:129, values.yaml:230-248.
+    "1.14.1": { ReservedCapacity: true, SpotToSpotConsolidation: false, NodeRepair: false, NodeOverlay: false, StaticCapacity: false, CapacityBuffer: false },
+};
+
+/**
+ * Upstream's pod-deletion-cost controller: kubernetes-sigs/karpenter pull request #2894 (open, not on main at
+ * 2266468, 2026-08-20; design in #2935), behind this gate, off by default in the PR and planned on at beta. With the
+ * gate on it writes controller.kubernetes.io/pod-deletion-cost on every ReplicaSet pod of Karpenter's nodes without
+ * regard for a value someone else set (refs/pull/2894/head pkg/controllers/pod/deletioncost/annotation.go:97-101),
+ * and clears it on nodes beyond the NodePool's Underutilized budget (ranking.go:76-89): GC Notify's budget is 0 in
+ * sending hours. It and the scale-down annotator would overwrite each other.
+ */
+export const UPSTREAM_DELETION_COST_GATE = "PodDeletionCostManagement";
+
+/** The gates the program turns on or off for the controller; the chart's default holds for every other. */
+export function renderedFeatureGates(c: { spotToSpotConsolidation: boolean }): Record<string, boolean> {
+    return { SpotToSpotConsolidation: c.spotToSpotConsolidation };
+}
+
+/**
+ * While the scale-down annotator runs (placement.burst.scaleDownOrder), the controller must not run upstream's
+ * pod-deletion-cost controller: a release whose gates were not read is refused, and so is one whose chart has the
+ * gate on, by default or as rendered.
+ */
+export function upstreamDeletionCostProblems(c: { version: string; spotToSpotConsolidation: boolean }, annotator: boolean, chartGates = CHART_FEATURE_GATES): Issue[] {
+    if (!annotator) return [];
+    const gates = chartGates[c.version];
+    if (gates === undefined) {
+        return [
+            {
+                path: "controller.version",
+                message: `must be a Karpenter release whose feature gates were read (${Object.keys(chartGates).join(", ")}) while placement.burst.scaleDownOrder is set: a newer release may carry upstream's pod-deletion-cost controller (gate ${UPSTREAM_DELETION_COST_GATE}, kubernetes-sigs/karpenter #2894), which would overwrite the annotator's pod-deletion-cost; read its chart and add it to CHART_FEATURE_GATES (got ${got(c.version)})`,
+            },
+        ];
+    }
+    const on = { ...gates, ...renderedFeatureGates(c) }[UPSTREAM_DELETION_COST_GATE] === true;
+    return on
+        ? [
+              {
+                  path: "controller.version",
+                  message: `must not turn on ${UPSTREAM_DELETION_COST_GATE} while placement.burst.scaleDownOrder is set: Karpenter ${c.version} would then rewrite and clear controller.kubernetes.io/pod-deletion-cost on every burst pod, fighting the annotator (kubernetes-sigs/karpenter #2894); turn the gate off in the controller's values or remove placement.burst.scaleDownOrder`,
+              },
+          ]
+        : [];
+}
+
 /** A container image pinned by tag or digest, such as Node's official image from ECR Public. */
 const pinnedImage = text("a container image with a tag or digest, such as public.ecr.aws/docker/library/node:24-alpine", /^[a-z0-9]([a-z0-9._\/:-]*[a-z0-9])?(:[\w][\w.-]{0,127}|@sha256:[a-f0-9]{64})$/, 512);
 
@@ -336,8 +390,16 @@ const alarms = object(
         controllerDown: alarmRule(DEFAULT_RULES.controllerDown, integer(1, 10)),
         unschedulablePods: alarmRule(DEFAULT_RULES.unschedulablePods, integer(1, 100000)),
         launchFailures: alarmRule(DEFAULT_RULES.launchFailures, integer(1, 10000)),
+        lifecycleErrors: alarmRule(DEFAULT_RULES.lifecycleErrors, integer(1, 10000)),
         nodePoolNotReady: alarmRule(DEFAULT_RULES.nodePoolNotReady, integer(1, 10000)),
+        /** Karpenter's scraped metrics: fewer than `threshold` samples of the leader's NodePool limit gauge a period. */
         heartbeat: alarmRule(DEFAULT_RULES.heartbeat, integer(1, 10000)),
+        /** Karpenter's log lines: fewer than `threshold` a period, in every period of the window (up to 7 days). */
+        logHeartbeat: alarmRule(DEFAULT_RULES.logHeartbeat, integer(1, 10000)),
+        // Seconds in the state. Every NodeClaim is uninitialized for a minute or two after launch, and one that never
+        // registers is deleted after 15 minutes: below 10 minutes the alarm would fire on ordinary launches.
+        nodeClaimNotInitialized: alarmRule(DEFAULT_RULES.nodeClaimNotInitialized, integer(600, 604800)),
+        nodeNotReady: alarmRule(DEFAULT_RULES.nodeNotReady, integer(600, 604800)),
         nodePoolLimit: alarmRule(DEFAULT_RULES.nodePoolLimit, integer(1, 100)),
         // The queue keeps a message 300 s, so an older message never exists.
         queueAge: alarmRule(DEFAULT_RULES.queueAge, integer(1, 299)),
@@ -607,10 +669,11 @@ export const stackSchema = object(
         ...(regionProblem(s.cluster.region) ? [] : zoneProblems(s.nodePool.zones, s.cluster.region, "nodePool.zones")),
         ...instanceSizeProblems(s.nodePool),
         ...stableSelectorProblems(s.cluster.stableNodeSelector, s.nodePool.ephemeralKey),
-        // At error level an idle controller writes nothing, and the heartbeat alarm would page every quiet day.
+        // At error level a healthy controller writes nothing, and the log heartbeat alarm would fire after every quiet window.
         ...(s.controller.logLevel === "error"
-            ? [{ path: "controller.logLevel", message: 'must be "debug" or "info": at "error" an idle Karpenter writes no line, so the log heartbeat alarm (alarms.heartbeat) fires every quiet day' }]
+            ? [{ path: "controller.logLevel", message: 'must be "debug" or "info": at "error" a healthy Karpenter writes no line, so the log heartbeat alarm (alarms.logHeartbeat) fires after every quiet week' }]
             : []),
+        ...upstreamDeletionCostProblems(s.controller, s.placement.burst.scaleDownOrder !== undefined),
     ],
 );
 

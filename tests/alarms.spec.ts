@@ -6,14 +6,14 @@ import * as path from "path";
 import { parseStackConfig } from "../stacks/validatedConfig";
 import { CONTAINER_INSIGHTS_METRIC_SOURCE, DEFAULT_RULES, KarpenterAlarms, LOG_METRIC } from "../components/karpenterAlarms";
 import { filterPatternMatches, jsonPatternMatches, parseJsonPattern } from "../components/filterPattern";
-import { FAILURE_CLASSES, KARPENTER_METRICS, cloudwatchAgentKarpenterConfig, logSignalPatterns } from "../components/karpenterSignals";
+import { FAILURE_CLASSES, KARPENTER_METRICS, cloudwatchAgentKarpenterConfig, logSignalPatterns, scrapeKeepRegex } from "../components/karpenterSignals";
 import { PLACEHOLDERS, RecordedResource, runOffline } from "../plan/offlineRuntime";
 import { plan } from "../plan/cli";
 import { policyInputs, runPolicies } from "../plan/policyRun";
 import { summary } from "../plan/render";
 import { alarmTopicsSubscribed } from "../policy/policies";
 import { BURST_DEPLOYMENTS, STACKS, buildStack, configErrorOf, errorOf, patchSections, parseJson, rawConfig, section } from "./helpers";
-import { FAILURE_LINES, ORDINARY_LINES, OTHER_CONTAINER_ICE, fluentBitRecord } from "./karpenterLines";
+import { FAILURE_LINES, NOT_BURST_POD_LINES, ORDINARY_LINES, OTHER_CONTAINER_ICE, fluentBitRecord } from "./karpenterLines";
 
 const ACCOUNT = PLACEHOLDERS.accountId;
 const REGION = "ca-central-1";
@@ -56,8 +56,12 @@ const RULES: Record<string, Record<string, Rule>> = {
         controllerDown: r(300, 2, 2, 1, "warning"),
         unschedulablePods: r(300, 4, 3, 20, "warning"),
         launchFailures: r(300, 4, 3, 1, "warning"),
+        lifecycleErrors: r(300, 4, 3, 1, "warning"),
         nodePoolNotReady: r(300, 2, 2, 1, "warning"),
-        heartbeat: r(3600, 24, 24, 1, "warning"),
+        heartbeat: r(300, 3, 3, 1, "warning"),
+        logHeartbeat: r(3600, 168, 168, 1, "warning"),
+        nodeClaimNotInitialized: r(300, 1, 1, 1800, "warning"),
+        nodeNotReady: r(300, 1, 1, 1800, "warning"),
         nodePoolLimit: r(300, 3, 3, 90, "warning"),
         queueAge: r(60, 5, 5, 180, "warning"),
         failedInvocations: r(300, 1, 1, 5, "warning"),
@@ -69,8 +73,12 @@ const RULES: Record<string, Record<string, Rule>> = {
         controllerDown: r(300, 2, 2, 1, "critical"),
         unschedulablePods: r(300, 4, 3, 20, "critical"),
         launchFailures: r(300, 4, 3, 1, "critical"),
+        lifecycleErrors: r(300, 4, 3, 1, "warning"),
         nodePoolNotReady: r(300, 2, 2, 1, "critical"),
-        heartbeat: r(3600, 24, 24, 1, "warning"),
+        heartbeat: r(300, 3, 3, 1, "warning"),
+        logHeartbeat: r(3600, 168, 168, 1, "warning"),
+        nodeClaimNotInitialized: r(300, 1, 1, 1800, "warning"),
+        nodeNotReady: r(300, 1, 1, 1800, "warning"),
         nodePoolLimit: r(300, 3, 3, 90, "warning"),
         queueAge: r(60, 5, 3, 120, "critical"),
         failedInvocations: r(300, 1, 1, 1, "warning"),
@@ -80,7 +88,13 @@ const RULES: Record<string, Record<string, Rule>> = {
     },
 };
 
-const SLUG: Record<string, string> = { unschedulablePods: "unschedulable-pods", launchFailures: "launch-failures", nodePoolNotReady: "nodepool-not-ready", heartbeat: "log-heartbeat" };
+const SLUG: Record<string, string> = {
+    unschedulablePods: "unschedulable-pods",
+    launchFailures: "launch-failures",
+    lifecycleErrors: "nodeclaim-lifecycle-errors",
+    nodePoolNotReady: "nodepool-not-ready",
+    logHeartbeat: "log-heartbeat",
+};
 
 /** Every alarm a stack must have, with everything CloudWatch evaluates and who it tells. */
 function expectedAlarms(stack: string) {
@@ -115,8 +129,32 @@ function expectedAlarms(stack: string) {
         [`${cluster}-karpenter-replicas-unavailable`]: alarm("controllerDown", replicas("karpenter", "karpenter"), "breaching"),
         [`${cluster}-karpenter-unschedulable-pods`]: alarm("unschedulablePods", logLines("UnschedulableBurstPodLines"), "notBreaching"),
         [`${cluster}-karpenter-launch-failures`]: alarm("launchFailures", logLines("LaunchFailureLines"), "notBreaching"),
+        [`${cluster}-karpenter-nodeclaim-lifecycle-errors`]: alarm("lifecycleErrors", logLines("NodeClaimLifecycleErrorLines"), "notBreaching"),
         [`${cluster}-karpenter-nodepool-not-ready`]: alarm("nodePoolNotReady", logLines("NodePoolNotReadyLines"), "notBreaching"),
-        [`${cluster}-karpenter-log-heartbeat`]: alarm("heartbeat", logLines("KarpenterLogLines"), "breaching", { comparison: "LessThanThreshold" }),
+        [`${cluster}-karpenter-log-heartbeat`]: alarm("logHeartbeat", logLines("KarpenterLogLines"), "breaching", { comparison: "LessThanThreshold" }),
+        // Samples of the leader's cpu limit gauge (one per scrape): none means Karpenter or its scrape is silent.
+        [`${cluster}-karpenter-metrics-heartbeat`]: alarm(
+            "heartbeat",
+            { namespace: PROM, metricName: "karpenter_nodepools_limit", statistic: "SampleCount", dimensions: { ClusterName: cluster, nodepool: POOL, resource_type: "cpu" } },
+            "breaching",
+            { comparison: "LessThanThreshold" },
+        ),
+        // operatorpkg's condition gauges through the plan's scrape: seconds not Initialized, or not Ready.
+        [`${cluster}-karpenter-nodeclaim-not-initialized`]: alarm(
+            "nodeClaimNotInitialized",
+            {
+                namespace: PROM,
+                metricName: "operator_nodeclaim_status_condition_current_status_seconds",
+                statistic: "Maximum",
+                dimensions: { ClusterName: cluster, karpenter_sh_nodepool: POOL, type: "Initialized" },
+            },
+            "notBreaching",
+        ),
+        [`${cluster}-karpenter-node-not-ready`]: alarm(
+            "nodeNotReady",
+            { namespace: PROM, metricName: "operator_node_status_condition_current_status_seconds", statistic: "Maximum", dimensions: { ClusterName: cluster, karpenter_sh_nodepool: POOL, type: "Ready" } },
+            "notBreaching",
+        ),
         [`${cluster}-karpenter-nodepool-near-limit`]: alarm(
             "nodePoolLimit",
             {
@@ -199,7 +237,7 @@ for (const stack of STACKS) {
         it("names every alarm after the cluster, within CloudWatch's limit, as children of the component", () => {
             const component = b.get("notify-karpenter:index:KarpenterAlarms", "karpenter-alarms");
             const alarms = b.byType(ALARM);
-            expect(alarms).to.have.length(19);
+            expect(alarms).to.have.length(23);
             for (const a of alarms) {
                 expect(a.inputs.name).to.match(new RegExp(`^${cluster}-`));
                 expect(a.inputs.name.length).to.be.at.most(255);
@@ -213,7 +251,7 @@ for (const stack of STACKS) {
 
         it("explains each log threshold by Karpenter's logging rate in the alarm description", () => {
             expect(alarmNamed(`${cluster}-karpenter-unschedulable-pods`).inputs.alarmDescription).to.include(
-                'could not place pods of notification-canada-ca ("could not schedule pod": NodePool limits reached, or no instance type or offering fits) with at least 20 lines, about 4 pod-minutes at one line per pod every 10 s, in 3 of 4 periods of 300 s',
+                'could not place burst pods of notification-canada-ca ("could not schedule pod" for a pod of a burst Deployment, not of a Job or CronJob: NodePool limits reached, or no instance type or offering fits) with at least 20 lines, about 4 pod-minutes at one line per pod every 10 s, in 3 of 4 periods of 300 s',
             );
             const launch = RULES[stack].launchFailures;
             expect(alarmNamed(`${cluster}-karpenter-launch-failures`).inputs.alarmDescription).to.include(
@@ -222,13 +260,21 @@ for (const stack of STACKS) {
             expect(alarmNamed(`${cluster}-karpenter-nodepool-not-ready`).inputs.alarmDescription).to.include(
                 "it logs one on every provisioning loop, about every 10 s while pods wait, and stays so until someone acts, in 2 of 2 periods of 300 s",
             );
-            expect(alarmNamed(`${cluster}-karpenter-log-heartbeat`).inputs.alarmDescription).to.match(/^No Karpenter log line from .* for 24 of 24 periods of 3600 s .*the failure alarms are blind\.$/);
+            expect(alarmNamed(`${cluster}-karpenter-log-heartbeat`).inputs.alarmDescription).to.match(/^No Karpenter log line from .* for 168 of 168 periods of 3600 s .*a whole quiet weekend long;.*the log alarms are blind\.$/);
+            expect(alarmNamed(`${cluster}-karpenter-metrics-heartbeat`).inputs.alarmDescription).to.include(
+                "Its leader exports that gauge at every scrape, busy or idle: no leader runs Karpenter's controllers, or cwagent-prometheus no longer scrapes it",
+            );
+            expect(alarmNamed(`${cluster}-karpenter-nodeclaim-lifecycle-errors`).inputs.alarmDescription).to.include('"Reconciler error" from nodeclaim.lifecycle other than a launch');
+            expect(alarmNamed(`${cluster}-karpenter-nodeclaim-not-initialized`).inputs.alarmDescription).to.include(
+                `kubectl get nodeclaims -l karpenter.sh/nodepool=${POOL}`,
+            );
+            expect(alarmNamed(`${cluster}-karpenter-node-not-ready`).inputs.alarmDescription).to.include("without the nodeRepair feature gate Karpenter does not replace it");
             expect(alarmNamed(`${cluster}-karpenter-nodepool-near-limit`).inputs.alarmDescription).to.include(`NodePool ${POOL} on ${cluster} has used at least 90% of its cpu or memory limit`);
         });
 
-        it("counts each failure class and the heartbeat with its own JSON metric filter on the controller's log group", () => {
+        it("counts each failure class and the log heartbeat with its own JSON metric filter on the controller's log group", () => {
             const filters = Object.fromEntries(b.byType(FILTER).map((f) => [f.name, f]));
-            const expected = logSignalPatterns({ namespace: "karpenter", container: "controller", burstNamespace: "notification-canada-ca", nodePoolName: POOL });
+            const expected = logSignalPatterns({ namespace: "karpenter", container: "controller", burstNamespace: "notification-canada-ca", burstDeployments: BURST, nodePoolName: POOL });
             expect(Object.keys(filters)).to.have.members(Object.values(SLUG).map((s) => `karpenter-alarms-${s}-filter`));
             for (const [kind, slug] of Object.entries(SLUG)) {
                 const f = filters[`karpenter-alarms-${slug}-filter`];
@@ -240,8 +286,18 @@ for (const stack of STACKS) {
                 });
                 expect(alarmNamed(`${cluster}-karpenter-${slug}`).dependencies).to.include(f.urn);
             }
+            const error = '$.kubernetes.namespace_name = "karpenter" && $.kubernetes.container_name = "controller" && $.log_processed.level = "ERROR"';
             expect(expected.unschedulablePods).to.equal(
-                '{ $.kubernetes.namespace_name = "karpenter" && $.kubernetes.container_name = "controller" && $.log_processed.level = "ERROR" && $.log_processed.message = "could not schedule pod" && $.log_processed.Pod.namespace = "notification-canada-ca" && $.log_processed.Pod.name != "celery-headroom-*" }',
+                `{ ${error} && $.log_processed.message = "could not schedule pod" && $.log_processed.Pod.namespace = "notification-canada-ca" && (` +
+                    BURST.map((d) => `$.log_processed.Pod.name = "${d}-*"`).join(" || ") +
+                    ") }",
+            );
+            const lifecycle = '$.log_processed.message = "Reconciler error" && $.log_processed.controller = "nodeclaim.lifecycle"';
+            expect(expected.launchFailures).to.equal(
+                `{ ${error} && ($.log_processed.message = "failed launching nodeclaim" || (${lifecycle} && $.log_processed.error = "launching nodeclaim*")) }`,
+            );
+            expect(expected.lifecycleErrors).to.equal(
+                `{ ${error} && ((${lifecycle} && $.log_processed.error != "launching nodeclaim*") || $.log_processed.message = "node claim registration error") }`,
             );
         });
 
@@ -251,7 +307,7 @@ for (const stack of STACKS) {
             expect(new Set(b.byType(ALARM).flatMap((a) => a.inputs.alarmActions))).to.deep.equal(new Set(Object.values(RULES[stack]).map((x) => topicArn(x.notify))));
         });
 
-        it("draws each failure class, the heartbeat, NodePool usage against its limit, interruptions and the alarms' states", () => {
+        it("draws each failure class, both heartbeats, NodePool usage against its limit, interruptions, stuck NodeClaims and nodes, and the alarms' states", () => {
             const dashboard = b.get("aws:cloudwatch/dashboard:Dashboard", "karpenter-alarms-dashboard");
             expect(dashboard.inputs.dashboardName).to.equal(`${cluster}-karpenter`);
             const widgets = parseJson(dashboard.inputs.dashboardBody).widgets;
@@ -264,11 +320,32 @@ for (const stack of STACKS) {
             expect(byTitle(/failures by class/).properties.metrics).to.deep.equal([
                 [`NotifyKarpenter/${cluster}`, "UnschedulableBurstPodLines", { label: "unschedulable-pods" }],
                 [`NotifyKarpenter/${cluster}`, "LaunchFailureLines", { label: "launch-failures" }],
+                [`NotifyKarpenter/${cluster}`, "NodeClaimLifecycleErrorLines", { label: "nodeclaim-lifecycle-errors" }],
                 [`NotifyKarpenter/${cluster}`, "NodePoolNotReadyLines", { label: "nodepool-not-ready" }],
             ]);
-            const heartbeat = byTitle(/heartbeat/).properties;
-            expect(heartbeat.metrics).to.deep.equal([[`NotifyKarpenter/${cluster}`, "KarpenterLogLines", { label: "lines" }]]);
+            const heartbeat = byTitle(/heartbeats/).properties;
+            expect(heartbeat.metrics).to.deep.equal([
+                [`NotifyKarpenter/${cluster}`, "KarpenterLogLines", { label: "log lines" }],
+                [PROM, "karpenter_nodepools_limit", "ClusterName", cluster, "nodepool", POOL, "resource_type", "cpu", { label: "limit samples (one a scrape)", stat: "SampleCount" }],
+            ]);
             expect(heartbeat.annotations.horizontal[0].value).to.equal(1);
+            const stuck = byTitle(/^Stuck in /).properties;
+            expect(stuck.metrics).to.deep.equal([
+                [PROM, "operator_nodeclaim_status_condition_current_status_seconds", "ClusterName", cluster, "karpenter_sh_nodepool", POOL, "type", "Initialized", { label: "NodeClaim not initialized (s)" }],
+                [PROM, "operator_node_status_condition_current_status_seconds", "ClusterName", cluster, "karpenter_sh_nodepool", POOL, "type", "Ready", { label: "node NotReady (s)" }],
+                [PROM, "karpenter_nodeclaims_disrupted_total", "ClusterName", cluster, "nodepool", POOL, "reason", "launch_timeout", { label: "launch_timeout (per 5 min)", stat: "Sum", yAxis: "right" }],
+                [PROM, "karpenter_nodeclaims_disrupted_total", "ClusterName", cluster, "nodepool", POOL, "reason", "registration_timeout", { label: "registration_timeout (per 5 min)", stat: "Sum", yAxis: "right" }],
+            ]);
+            expect(stuck.annotations.horizontal.map((h: any) => h.value)).to.deep.equal([1800, 1800]);
+            // The table names them: cwagent-prometheus's EMF events carry every label of the series.
+            const table = widgets.find((w: any) => w.type === "log").properties;
+            expect(table.view).to.equal("table");
+            expect(table.query).to.equal(
+                `SOURCE '/aws/containerinsights/${cluster}/prometheus' | filter job = "karpenter" and karpenter_sh_nodepool = "${POOL}" and ` +
+                    "(ispresent(operator_nodeclaim_status_condition_current_status_seconds) or ispresent(operator_node_status_condition_current_status_seconds))" +
+                    " | stats max(operator_nodeclaim_status_condition_current_status_seconds) as notInitializedSeconds, max(operator_node_status_condition_current_status_seconds) as notReadySeconds, latest(reason) as reason by name" +
+                    " | sort notInitializedSeconds desc, notReadySeconds desc | limit 50",
+            );
             const usage = byTitle(/% of its cpu and memory limit/).properties;
             expect(usage.metrics.filter((m: any[]) => typeof m[0] === "string").map((m: any[]) => [m[1], m[7], m[8].id])).to.deep.equal([
                 ["karpenter_nodepools_usage", "cpu", "cpu_used"],
@@ -288,7 +365,7 @@ for (const stack of STACKS) {
             expect(Object.keys(b.outputs)).to.include.members(["alarmTopicArns", "alarmNames", "alarmDashboardName", "alarmLogPatterns"]);
             expect(b.outputs.alarmNames).to.have.members(b.byType(ALARM).map((a) => a.inputs.name));
             expect(b.outputs.alarmDashboardName).to.equal(`${cluster}-karpenter`);
-            expect(Object.keys(b.outputs.alarmLogPatterns)).to.have.members([...FAILURE_CLASSES, "heartbeat"]);
+            expect(Object.keys(b.outputs.alarmLogPatterns)).to.have.members([...FAILURE_CLASSES, "logHeartbeat"]);
         });
 
         it("shows each alarm with this stack's thresholds, metric math and comparison in the plan", () => {
@@ -297,11 +374,14 @@ for (const stack of STACKS) {
             expect(text).to.include(
                 `alarm ${cluster}-karpenter-unschedulable-pods: Sum of NotifyKarpenter/${cluster} UnschedulableBurstPodLines >= ${u.threshold} in ${u.datapointsToAlarm} of ${u.evaluationPeriods} x ${u.period}s, missing data notBreaching -> ${topicArn(u.notify)}`,
             );
-            expect(text).to.include(`alarm ${cluster}-karpenter-log-heartbeat: Sum of NotifyKarpenter/${cluster} KarpenterLogLines < 1 in 24 of 24 x 3600s, missing data breaching`);
+            expect(text).to.include(`alarm ${cluster}-karpenter-log-heartbeat: Sum of NotifyKarpenter/${cluster} KarpenterLogLines < 1 in 168 of 168 x 3600s, missing data breaching`);
+            expect(text).to.include(
+                `alarm ${cluster}-karpenter-metrics-heartbeat: SampleCount of ${PROM} karpenter_nodepools_limit{ClusterName=${cluster},nodepool=${POOL},resource_type=cpu} < 1 in 3 of 3 x 300s, missing data breaching`,
+            );
             expect(text).to.include(`alarm ${cluster}-karpenter-nodepool-near-limit: MAX([100 * cpu_used / cpu_limit, 100 * mem_used / mem_limit]) >= 90 in 3 of 3 x 300s`);
-            expect(text.split("\n").filter((l) => l.startsWith("  alarm "))).to.have.length(19);
+            expect(text.split("\n").filter((l) => l.startsWith("  alarm "))).to.have.length(23);
             expect(text).to.include(`log metric filter ${cluster}-karpenter-launch-failures on /aws/containerinsights/${cluster}/application: { $.kubernetes.namespace_name = "karpenter"`);
-            expect(text).to.include(`dashboard ${cluster}-karpenter: 9 widgets`);
+            expect(text).to.include(`dashboard ${cluster}-karpenter: 11 widgets`);
         });
 
         it("alarms on a pod stuck for most of 20 minutes, not on an offering blackout of 3 minutes", () => {
@@ -326,12 +406,34 @@ for (const stack of STACKS) {
             expect(wouldAlarm(alarm, [0, 30, 30])).to.equal(true);
         });
 
-        it("alarms when no Karpenter line arrives for a day, or the log group receives nothing, but not after a quiet night", () => {
+        it("alarms when no Karpenter line arrives for a week, or the log group receives nothing, but not after a quiet weekend", () => {
             const alarm = alarmNamed(`${cluster}-karpenter-log-heartbeat`);
-            const day = (lines: number) => Array(24).fill(lines);
-            expect(wouldAlarm(alarm, [...Array(23).fill(0), 4, ...Array(23).fill(0), 2])).to.equal(false);
-            expect(wouldAlarm(alarm, [5, ...day(0)])).to.equal(true);
-            expect(wouldAlarm(alarm, [5, ...Array(24).fill(undefined)])).to.equal(true);
+            const hours = (n: number, lines: number | undefined) => Array(n).fill(lines);
+            // Lines on Friday evening, then silence until Monday's sending hours: 63 hours.
+            expect(wouldAlarm(alarm, [...hours(100, 0), 4, ...hours(63, 0), 2, ...hours(10, 0)])).to.equal(false);
+            expect(wouldAlarm(alarm, [5, ...hours(168, 0)])).to.equal(true);
+            expect(wouldAlarm(alarm, [5, ...hours(168, undefined)])).to.equal(true);
+            expect(wouldAlarm(alarm, [5, ...hours(167, 0), 1])).to.equal(false);
+        });
+
+        it("alarms when the leader's NodePool limit gauge has no sample for 15 minutes, not on a leader change or a missed scrape", () => {
+            const alarm = alarmNamed(`${cluster}-karpenter-metrics-heartbeat`);
+            // SampleCount per 5 minutes: one sample a scrape, a scrape a minute (cwagent-prometheus's scrape_interval).
+            expect(wouldAlarm(alarm, [5, 5, 3, 0, 4, 5, 5, 5])).to.equal(false);
+            expect(wouldAlarm(alarm, [5, 5, undefined, 5, undefined, undefined, 5])).to.equal(false);
+            expect(wouldAlarm(alarm, [5, 5, undefined, undefined, undefined])).to.equal(true);
+            expect(wouldAlarm(alarm, [5, 0, 0, 0])).to.equal(true);
+        });
+
+        it("alarms when a NodeClaim of the pool is not initialized, or a node NotReady, for 30 minutes, not on an ordinary launch or termination", () => {
+            for (const name of [`${cluster}-karpenter-nodeclaim-not-initialized`, `${cluster}-karpenter-node-not-ready`]) {
+                const alarm = alarmNamed(name);
+                // Maximum per 5 minutes of the gauge, which holds the seconds in the state; no series when none is stuck.
+                expect(wouldAlarm(alarm, [undefined, 95, 140, undefined, undefined]), name).to.equal(false);
+                expect(wouldAlarm(alarm, [undefined, 300, 600, 900, 1200, 1500, 1790, undefined]), name).to.equal(false);
+                expect(wouldAlarm(alarm, [undefined, 300, 600, 900, 1200, 1500, 1800]), name).to.equal(true);
+                expect(wouldAlarm(alarm, Array(12).fill(undefined)), name).to.equal(false);
+            }
         });
 
         it("alarms when the controller stops, or its metric disappears, but not on a rolling restart", () => {
@@ -370,19 +472,251 @@ for (const stack of STACKS) {
     });
 }
 
+// ---- A week's replay: what CloudWatch would store and evaluate ---------------------------------------------------
+
+/** A datapoint as CloudWatch stores it: minute `t` from Monday 00:00 UTC, metric, dimensions, value. */
+type Point = { t: number; namespace: string; metricName: string; dimensions: Record<string, string>; value: number };
+/** A log event of the application log group: minute, and Fluent Bit's record. */
+type LogEvent = { t: number; record: string };
+
+const MINUTE = 60;
+const HOUR = 60;
+const DAY = 24 * HOUR;
+/** Monday 00:00 UTC to the next Monday 12:00 UTC: a working week, a quiet weekend, and Monday before sending hours. */
+const REPLAY_MINUTES = 7 * DAY + 12 * HOUR;
+
+/** A metric's identity: namespace, name and its dimensions in any order. */
+type MetricId = { namespace: string; metricName: string; dimensions?: Record<string, string> };
+const metricKey = (m: MetricId) => JSON.stringify([m.namespace, m.metricName, Object.entries(m.dimensions ?? {}).sort(([a], [b]) => a.localeCompare(b))]);
+const indexes = new WeakMap<Point[], Map<string, Point[]>>();
+function pointsOf(points: Point[], m: MetricId): Point[] {
+    let index = indexes.get(points);
+    if (!index) {
+        index = new Map();
+        for (const p of points) {
+            const k = metricKey(p);
+            if (!index.has(k)) index.set(k, []);
+            index.get(k)!.push(p);
+        }
+        indexes.set(points, index);
+    }
+    return index.get(metricKey(m)) ?? [];
+}
+
+/** Datapoints of one metric per period (undefined: none), with CloudWatch's statistic. */
+function periodSeries(points: Point[], m: MetricId, stat: string, periodSeconds: number): (number | undefined)[] {
+    const per = periodSeconds / MINUTE;
+    const buckets: number[][] = Array.from({ length: Math.floor(REPLAY_MINUTES / per) }, () => []);
+    for (const p of pointsOf(points, m)) buckets[Math.floor(p.t / per)]?.push(p.value);
+    const statistic: Record<string, (v: number[]) => number> = {
+        Sum: (v) => v.reduce((x, y) => x + y, 0),
+        Minimum: (v) => Math.min(...v),
+        Maximum: (v) => Math.max(...v),
+        SampleCount: (v) => v.length,
+    };
+    return buckets.map((v) => (v.length === 0 ? undefined : statistic[stat](v)));
+}
+
+/**
+ * The series an alarm evaluates in the replay: its metric with its statistic and period, or its metric math
+ * evaluated per period where every input has a datapoint. Log metric filters turn each log event into 1 (a match)
+ * or their default value.
+ */
+function alarmSeries(alarm: RecordedResource, filters: RecordedResource[], points: Point[], logs: LogEvent[]): (number | undefined)[] {
+    const all = withLogMetrics(filters, points, logs);
+    const a = alarm.inputs;
+    if (!a.metricQueries) return periodSeries(all, a as MetricId, a.statistic, a.period);
+    const byId = Object.fromEntries(a.metricQueries.filter((q: any) => q.metric).map((q: any) => [q.id, periodSeries(all, q.metric, q.metric.stat, q.metric.period)]));
+    const result = a.metricQueries.find((q: any) => q.returnData);
+    const ids = Object.keys(byId);
+    const evaluate = new Function(...ids, "MAX", `return ${result.expression};`);
+    return byId[ids[0]].map((_: unknown, i: number) => (ids.every((id) => byId[id][i] !== undefined) ? evaluate(...ids.map((id) => byId[id][i]), (xs: number[]) => Math.max(...xs)) : undefined));
+}
+
+/** The datapoints plus those the metric filters write: per log event 1 on a match, else the default value. */
+const withLogs = new WeakMap<LogEvent[], WeakMap<Point[], Point[]>>();
+function withLogMetrics(filters: RecordedResource[], points: Point[], logs: LogEvent[]): Point[] {
+    const cached = withLogs.get(logs)?.get(points);
+    if (cached) return cached;
+    const matches = new Map<string, boolean>();
+    const matched = (pattern: string, record: string) => {
+        const key = `${pattern}\u0000${record}`;
+        if (!matches.has(key)) matches.set(key, filterPatternMatches(pattern, record));
+        return matches.get(key)!;
+    };
+    const all = [
+        ...points,
+        ...filters.flatMap((f) =>
+            logs.map((e) => ({
+                t: e.t,
+                namespace: f.inputs.metricTransformation.namespace,
+                metricName: f.inputs.metricTransformation.name,
+                dimensions: {},
+                value: matched(f.inputs.pattern, e.record) ? Number(f.inputs.metricTransformation.value) : Number(f.inputs.metricTransformation.defaultValue),
+            })),
+        ),
+    ];
+    withLogs.set(logs, (withLogs.get(logs) ?? new WeakMap()).set(points, all));
+    return all;
+}
+
+/**
+ * A healthy week of GC Notify's cluster as CloudWatch receives it, minute by minute. Weekdays: a burst at 14:00 UTC
+ * (Karpenter finds the pending burst pods, launches, registers and initializes a node: its real INFO lines; the
+ * NodeClaim is uninitialized and its node NotReady for a minute or two; burst pods wait two minutes), and the night
+ * consolidation at 23:05 UTC when the Underutilized budget opens (`disrupting node(s)`, `deleted nodeclaim`; the node
+ * goes NotReady as its instance stops). Saturday and Sunday: no burst, nothing to launch or consolidate, so Karpenter
+ * writes no line from Friday 23:05 to Monday 14:00; staging's notify-jobs CronJob pod waits 20 minutes on Saturday
+ * for on-demand room. Every day and hour: other containers log, cwagent-prometheus scrapes kube-state-metrics and
+ * Karpenter's leader every minute (one scrape missed on Saturday), one spot interruption on Wednesday, a controller
+ * rolling restart on Tuesday, the interruption queue empty.
+ */
+function healthyWeek(cluster: string, stack: string): { points: Point[]; logs: LogEvent[] } {
+    const points: Point[] = [];
+    const logs: LogEvent[] = [];
+    const limits = section(stack, "nodePool").limits as { cpu: string; memory: string };
+    const cpuLimit = Number(limits.cpu);
+    const memLimit = Number(limits.memory.replace("Gi", "")) * 2 ** 30;
+    const karpenterLine = (t: number, message: string) => {
+        const l = ORDINARY_LINES.find((x) => JSON.parse(x).message === message);
+        if (!l) throw new Error(`no ordinary line ${message}`);
+        logs.push({ t, record: fluentBitRecord(l) });
+    };
+    const prom = (t: number, metricName: string, dimensions: Record<string, string>, value: number) => points.push({ t, namespace: PROM, metricName, dimensions: { ClusterName: cluster, ...dimensions }, value });
+    const replicas = (t: number, namespace: string, deployment: string, unavailable: number) =>
+        prom(t, "kube_deployment_status_replicas_unavailable", { namespace, deployment }, unavailable);
+    const apiLine = fluentBitRecord(JSON.stringify({ level: "INFO", message: "GET /_status 200" }), { namespace: "notification-canada-ca", pod: "notify-api-5f6d7c8b9-aaaaa", container: "api" });
+    for (let t = 0; t < REPLAY_MINUTES; t++) {
+        const day = Math.floor(t / DAY);
+        const minute = t % DAY;
+        const weekday = day < 5;
+        const burst = weekday && minute >= 14 * HOUR && minute < 15 * HOUR + 30;
+        logs.push({ t, record: apiLine });
+        // Karpenter's leader: NodePool gauges every scrape but one.
+        if (!(day === 5 && minute === 3 * HOUR + 17)) {
+            prom(t, "karpenter_nodepools_limit", { nodepool: POOL, resource_type: "cpu" }, cpuLimit);
+            prom(t, "karpenter_nodepools_limit", { nodepool: POOL, resource_type: "memory" }, memLimit);
+            prom(t, "karpenter_nodepools_usage", { nodepool: POOL, resource_type: "cpu" }, burst ? 48 : 16);
+            prom(t, "karpenter_nodepools_usage", { nodepool: POOL, resource_type: "memory" }, (burst ? 96 : 32) * 2 ** 30);
+        }
+        replicas(t, "karpenter", "karpenter", day === 1 && minute === 10 * HOUR ? 1 : 0);
+        replicas(t, "karpenter", "burst-scale-down-order", 0);
+        for (const d of BURST) replicas(t, "notification-canada-ca", d, burst && minute < 14 * HOUR + 2 ? 6 : 0);
+        points.push({ t, namespace: "AWS/SQS", metricName: "ApproximateAgeOfOldestMessage", dimensions: { QueueName: `${cluster}-karpenter` }, value: day === 2 && minute === 9 * HOUR ? 3 : 0 });
+        if (weekday && minute === 14 * HOUR) {
+            for (const m of ["found provisionable pod(s)", "computed new nodeclaim(s) to fit pod(s)", "created nodeclaim", "launched nodeclaim"]) karpenterLine(t, m);
+        }
+        if (weekday && minute === 14 * HOUR + 1) karpenterLine(t, "registered nodeclaim");
+        if (weekday && minute === 14 * HOUR + 2) karpenterLine(t, "initialized nodeclaim");
+        // The new NodeClaim is uninitialized from creation until 14:02, its node NotReady for its first minute.
+        if (weekday && minute >= 14 * HOUR && minute < 14 * HOUR + 2) {
+            prom(t, "operator_nodeclaim_status_condition_current_status_seconds", { karpenter_sh_nodepool: POOL, type: "Initialized" }, (minute - 14 * HOUR + 1) * 60);
+        }
+        if (weekday && minute === 14 * HOUR + 1) prom(t, "operator_node_status_condition_current_status_seconds", { karpenter_sh_nodepool: POOL, type: "Ready" }, 40);
+        if (weekday && minute === 23 * HOUR + 5) for (const m of ["disrupting node(s)", "deleted nodeclaim"]) karpenterLine(t, m);
+        if (weekday && minute >= 23 * HOUR + 6 && minute < 23 * HOUR + 9) {
+            prom(t, "operator_node_status_condition_current_status_seconds", { karpenter_sh_nodepool: POOL, type: "Ready" }, (minute - 23 * HOUR - 5) * 60);
+        }
+        if (day === 2 && minute === 9 * HOUR) prom(t, "karpenter_nodeclaims_disrupted_total", { nodepool: POOL, reason: "spot_interrupted" }, 1);
+        // Staging's notify-jobs CronJob pod waits for on-demand room on Saturday: Karpenter logs it every 10 s.
+        if (stack === "staging" && day === 5 && minute >= 6 * HOUR && minute < 6 * HOUR + 20) {
+            for (let i = 0; i < 6; i++) logs.push({ t, record: fluentBitRecord(NOT_BURST_POD_LINES[1]) });
+        }
+    }
+    return { points, logs };
+}
+
+for (const stack of STACKS) {
+    describe(`A quiet weekend with Karpenter healthy (${stack}): a week's replay of datapoints and log lines through every alarm`, () => {
+        let b: Awaited<ReturnType<typeof buildStack>>;
+        let week: ReturnType<typeof healthyWeek>;
+        const cluster = clusterOf(stack);
+        const series = (name: string, w = week) => alarmSeries(alarmNamed(name), b.byType(FILTER), w.points, w.logs);
+        const alarmNamed = (name: string) => b.byType(ALARM).find((a) => a.inputs.name === name)!;
+        const firing = (w: ReturnType<typeof healthyWeek>) => b.byType(ALARM).filter((a) => wouldAlarm(a, alarmSeries(a, b.byType(FILTER), w.points, w.logs))).map((a) => a.inputs.name);
+
+        before(async () => {
+            b = await buildStack(stack);
+            week = healthyWeek(cluster, stack);
+        });
+
+        it("fires no alarm of the stack", () => {
+            expect(firing(week)).to.deep.equal([]);
+        });
+
+        it("is quiet: Karpenter writes no line for more than two days, so the day-long log heartbeat it replaced would have fired", () => {
+            const lines = series(`${cluster}-karpenter-log-heartbeat`);
+            const silent = lines.map((v) => (v ?? 0) < 1);
+            let longest = 0;
+            silent.reduce((run, s) => ((longest = Math.max(longest, s ? run + 1 : 0)), s ? run + 1 : 0), 0);
+            expect(longest).to.equal(stack === "staging" ? 53 : 60);
+            const dayLong = { ...alarmNamed(`${cluster}-karpenter-log-heartbeat`), inputs: { ...alarmNamed(`${cluster}-karpenter-log-heartbeat`).inputs, evaluationPeriods: 24, datapointsToAlarm: 24 } };
+            expect(wouldAlarm(dayLong, lines)).to.equal(true);
+        });
+
+        it("evaluates every alarm on data: each metric it reads has datapoints in the replay, but EventBridge's FailedInvocations (published only when a delivery fails)", () => {
+            const empty = b.byType(ALARM).filter((a) => alarmSeries(a, b.byType(FILTER), week.points, week.logs).every((v) => v === undefined)).map((a) => a.inputs.name);
+            expect(empty.every((n) => n.endsWith("-failed-invocations"))).to.equal(true);
+            expect(empty).to.have.length(RULE_SUFFIXES.length);
+        });
+
+        it("fires the stuck alarms, and only them, when a replacement node never initializes on Saturday and another goes NotReady on Sunday", () => {
+            const stuck = { points: [...week.points], logs: week.logs };
+            for (let m = 0; m < 45; m++) stuck.points.push({ t: 5 * DAY + 3 * HOUR + m, namespace: PROM, metricName: "operator_nodeclaim_status_condition_current_status_seconds", dimensions: { ClusterName: cluster, karpenter_sh_nodepool: POOL, type: "Initialized" }, value: (m + 1) * 60 });
+            for (let m = 0; m < 45; m++) stuck.points.push({ t: 6 * DAY + 10 * HOUR + m, namespace: PROM, metricName: "operator_node_status_condition_current_status_seconds", dimensions: { ClusterName: cluster, karpenter_sh_nodepool: POOL, type: "Ready" }, value: (m + 1) * 60 });
+            expect(firing(stuck)).to.have.members([`${cluster}-karpenter-nodeclaim-not-initialized`, `${cluster}-karpenter-node-not-ready`]);
+        });
+
+        it("fires the metrics heartbeat, and only it, when cwagent-prometheus stops scraping Karpenter on Sunday", () => {
+            const silent = { points: week.points.filter((p) => !(p.metricName.startsWith("karpenter_") && p.t >= 6 * DAY + 2 * HOUR && p.t < 6 * DAY + 3 * HOUR)), logs: week.logs };
+            expect(firing(silent)).to.deep.equal([`${cluster}-karpenter-metrics-heartbeat`]);
+        });
+
+        it("fires the log heartbeat, and only it, when Fluent Bit stops parsing Karpenter's lines for the whole week", () => {
+            const unparsed = { points: week.points, logs: week.logs.map((e) => ({ t: e.t, record: JSON.stringify({ ...JSON.parse(e.record), log_processed: undefined }) })) };
+            expect(firing(unparsed)).to.deep.equal([`${cluster}-karpenter-log-heartbeat`]);
+        });
+    });
+}
+
 describe("Karpenter log filters on Karpenter v1.14.1's lines, as Fluent Bit ships them", () => {
-    const patterns = logSignalPatterns({ namespace: "karpenter", container: "controller", burstNamespace: "notification-canada-ca", nodePoolName: POOL });
-    const counted = (record: string) => (Object.keys(patterns) as (keyof typeof patterns)[]).filter((k) => filterPatternMatches(patterns[k], record));
+    const patterns = logSignalPatterns({ namespace: "karpenter", container: "controller", burstNamespace: "notification-canada-ca", burstDeployments: BURST, nodePoolName: POOL });
+    const counted = (record: string) => (Object.keys(patterns) as (keyof typeof patterns)[]).filter((k) => filterPatternMatches(patterns[k]!, record));
 
     for (const k of FAILURE_CLASSES) {
-        it(`counts every ${k} line in its own metric, and in the heartbeat`, () => {
-            for (const l of FAILURE_LINES[k]) expect(counted(fluentBitRecord(l)), l).to.deep.equal([k, "heartbeat"]);
+        it(`counts every ${k} line in its own metric, and in the log heartbeat`, () => {
+            expect(FAILURE_LINES[k]).to.not.be.empty;
+            for (const l of FAILURE_LINES[k]) expect(counted(fluentBitRecord(l)), l).to.deep.equal([k, "logHeartbeat"]);
         });
     }
 
-    it("counts no ordinary line as a failure, the debug line about InsufficientInstanceCapacity included, but each in the heartbeat", () => {
-        for (const l of ORDINARY_LINES) expect(counted(fluentBitRecord(l)), l).to.deep.equal(["heartbeat"]);
+    it("counts no ordinary line as a failure, the debug line about InsufficientInstanceCapacity included, but each in the log heartbeat", () => {
+        for (const l of ORDINARY_LINES) expect(counted(fluentBitRecord(l)), l).to.deep.equal(["logHeartbeat"]);
         expect(ORDINARY_LINES.some((l) => l.includes('"level":"DEBUG"') && l.includes("InsufficientInstanceCapacity"))).to.equal(true);
+    });
+
+    it("counts no registration or termination error of nodeclaim.lifecycle as a launch failure (K launch.go:116 alone starts \"launching nodeclaim\")", () => {
+        for (const l of FAILURE_LINES.lifecycleErrors) {
+            expect(JSON.parse(l).error, l).to.not.match(/^launching nodeclaim/);
+            expect(counted(fluentBitRecord(l)), l).to.not.include("launchFailures");
+        }
+        for (const l of FAILURE_LINES.launchFailures.filter((x) => JSON.parse(x).message === "Reconciler error")) expect(JSON.parse(l).error).to.match(/^launching nodeclaim, /);
+    });
+
+    it("counts no unschedulable pod of the burst namespace that is not a burst Deployment's: the db-migration Job, a notify-jobs CronJob, a stable pod, headroom", () => {
+        for (const l of NOT_BURST_POD_LINES) {
+            expect(JSON.parse(l).Pod.namespace).to.equal("notification-canada-ca");
+            expect(counted(fluentBitRecord(l)), l).to.deep.equal(["logHeartbeat"]);
+        }
+        // The namespace-wide filter this replaced counted all but the headroom line.
+        const namespaceWide =
+            '{ $.log_processed.level = "ERROR" && $.log_processed.message = "could not schedule pod" && $.log_processed.Pod.namespace = "notification-canada-ca" && $.log_processed.Pod.name != "celery-headroom-*" }';
+        expect(NOT_BURST_POD_LINES.filter((l) => filterPatternMatches(namespaceWide, fluentBitRecord(l)))).to.have.length(3);
+    });
+
+    it("has no unschedulable-pods filter without burst Deployments (scratch): no pod of the namespace is Karpenter's to place", () => {
+        const none = logSignalPatterns({ namespace: "karpenter", container: "controller", burstNamespace: "notification-canada-ca", burstDeployments: [], nodePoolName: POOL });
+        expect(Object.keys(none)).to.have.members(["launchFailures", "lifecycleErrors", "nodePoolNotReady", "logHeartbeat"]);
     });
 
     it("counts nothing from another container, even a line with Karpenter's messages and InsufficientInstanceCapacity", () => {
@@ -391,7 +725,7 @@ describe("Karpenter log filters on Karpenter v1.14.1's lines, as Fluent Bit ship
         expect(counted(sameNamespaceOtherContainer)).to.deep.equal([]);
     });
 
-    it("counts nothing when Fluent Bit did not parse the line (no log_processed), so the heartbeat falls silent too", () => {
+    it("counts nothing when Fluent Bit did not parse the line (no log_processed), so the log heartbeat falls silent too", () => {
         const unparsed = JSON.stringify({ ...JSON.parse(fluentBitRecord(FAILURE_LINES.launchFailures[0])), log_processed: undefined });
         expect(counted(unparsed)).to.deep.equal([]);
         // The old term filter counted any line containing the words, wherever it came from.
@@ -399,7 +733,7 @@ describe("Karpenter log filters on Karpenter v1.14.1's lines, as Fluent Bit ship
     });
 
     it("keeps every pattern within CloudWatch's 1024 characters", () => {
-        for (const p of Object.values(patterns)) expect(p.length).to.be.at.most(1024);
+        for (const p of Object.values(patterns)) expect(p!.length).to.be.at.most(1024);
     });
 });
 
@@ -492,9 +826,19 @@ describe("alarms config", () => {
             /notify-karpenter:alarms\.launchFailures\.datapointsToAlarm must be at most evaluationPeriods \(4\): .* \(got 7\)/,
         ],
         [
-            "a heartbeat window longer than a day",
-            rule("staging", "heartbeat", { evaluationPeriods: 25 }),
-            /notify-karpenter:alarms\.heartbeat\.evaluationPeriods must be at most 24 with a period of 3600 s: CloudWatch evaluates at most one day \(got 25\)/,
+            "a log heartbeat window longer than 7 days",
+            rule("staging", "logHeartbeat", { evaluationPeriods: 169 }),
+            /notify-karpenter:alarms\.logHeartbeat\.evaluationPeriods must be at most 168 with a period of 3600 s: CloudWatch evaluates at most 7 days \(got 169\)/,
+        ],
+        [
+            "a window of 5-minute periods longer than a day",
+            rule("staging", "heartbeat", { evaluationPeriods: 289 }),
+            /notify-karpenter:alarms\.heartbeat\.evaluationPeriods must be at most 288 with a period of 300 s: CloudWatch evaluates at most one day with periods under an hour, 7 days with periods of an hour or more \(got 289\)/,
+        ],
+        [
+            "a stuck-node threshold an ordinary launch reaches",
+            rule("staging", "nodeClaimNotInitialized", { threshold: 120 }),
+            /notify-karpenter:alarms\.nodeClaimNotInitialized\.threshold must be an integer from 600 to 604800 \(got 120\)/,
         ],
         ["a share of the limit above 100%", rule("staging", "nodePoolLimit", { threshold: 120 }), /notify-karpenter:alarms\.nodePoolLimit\.threshold must be an integer from 1 to 100 \(got 120\)/],
         ["a zero threshold", rule("staging", "controllerDown", { threshold: 0 }), /notify-karpenter:alarms\.controllerDown\.threshold must be an integer from 1 to 10 \(got 0\)/],
@@ -544,7 +888,9 @@ describe("alarms config", () => {
         raw.alarms = { logGroupName: "/aws/containerinsights/x/application", topicNames: { warning: "alert-warning", critical: "alert-critical" } };
         const cfg = parseStackConfig("production", raw);
         expect(cfg.alarms.unschedulablePods).to.deep.equal({ period: 300, evaluationPeriods: 4, datapointsToAlarm: 3, threshold: 20, notify: "warning" });
-        expect(cfg.alarms.heartbeat).to.deep.equal(DEFAULT_RULES.heartbeat);
+        expect(cfg.alarms.heartbeat).to.deep.equal({ period: 300, evaluationPeriods: 3, datapointsToAlarm: 3, threshold: 1, notify: "warning" });
+        expect(cfg.alarms.logHeartbeat).to.deep.equal({ period: 3600, evaluationPeriods: 168, datapointsToAlarm: 168, threshold: 1, notify: "warning" });
+        for (const k of ["lifecycleErrors", "nodeClaimNotInitialized", "nodeNotReady"] as const) expect(cfg.alarms[k]).to.deep.equal(DEFAULT_RULES[k]);
         expect(cfg.alarms.metricSource.dimensions).to.deep.equal({ cluster: "ClusterName", namespace: "namespace", deployment: "deployment" });
     });
 
@@ -687,11 +1033,47 @@ describe("CloudWatch agent file for Karpenter's metrics (npm run plan)", () => {
                     { source_labels: ["__meta_kubernetes_service_name", "__meta_kubernetes_endpoint_port_name"], action: "keep", regex: "karpenter;http-metrics" },
                     { source_labels: ["__meta_kubernetes_pod_name"], action: "replace", target_label: "pod_name" },
                 ],
-                metric_relabel_configs: [{ source_labels: ["__name__"], regex: "karpenter_nodepools_usage|karpenter_nodepools_limit|karpenter_nodeclaims_disrupted_total", action: "keep" }],
+                metric_relabel_configs: [
+                    {
+                        source_labels: ["__name__", "type", "status", "karpenter_sh_nodepool"],
+                        regex:
+                            "(karpenter_nodepools_usage|karpenter_nodepools_limit|karpenter_nodeclaims_disrupted_total);;;" +
+                            "|operator_nodeclaim_status_condition_current_status_seconds;Initialized;(False|Unknown);notify-karpenter" +
+                            "|operator_node_status_condition_current_status_seconds;Ready;(False|Unknown);notify-karpenter",
+                        action: "keep",
+                    },
+                ],
             },
         ]);
         expect(Object.keys(file.merge)).to.have.length(2);
     });
+
+    // Series as Karpenter v1.14.1's leader exports them, with the labels its source gives each (K
+    // pkg/controllers/metrics/nodepool/controller.go:53-56, pkg/metrics/metrics.go:61-73; operatorpkg's condition gauges
+    // with name, type, status, reason and the objects' karpenter.sh/nodepool label, K pkg/controllers/controllers.go:143-160).
+    const series: { labels: Record<string, string>; kept: boolean; why: string }[] = [
+        { labels: { __name__: "karpenter_nodepools_limit", nodepool: POOL, resource_type: "cpu" }, kept: true, why: "the heartbeat and the limit share" },
+        { labels: { __name__: "karpenter_nodepools_usage", nodepool: POOL, resource_type: "memory" }, kept: true, why: "the limit share" },
+        { labels: { __name__: "karpenter_nodeclaims_disrupted_total", nodepool: POOL, reason: "registration_timeout", capacity_type: "spot" }, kept: true, why: "timeouts and spot interruptions" },
+        { labels: { __name__: "operator_nodeclaim_status_condition_current_status_seconds", name: "notify-karpenter-7xk2p", type: "Initialized", status: "Unknown", reason: "StartupTaintsExist", karpenter_sh_nodepool: POOL, karpenter_k8s_aws_ec2nodeclass: POOL }, kept: true, why: "a NodeClaim not initialized" },
+        { labels: { __name__: "operator_nodeclaim_status_condition_current_status_seconds", name: "notify-karpenter-7xk2p", type: "Initialized", status: "True", reason: "Initialized", karpenter_sh_nodepool: POOL }, kept: false, why: "an initialized NodeClaim" },
+        { labels: { __name__: "operator_nodeclaim_status_condition_current_status_seconds", name: "notify-karpenter-7xk2p", type: "Ready", status: "Unknown", reason: "AwaitingReconciliation", karpenter_sh_nodepool: POOL }, kept: false, why: "the root condition, which Initialized decides" },
+        { labels: { __name__: "operator_node_status_condition_current_status_seconds", name: "ip-10-0-1-23.ca-central-1.compute.internal", type: "Ready", status: "Unknown", reason: "NodeStatusUnknown", karpenter_sh_nodepool: POOL, karpenter_sh_initialized: "true" }, kept: true, why: "a node NotReady" },
+        { labels: { __name__: "operator_node_status_condition_current_status_seconds", name: "ip-10-0-1-23.ca-central-1.compute.internal", type: "MemoryPressure", status: "False", reason: "KubeletHasSufficientMemory", karpenter_sh_nodepool: POOL }, kept: false, why: "a healthy condition that is False" },
+        { labels: { __name__: "operator_node_status_condition_current_status_seconds", name: "ip-10-0-9-9.ca-central-1.compute.internal", type: "Ready", status: "False", reason: "KubeletNotReady", karpenter_sh_nodepool: "" }, kept: false, why: "a stable node, not the pool's" },
+        { labels: { __name__: "operator_nodeclaim_status_condition_count", name: "notify-karpenter-7xk2p", type: "Initialized", status: "Unknown", karpenter_sh_nodepool: POOL }, kept: false, why: "a gauge no alarm reads" },
+        { labels: { __name__: "karpenter_pods_state", name: "x", namespace: "notification-canada-ca" }, kept: false, why: "a metric no alarm reads" },
+    ];
+    /** Prometheus relabeling: source label values joined with ";" (a missing label is ""), the regex anchored at both ends. */
+    const prometheusKeeps = (labels: Record<string, string>) => {
+        const rule = file.scrape_configs[0].metric_relabel_configs[0];
+        return new RegExp(`^(?:${rule.regex})$`).test(rule.source_labels.map((l: string) => labels[l] ?? "").join(";"));
+    };
+    for (const x of series) {
+        it(`${x.kept ? "keeps" : "drops"} ${x.labels.__name__}${x.labels.type ? `{type=${x.labels.type}, status=${x.labels.status}}` : ""}: ${x.why}`, () => {
+            expect(prometheusKeeps(x.labels)).to.equal(x.kept);
+        });
+    }
 
     it("declares as EMF every metric and dimension set the alarms read, in the shape of cwagent-prometheus's declarations", async () => {
         expect(file.metric_declaration).to.deep.equal([
@@ -702,20 +1084,51 @@ describe("CloudWatch agent file for Karpenter's metrics (npm run plan)", () => {
                 metric_selectors: ["^karpenter_nodepools_usage$", "^karpenter_nodepools_limit$"],
             },
             { source_labels: ["job"], label_matcher: "^karpenter$", dimensions: [["ClusterName", "nodepool", "reason"]], metric_selectors: ["^karpenter_nodeclaims_disrupted_total$"] },
+            {
+                source_labels: ["job", "type", "status"],
+                label_matcher: "^karpenter;Initialized;(False|Unknown)$",
+                dimensions: [["ClusterName", "karpenter_sh_nodepool", "type"]],
+                metric_selectors: ["^operator_nodeclaim_status_condition_current_status_seconds$"],
+            },
+            {
+                source_labels: ["job", "type", "status"],
+                label_matcher: "^karpenter;Ready;(False|Unknown)$",
+                dimensions: [["ClusterName", "karpenter_sh_nodepool", "type"]],
+                metric_selectors: ["^operator_node_status_condition_current_status_seconds$"],
+            },
         ]);
+        // Every series the scrape keeps is declared by one declaration (the agent joins source labels with ";").
+        for (const x of series.filter((y) => y.kept)) {
+            const labels: Record<string, string> = { ...x.labels, job: "karpenter" };
+            const decls = file.metric_declaration.filter(
+                (d: any) => d.metric_selectors.includes(`^${labels.__name__}$`) && new RegExp(d.label_matcher).test(d.source_labels.map((l: string) => labels[l] ?? "").join(";")),
+            );
+            expect(decls, x.why).to.have.length(1);
+            for (const dim of decls[0].dimensions[0].filter((d: string) => d !== "ClusterName")) expect(labels, `${x.why}: ${dim}`).to.have.property(dim);
+        }
         // Each Prometheus-sourced alarm metric is published under exactly the dimension names it asks for.
         const b = await buildStack("production");
         const read = b.byType(ALARM).flatMap((a) => [a.inputs, ...(a.inputs.metricQueries ?? []).map((q: any) => q.metric).filter(Boolean)]).filter((m: any) => Object.values(KARPENTER_METRICS).includes(m.metricName));
-        expect(read.length).to.equal(5);
+        expect(read.length).to.equal(8);
         for (const m of read) {
             const decl = file.metric_declaration.find((d: any) => d.metric_selectors.includes(`^${m.metricName}$`));
             expect(decl.dimensions[0], m.metricName).to.have.members(Object.keys(m.dimensions));
         }
     });
 
-    it("is the same config function the plan wrote, for any namespace", () => {
-        const c = cloudwatchAgentKarpenterConfig({ clusterName: "x", namespace: "kube-system", service: "karpenter", port: 9090 });
+    it("is the same config function the plan wrote, for any namespace and NodePool", () => {
+        const c = cloudwatchAgentKarpenterConfig({ clusterName: "x", namespace: "kube-system", service: "karpenter", port: 9090, nodePoolName: "other" });
         expect(c.metricsEndpoint).to.equal("http://karpenter.kube-system.svc:9090/metrics");
         expect(c.scrape_configs[0].kubernetes_sd_configs[0].namespaces.names).to.deep.equal(["kube-system"]);
+        expect(c.scrape_configs[0].metric_relabel_configs[0].regex).to.equal(scrapeKeepRegex("other"));
+        expect(scrapeKeepRegex("other")).to.match(/;Initialized;\(False\|Unknown\);other\|/);
+    });
+
+    it("leaves kube_node_status_condition alone: GC Notify's kube-state-metrics job keeps only kube_deployment_status_replicas.* and kube_daemonset_status.*", () => {
+        // notification-manifests 609853e2 helmfile/charts/aws-cloudwatch/templates/prometheus-configmap.yaml:40-44.
+        const gcNotifyKeep = /^(?:(kube_deployment_status_replicas.*|kube_daemonset_status.*))$/;
+        expect(gcNotifyKeep.test("kube_node_status_condition")).to.equal(false);
+        expect(gcNotifyKeep.test("kube_deployment_status_replicas_unavailable")).to.equal(true);
+        expect(JSON.stringify(file)).to.not.include("kube_node");
     });
 });

@@ -133,9 +133,9 @@ describe("values that pass alone but break together (found in review)", () => {
         expect(refusal("lifecycle", { stablePatchTimeout: "0s" })).to.match(/^staging: notify-karpenter:lifecycle\.stablePatchTimeout must be at least 1m: a rollout needs time to pull images and start its pods/);
     });
 
-    it("refuses logLevel error, at which an idle Karpenter writes nothing and the heartbeat alarm fires daily", () => {
+    it("refuses logLevel error, at which a healthy Karpenter writes nothing and the log heartbeat alarm fires after every quiet week", () => {
         expect(refusal("controller", { logLevel: "error" })).to.equal(
-            'staging: notify-karpenter:controller.logLevel must be "debug" or "info": at "error" an idle Karpenter writes no line, so the log heartbeat alarm (alarms.heartbeat) fires every quiet day',
+            'staging: notify-karpenter:controller.logLevel must be "debug" or "info": at "error" a healthy Karpenter writes no line, so the log heartbeat alarm (alarms.logHeartbeat) fires after every quiet week',
         );
     });
 
