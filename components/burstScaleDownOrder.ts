@@ -1,6 +1,5 @@
-import * as fs from "fs";
-import * as path from "path";
 import * as k8s from "@pulumi/kubernetes";
+import { scriptFiles } from "./inClusterScript";
 import * as pulumi from "@pulumi/pulumi";
 import { DEPLOYMENT_LABEL, NOT_ON_KARPENTER_NODES } from "./celeryWorkloadPlacement";
 
@@ -100,7 +99,7 @@ export class BurstScaleDownOrder extends pulumi.ComponentResource {
         const guard = allowOnlyTheAnnotation(name, args, child);
         // The account never holds `patch pods` without the policy that limits it.
         const grants = grantAccess(name, args, { parent: this, dependsOn: guard });
-        const script = new k8s.core.v1.ConfigMap(`${name}-script`, { metadata: { name, namespace: args.namespace }, data: { [SCRIPT]: fs.readFileSync(path.join(__dirname, SCRIPT), "utf8") } }, child);
+        const script = new k8s.core.v1.ConfigMap(`${name}-script`, { metadata: { name, namespace: args.namespace }, data: scriptFiles(SCRIPT) }, child);
         new k8s.apps.v1.Deployment(`${name}-annotator`, annotatorDeployment(name, args), { parent: this, dependsOn: [account, script, ...guard, ...grants] });
 
         this.deploymentName = name;

@@ -13,16 +13,12 @@
 // A node's age never changes, so each pod is patched once in its life: the ReplicaSet documentation asks that the
 // annotation not be updated frequently ("based on a metric value").
 "use strict";
-const fs = require("fs");
 const http = require("http");
-const https = require("https");
+const { apiClient, listAll, log, message } = require("./inClusterApi.js");
 
 const ANNOTATION = "controller.kubernetes.io/pod-deletion-cost";
-const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 /** Failed passes in a row before the process exits, so the pod's restarts show the fault. */
 const MAX_FAILED_PASSES = 20;
-/** The most one request may take, answer included. */
-const REQUEST_SECONDS = 10;
 /** After SIGTERM, the most the pass under way may take before the process exits anyway (the pod's grace is 30 s). */
 const STOP_SECONDS = 20;
 
@@ -70,69 +66,6 @@ function settingsFrom(env) {
     return { settings, problems };
 }
 
-/**
- * A minimal client for the API server: in the cluster, the service account's token (read at every request, since
- * the kubelet rotates it) and CA; in tests, KUBE_API_URL and KUBE_TOKEN_FILE.
- */
-function apiClient(env) {
-    const host = env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_HOST.includes(":") ? `[${env.KUBERNETES_SERVICE_HOST}]` : env.KUBERNETES_SERVICE_HOST;
-    const base = new URL(env.KUBE_API_URL || `https://${host}:${env.KUBERNETES_SERVICE_PORT}`);
-    const tokenFile = env.KUBE_TOKEN_FILE || `${SERVICE_ACCOUNT_DIR}/token`;
-    const ca = base.protocol === "https:" ? fs.readFileSync(env.KUBE_CA_FILE || `${SERVICE_ACCOUNT_DIR}/ca.crt`) : undefined;
-    return (method, path, body, contentType) =>
-        new Promise((resolve, reject) => {
-            const what = `${method} ${path.split("?")[0]}`;
-            const payload = body === undefined ? undefined : JSON.stringify(body);
-            const headers = { Accept: "application/json", Authorization: `Bearer ${fs.readFileSync(tokenFile, "utf8").trim()}` };
-            if (payload !== undefined) Object.assign(headers, { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) });
-            const transport = base.protocol === "https:" ? https : http;
-            // Settles exactly once: an answer, an error, a connection cut mid-answer, or the deadline.
-            let settled = false;
-            const settle = (fn, value) => {
-                if (settled) return;
-                settled = true;
-                clearTimeout(deadline);
-                fn(value);
-            };
-            const req = transport.request(new URL(path, base), { method, headers, ca }, (res) => {
-                let text = "";
-                res.setEncoding("utf8");
-                res.on("data", (chunk) => (text += chunk));
-                res.on("error", () => settle(reject, new Error(`${what}: the connection closed mid-answer`)));
-                res.on("close", () => {
-                    if (!res.complete) return settle(reject, new Error(`${what}: the connection closed mid-answer`));
-                    let json;
-                    try {
-                        json = JSON.parse(text);
-                    } catch {
-                        json = undefined;
-                    }
-                    settle(resolve, { status: res.statusCode, json, text });
-                });
-            });
-            const deadline = setTimeout(() => {
-                req.destroy();
-                settle(reject, new Error(`${what}: no whole answer in ${REQUEST_SECONDS} s`));
-            }, REQUEST_SECONDS * 1000);
-            req.on("error", (err) => settle(reject, new Error(`${what}: ${err.message}`)));
-            req.end(payload);
-        });
-}
-
-/** Every item of a list, page by page. */
-async function listAll(api, path) {
-    const items = [];
-    let next = "";
-    do {
-        const res = await api("GET", `${path}&limit=500${next ? `&continue=${encodeURIComponent(next)}` : ""}`);
-        if (res.status !== 200) throw new Error(`GET ${path.split("?")[0]}: HTTP ${res.status} ${(res.json && res.json.message) || res.text}`);
-        if (!res.json || !Array.isArray(res.json.items)) throw new Error(`GET ${path.split("?")[0]}: the answer is not a list`);
-        items.push(...res.json.items);
-        next = res.json.metadata && res.json.metadata.continue;
-    } while (next);
-    return items;
-}
-
 /** One pass: list the ephemeral nodes and the running burst pods, patch the pods whose cost is missing or stale. */
 async function annotateOnce(api, s) {
     const q = encodeURIComponent;
@@ -144,7 +77,7 @@ async function annotateOnce(api, s) {
         if (res.status === 200) result.patched.push(p);
         // Deleted since the list: nothing to order.
         else if (res.status === 404) result.gone++;
-        else result.failed.push(`${p.name}: HTTP ${res.status} ${(res.json && res.json.message) || res.text}`);
+        else result.failed.push(`${p.name}: HTTP ${res.status} ${message(res)}`);
     }
     return result;
 }
@@ -164,7 +97,6 @@ function healthServer(state, intervalSeconds) {
     });
 }
 
-const log = (level, msg, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }));
 
 /** Passes every interval until SIGTERM; exits 1 after MAX_FAILED_PASSES passes in a row that failed. */
 async function main(env) {

@@ -1,6 +1,5 @@
-import * as fs from "fs";
-import * as path from "path";
 import * as k8s from "@pulumi/kubernetes";
+import { scriptFiles } from "./inClusterScript";
 import * as pulumi from "@pulumi/pulumi";
 import { NOT_ON_KARPENTER_NODES } from "./celeryWorkloadPlacement";
 import { DisruptionReason, MODEL_YEAR, SPAN_DAYS, SPAN_FROM, SendingHours, forbiddenInSpan, forbiddenMinutes, sendingWindow, utcClock } from "./disruptionBudgets";
@@ -93,7 +92,7 @@ export class NodeRecycler extends pulumi.ComponentResource {
             { metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name }, subjects: [{ kind: "ServiceAccount", name, namespace: args.namespace }] },
             { parent: this, dependsOn: [role, ...guard] },
         );
-        const script = new k8s.core.v1.ConfigMap(`${name}-script`, { metadata: { name, namespace: args.namespace }, data: { [SCRIPT]: fs.readFileSync(path.join(__dirname, SCRIPT), "utf8") } }, child);
+        const script = new k8s.core.v1.ConfigMap(`${name}-script`, { metadata: { name, namespace: args.namespace }, data: scriptFiles(SCRIPT) }, child);
         new k8s.batch.v1.CronJob(`${name}-cronjob`, recyclerCronJob(name, args), { parent: this, dependsOn: [account, script, binding, ...guard] });
 
         this.cronJobName = name;

@@ -24,17 +24,12 @@
 // is still launching; it waits for each deleted NodeClaim to be gone; it deletes each NodeClaim of the run's first
 // list at most once, never one launched during the run, and stops if one launched during the run does not initialize.
 "use strict";
-const fs = require("fs");
-const http = require("http");
-const https = require("https");
+const { apiClient, listAll, log, message } = require("./inClusterApi.js");
 
 const NODEPOOL_LABEL = "karpenter.sh/nodepool";
 /** Karpenter's annotation that keeps a node from voluntary disruption (pkg/apis/v1/labels.go:50; honoured on nodes by pkg/controllers/state/statenode.go:229-230). */
 const DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt";
 const NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims";
-const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
-/** The most one request may take, answer included. */
-const REQUEST_SECONDS = 10;
 /** After SIGTERM, the most the step under way may take before the process exits anyway (the pod's grace is 30 s). */
 const STOP_SECONDS = 20;
 /** How much longer than DRAIN_SECONDS a deleted NodeClaim may take to go (instance termination, finalizers). */
@@ -149,72 +144,6 @@ function planFor(nodeClaims, nodes, s, now) {
     return { busy, candidates };
 }
 
-/**
- * A minimal client for the API server: in the cluster, the service account's token (read at every request, since
- * the kubelet rotates it) and CA; in tests, KUBE_API_URL and KUBE_TOKEN_FILE. Every request settles within
- * REQUEST_SECONDS.
- */
-function apiClient(env) {
-    const host = env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_HOST.includes(":") ? `[${env.KUBERNETES_SERVICE_HOST}]` : env.KUBERNETES_SERVICE_HOST;
-    const base = new URL(env.KUBE_API_URL || `https://${host}:${env.KUBERNETES_SERVICE_PORT}`);
-    const tokenFile = env.KUBE_TOKEN_FILE || `${SERVICE_ACCOUNT_DIR}/token`;
-    const ca = base.protocol === "https:" ? fs.readFileSync(env.KUBE_CA_FILE || `${SERVICE_ACCOUNT_DIR}/ca.crt`) : undefined;
-    return (method, path, body) =>
-        new Promise((resolve, reject) => {
-            const what = `${method} ${path.split("?")[0]}`;
-            const payload = body === undefined ? undefined : JSON.stringify(body);
-            const headers = { Accept: "application/json", Authorization: `Bearer ${fs.readFileSync(tokenFile, "utf8").trim()}` };
-            if (payload !== undefined) Object.assign(headers, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(payload) });
-            const transport = base.protocol === "https:" ? https : http;
-            // Settles exactly once: an answer, an error, a connection cut mid-answer, or the deadline.
-            let settled = false;
-            const settle = (fn, value) => {
-                if (settled) return;
-                settled = true;
-                clearTimeout(deadline);
-                fn(value);
-            };
-            const req = transport.request(new URL(path, base), { method, headers, ca }, (res) => {
-                let text = "";
-                res.setEncoding("utf8");
-                res.on("data", (chunk) => (text += chunk));
-                res.on("error", () => settle(reject, new Error(`${what}: the connection closed mid-answer`)));
-                res.on("close", () => {
-                    if (!res.complete) return settle(reject, new Error(`${what}: the connection closed mid-answer`));
-                    let json;
-                    try {
-                        json = JSON.parse(text);
-                    } catch {
-                        json = undefined;
-                    }
-                    settle(resolve, { status: res.statusCode, json, text });
-                });
-            });
-            const deadline = setTimeout(() => {
-                req.destroy();
-                settle(reject, new Error(`${what}: no whole answer in ${REQUEST_SECONDS} s`));
-            }, REQUEST_SECONDS * 1000);
-            req.on("error", (err) => settle(reject, new Error(`${what}: ${err.message}`)));
-            req.end(payload);
-        });
-}
-
-const message = (res) => (res.json && res.json.message) || res.text;
-
-/** Every item of a list, page by page. */
-async function listAll(api, path) {
-    const items = [];
-    let next = "";
-    do {
-        const res = await api("GET", `${path}&limit=500${next ? `&continue=${encodeURIComponent(next)}` : ""}`);
-        if (res.status !== 200) throw new Error(`GET ${path.split("?")[0]}: HTTP ${res.status} ${message(res)}`);
-        if (!res.json || !Array.isArray(res.json.items)) throw new Error(`GET ${path.split("?")[0]}: the answer is not a list`);
-        items.push(...res.json.items);
-        next = res.json.metadata && res.json.metadata.continue;
-    } while (next);
-    return items;
-}
-
 /** The pool's NodeClaims and nodes (both carry the karpenter.sh/nodepool label). */
 async function lookAtPool(api, s) {
     const selector = `labelSelector=${encodeURIComponent(`${NODEPOOL_LABEL}=${s.nodePool}`)}`;
@@ -231,7 +160,6 @@ function deleteNodeClaim(api, c) {
     return api("DELETE", `${NODECLAIMS}/${encodeURIComponent(c.name)}`, { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid: c.uid, resourceVersion: c.resourceVersion } });
 }
 
-const log = (level, msg, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }));
 
 /** One run: 0 when it ends normally (done, or sending hours near), 1 on a failure, 2 on bad settings. */
 async function main(env) {
