@@ -37,6 +37,9 @@ export function scaleDownOrderProblems(a: BurstScaleDownOrderArgs): string[] {
 /** The service account's user name, as the API server puts it in admission requests. */
 export const serviceAccountUser = (namespace: string, name: string) => `system:serviceaccount:${namespace}:${name}`;
 
+/** The name the stack gives the annotator (its component, Deployment and ServiceAccount). */
+export const ANNOTATOR_NAME = "burst-scale-down-order";
+
 /**
  * Karpenter v1.14.1 counts a pod whose deletion cost is at most this as nothing when it decides whether a node is
  * empty (pkg/utils/disruption/disruption.go:59, 1 + cost/2^27; pkg/controllers/disruption/types.go:136-157), and

@@ -23,7 +23,7 @@ export const CLUSTER_READ_RULES = [
     { apiGroups: ["policy"], resources: ["poddisruptionbudgets"] },
     { apiGroups: ["scheduling.k8s.io"], resources: ["priorityclasses"] },
     { apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles", "clusterrolebindings", "roles", "rolebindings"] },
-    { apiGroups: ["admissionregistration.k8s.io"], resources: ["validatingadmissionpolicies", "validatingadmissionpolicybindings"] },
+    { apiGroups: ["admissionregistration.k8s.io"], resources: ["validatingadmissionpolicies", "validatingadmissionpolicybindings", "mutatingwebhookconfigurations"] },
     { apiGroups: ["apiextensions.k8s.io"], resources: ["customresourcedefinitions"] },
     { apiGroups: ["karpenter.sh"], resources: ["nodepools", "nodeclaims"] },
     { apiGroups: ["karpenter.k8s.aws"], resources: ["ec2nodeclasses"] },

@@ -110,7 +110,18 @@ export function epochMs(t: string | Date | undefined): number | undefined {
 }
 
 /** The objects preflight reads (read-only), by what they are. */
-export type ReadKind = "secrets" | "priorityclasses" | "poddisruptionbudgets" | "deployments" | "daemonsets" | "nodepools" | "ec2nodeclasses" | "nodes" | "pods";
+export type ReadKind =
+    | "secrets"
+    | "priorityclasses"
+    | "poddisruptionbudgets"
+    | "deployments"
+    | "daemonsets"
+    | "nodepools"
+    | "ec2nodeclasses"
+    | "nodes"
+    | "pods"
+    | "namespaces"
+    | "mutatingwebhookconfigurations";
 
 /** Lists objects of a kind: in `namespace` for namespaced kinds (every namespace for pods), with an optional label selector. */
 export type ListObjects = (kind: ReadKind, namespace?: string, labelSelector?: string) => Promise<KubeObject[]>;
@@ -124,6 +135,7 @@ export function listerOf(kc: KubeConfig): ListObjects {
     const apps = kc.makeApiClient(k8s.AppsV1Api);
     const policy = kc.makeApiClient(k8s.PolicyV1Api);
     const scheduling = kc.makeApiClient(k8s.SchedulingV1Api);
+    const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     const crd = async (group: string, plural: string, labelSelector?: string) => {
         try {
@@ -144,6 +156,8 @@ export function listerOf(kc: KubeConfig): ListObjects {
                 case "daemonsets": return (await apps.listNamespacedDaemonSet(q)).items;
                 case "nodes": return (await core.listNode({ labelSelector })).items;
                 case "pods": return (await core.listPodForAllNamespaces({ labelSelector })).items;
+                case "namespaces": return (await core.listNamespace({ labelSelector })).items;
+                case "mutatingwebhookconfigurations": return (await admission.listMutatingWebhookConfiguration({ labelSelector })).items;
                 case "nodepools": return crd("karpenter.sh", "nodepools", labelSelector);
                 case "ec2nodeclasses": return crd("karpenter.k8s.aws", "ec2nodeclasses", labelSelector);
             }

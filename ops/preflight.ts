@@ -20,6 +20,7 @@ import { placementArgs } from "../stacks/componentArgs";
 import { StackConfig, approvedInstanceTypes } from "../stacks/config";
 import { STACK_TAG } from "../stacks/createStack";
 import { PROJECT, PROJECT_DIR } from "../plan/offlineRuntime";
+import { ANNOTATOR_NAME, serviceAccountUser } from "../components/burstScaleDownOrder";
 import { CAPACITY_TYPE_KEY, ChartDifference, GC_NOTIFY_WORKLOADS, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts";
 import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
 import { VersionApi } from "@kubernetes/client-node";
@@ -38,6 +39,7 @@ export const CHECKS: [string, string][] = [
     ["patch-targets", "every patched Deployment and DaemonSet exists, and each guaranteed.container is its DaemonSet's first"],
     ["daemonset-managers", "who else manages each patched DaemonSet (an EKS add-on: use its configurationValues); each addOn is an add-on of the cluster"],
     ["chart-fields", "no field the stack's patches set holds a chart's other value live (each release of the chart puts it back)"],
+    ["mutating-webhooks", "the mutating webhooks that match pod updates in the burst namespace (with the scale-down order: a change to the annotator's patch makes its policy refuse it)"],
     ["log-group", "the controller's log group exists and has Karpenter lines from the last day"],
     ["ami", "the pinned AMI exists, is x86_64 (amd64) and Amazon Linux 2023"],
     ["subnets", "a karpenter.sh/discovery subnet in every configured zone (or the configured subnets)"],
@@ -154,6 +156,9 @@ export interface KubeFacts {
     daemonSets: KubeObject[];
     stableNodes: KubeObject[];
     pods: KubeObject[];
+    /** The burst namespace, for its labels (webhooks select namespaces by label). */
+    namespaces: KubeObject[];
+    mutatingWebhooks: KubeObject[];
 }
 
 /** The release names GC Notify's helmfile declares (cds-snc/notification-manifests helmfile/helmfile.yaml.gotmpl @609853e2). */
@@ -277,6 +282,24 @@ export function surgePods(d: KubeObject): number {
 
 const fmt = (n: number) => (Math.round(n * 100) / 100).toString();
 
+/**
+ * The webhooks, as "<configuration>/<webhook>", whose rules match UPDATE of pods (resource `pods` or `*`, core group)
+ * and whose namespaceSelector selects a namespace of these labels; an objectSelector or matchConditions are named,
+ * not evaluated (they may still spare the annotator's pods).
+ */
+export function podUpdateWebhooks(configurations: KubeObject[], namespaceLabels: Record<string, string>): { name: string; unevaluated?: string }[] {
+    const has = (list: unknown, ...wanted: string[]) => Array.isArray(list) && list.some((x) => wanted.includes(x));
+    return configurations.flatMap((c) =>
+        ((c as any).webhooks ?? [])
+            .filter((w: any) => (w.rules ?? []).some((r: any) => has(r.apiGroups, "", "*") && has(r.resources, "pods", "*", "*/*") && has(r.operations, "UPDATE", "*") && r.scope !== "Cluster"))
+            .filter((w: any) => selectorSelects(w.namespaceSelector ?? {}, namespaceLabels))
+            .map((w: any) => {
+                const unevaluated = [Object.keys(w.objectSelector ?? {}).length ? "an objectSelector" : "", (w.matchConditions ?? []).length ? "matchConditions" : ""].filter(Boolean).join(" and ");
+                return { name: `MutatingWebhookConfiguration ${c.metadata?.name}, webhook ${w.name}`, ...(unevaluated ? { unevaluated } : {}) };
+            }),
+    );
+}
+
 /** Whether a label selector selects these labels (matchLabels and matchExpressions ANDed; null selects nothing, {} everything). */
 export function selectorSelects(selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] } | undefined | null, labels: Record<string, string>): boolean {
     if (!selector) return false;
@@ -320,13 +343,13 @@ function valuesFix(stack: string, d: ChartDifference): string {
 }
 
 /**
- * A burst Deployment whose chart selects a capacity type (GC Notify's notify-celery values.yaml: spot). Server-side
- * apply merges nodeSelector maps, so the patch cannot remove the key: only the chart's values can (null removes it).
+ * A burst Deployment whose chart selects a capacity type (GC Notify's notify-celery values.yaml: spot). The burst
+ * patch sets no nodeSelector, so only the chart's values can remove the key (null removes it).
  */
 function capacityTypeSelected(stack: string, d: ChartDifference): string {
     const live = (d.chart as Record<string, string>)[CAPACITY_TYPE_KEY];
     const fix = d.release ? `set ${d.valuesKey}: {${CAPACITY_TYPE_KEY}: null} in GC Notify's ${d.release} release (${valuesFile(stack, d.release)} sets it)` : "remove the key from the chart that renders it";
-    return `${d.object}: its pod template still has nodeSelector ${CAPACITY_TYPE_KEY}: ${live}, which the stack's patch cannot remove (server-side apply merges nodeSelector maps), so burst pods can use ${live} nodes only; ${fix}`;
+    return `${d.object}: its pod template still has nodeSelector ${CAPACITY_TYPE_KEY}: ${live}, which the stack's patch leaves to the chart (it sets no nodeSelector: setting one would replace the atomic map, and the chart's next release would put the key back), so burst pods can use ${live} nodes only; ${fix}`;
 }
 
 /** A node's taints that keep pods off (NoSchedule, NoExecute), as key=value:effect. */
@@ -577,6 +600,21 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
         else warn("chart-fields", `${chartSets(d)}, and each release of the chart puts its value back: ${valuesFix(cfg.stack, d)}`);
     }
     if (!differences.length) ok("chart-fields", `no chart sets a field the stack's patches set otherwise, on ${plural(p.burst.deployments.length + p.stableDeployments.length, "Deployment")} and ${plural(patchedAgents.length, "DaemonSet")}`);
+
+    // mutating-webhooks (KS-F1's neighbour): the annotator's patch passes through every mutating webhook that matches
+    // pod updates; the annotation-only policy then compares the mutated pod with the old one and refuses any other change.
+    if (p.burst.scaleDownOrder) {
+        const labels = kube.namespaces.find((n) => n.metadata?.name === p.namespace)?.metadata?.labels ?? { "kubernetes.io/metadata.name": p.namespace };
+        const matching = podUpdateWebhooks(kube.mutatingWebhooks, labels);
+        const annotator = serviceAccountUser(cfg.controller.namespace, ANNOTATOR_NAME);
+        for (const m of matching) {
+            warn(
+                "mutating-webhooks",
+                `${m.name}: matches UPDATE of pods in ${p.namespace}${m.unevaluated ? ` (${m.unevaluated}, not evaluated here)` : ""}; if it changes the scale-down annotator's patch, the annotator's admission policy refuses every patch and the order stops (its alarm fires): exclude ${annotator} with a matchCondition, or leave pods' updates out of its rules`,
+            );
+        }
+        if (!matching.length) ok("mutating-webhooks", `no mutating webhook matches UPDATE of pods in ${p.namespace} (${plural(kube.mutatingWebhooks.length, "configuration")} read)`);
+    } else ok("mutating-webhooks", "not needed: placement.burst.scaleDownOrder is off (no pod patches to protect)");
 
     // log-group
     const lg = cfg.alarms.logGroupName;
@@ -971,7 +1009,7 @@ export async function gatherKube(cfg: StackConfig, list: ListObjects): Promise<K
     const releaseNamespaces = [...new Set([cfg.controller.namespace, ...Object.values(HELMFILE_RELEASES), NIDHOGG_RELEASE.namespace])];
     const dsNamespaces = [...new Set(p.nodeDaemonSets.map((d) => d.namespace))];
     const selector = Object.entries(cfg.cluster.stableNodeSelector).map(([k, v]) => `${k}=${v}`).join(",");
-    const [secrets, priorityClasses, pdbs, nodePools, nodeClasses, deployments, daemonSets, stableNodes, pods] = await Promise.all([
+    const [secrets, priorityClasses, pdbs, nodePools, nodeClasses, deployments, daemonSets, stableNodes, pods, namespaces, mutatingWebhooks] = await Promise.all([
         Promise.all(releaseNamespaces.map((ns) => list("secrets", ns, "owner=helm"))).then((l) => l.flat()),
         list("priorityclasses"),
         Promise.all([...new Set([p.namespace, NIDHOGG_RELEASE.namespace])].map((ns) => list("poddisruptionbudgets", ns))).then((l) => l.flat()),
@@ -981,8 +1019,10 @@ export async function gatherKube(cfg: StackConfig, list: ListObjects): Promise<K
         Promise.all(dsNamespaces.map((ns) => list("daemonsets", ns))).then((l) => l.flat()),
         list("nodes", undefined, selector),
         list("pods"),
+        list("namespaces", undefined, `kubernetes.io/metadata.name=${p.namespace}`),
+        list("mutatingwebhookconfigurations"),
     ]);
-    return { releases: latestReleases(secrets), priorityClasses, pdbs, nodePools, nodeClasses, deployments, daemonSets, stableNodes, pods };
+    return { releases: latestReleases(secrets), priorityClasses, pdbs, nodePools, nodeClasses, deployments, daemonSets, stableNodes, pods, namespaces, mutatingWebhooks };
 }
 
 export interface PreflightDeps {

@@ -3,7 +3,7 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { interruptionRules } from "../components/controllerPolicy";
-import { BurstScaleDownOrder } from "../components/burstScaleDownOrder";
+import { ANNOTATOR_NAME, BurstScaleDownOrder } from "../components/burstScaleDownOrder";
 import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement";
 import { EphemeralNodePool } from "../components/ephemeralNodePool";
 import { KarpenterAlarms } from "../components/karpenterAlarms";
@@ -72,7 +72,7 @@ export function createStack(cfg: StackConfig) {
     const scaleDownOrder =
         order &&
         new BurstScaleDownOrder(
-            "burst-scale-down-order",
+            ANNOTATOR_NAME,
             { namespace: c.namespace, podNamespace: cfg.placement.namespace, nodePoolName: cfg.nodePool.name, stableNodeSelector: cfg.cluster.stableNodeSelector, image: order.image, intervalSeconds: order.intervalSeconds },
             // The CRD release creates the controller's namespace.
             { providers, dependsOn: controller.ready },

@@ -122,6 +122,8 @@ function goodWorld(cfg: StackConfig): World {
                 ],
                 [`/api/v1/namespaces/kube-system/secrets`]: [helmSecret("nidhogg", "kube-system", 3, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)))],
                 "/apis/scheduling.k8s.io/v1/priorityclasses": [{ metadata: meta("high-priority"), value: 1000000, preemptionPolicy: "PreemptLowerPriority" }],
+                "/api/v1/namespaces": [{ metadata: { name: ns, labels: { "kubernetes.io/metadata.name": ns } } }, { metadata: { name: "kube-system", labels: { "kubernetes.io/metadata.name": "kube-system" } } }],
+                "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": [],
                 // This stack's own budget (a later up): it selects the burst pods too, and is no second budget.
                 [`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`]: [
                     { metadata: meta(burstBudgetName(p.burst.deployments[0].name), ns, ["pulumi-kubernetes-1a2b3c4d"]), spec: { minAvailable: 2, selector: { matchLabels: { [DEPLOYMENT_LABEL]: p.burst.deployments[0].name } } } },
@@ -341,6 +343,37 @@ describe("npm run preflight", function () {
         ]);
     });
 
+    it("lists the mutating webhooks that match pod updates in the burst namespace, which would make the annotator's policy refuse its patches (issue 22, KS-F1)", async () => {
+        const w = goodWorld(cfg);
+        const webhook = (name: string, rule: object, extra: object = {}) => ({ name, rules: [{ apiGroups: [""], apiVersions: ["v1"], resources: ["pods"], operations: ["CREATE", "UPDATE"], ...rule }], ...extra });
+        w.kube.collections!["/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"] = [
+            {
+                metadata: { name: "istio-sidecar-injector" },
+                webhooks: [
+                    webhook("all.pods", {}),
+                    webhook("create.only", { operations: ["CREATE"] }),
+                    webhook("other.namespaces", {}, { namespaceSelector: { matchLabels: { "istio-injection": "enabled" } } }),
+                    webhook("some.pods", { resources: ["*"] }, { objectSelector: { matchLabels: { inject: "true" } } }),
+                    webhook("status.only", { resources: ["pods/status"] }),
+                ],
+            },
+        ];
+        const r = await run(w);
+        const lines = r.output.split("\n").filter((l) => l.includes("mutating-webhooks"));
+        const annotator = "system:serviceaccount:karpenter:burst-scale-down-order";
+        const tail = `if it changes the scale-down annotator's patch, the annotator's admission policy refuses every patch and the order stops (its alarm fires): exclude ${annotator} with a matchCondition, or leave pods' updates out of its rules`;
+        expect(lines).to.deep.equal([
+            `WARN  mutating-webhooks         MutatingWebhookConfiguration istio-sidecar-injector, webhook all.pods: matches UPDATE of pods in notification-canada-ca; ${tail}`,
+            `WARN  mutating-webhooks         MutatingWebhookConfiguration istio-sidecar-injector, webhook some.pods: matches UPDATE of pods in notification-canada-ca (an objectSelector, not evaluated here); ${tail}`,
+        ]);
+        expect(r.exitCode, r.output).to.equal(0);
+        // None: an OK line that says how many were read; without the scale-down order there is nothing to protect.
+        const clean = await run(goodWorld(cfg));
+        expect(clean.output).to.include("OK    mutating-webhooks         no mutating webhook matches UPDATE of pods in notification-canada-ca (0 configurations read)");
+        const off = await run(w, undefined, { stackFile: (y) => y.replace(/\n      scaleDownOrder: \{[^}]*\}/, "") });
+        expect(off.output).to.include("OK    mutating-webhooks         not needed: placement.burst.scaleDownOrder is off (no pod patches to protect)");
+    });
+
     it("leaves tainted stable nodes (SigNoz's) out of the controller's nodes, the zones and the room, and says so", async () => {
         const w = goodWorld(cfg);
         w.kube.nodes = [node("stable-a", "ca-central-1a", "2", "8Gi"), node("stable-b", "ca-central-1a", "1", "4Gi"), signozNode("signoz-1", "ca-central-1b"), signozNode("signoz-2", "ca-central-1d")];
@@ -391,7 +424,7 @@ describe("npm run preflight", function () {
         expect(r.exitCode).to.equal(1);
         expect(linesOf(r.output, "FAIL")).to.deep.equal([
             // email-send-burst is the chart's nodes.email-burst (charts/notify-celery/values.yaml: name: email-send-burst).
-            "FAIL  chart-fields              Deployment notification-canada-ca/notify-celery-email-send-burst: its pod template still has nodeSelector karpenter.sh/capacity-type: spot, which the stack's patch cannot remove (server-side apply merges nodeSelector maps), so burst pods can use spot nodes only; set nodes.email-burst.deployment.nodeSelector: {karpenter.sh/capacity-type: null} in GC Notify's notify-celery release (plan-out/staging/gc-notify-values/notify-celery.yaml sets it)",
+            "FAIL  chart-fields              Deployment notification-canada-ca/notify-celery-email-send-burst: its pod template still has nodeSelector karpenter.sh/capacity-type: spot, which the stack's patch leaves to the chart (it sets no nodeSelector: setting one would replace the atomic map, and the chart's next release would put the key back), so burst pods can use spot nodes only; set nodes.email-burst.deployment.nodeSelector: {karpenter.sh/capacity-type: null} in GC Notify's notify-celery release (plan-out/staging/gc-notify-values/notify-celery.yaml sets it)",
         ]);
         // Another key of the chart's selector is no concern of the stack's.
         burst.spec.template.spec.nodeSelector = { "kubernetes.io/os": "linux" };

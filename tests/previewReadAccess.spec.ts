@@ -34,6 +34,8 @@ const PREFLIGHT_READS: Record<ReadKind, string> = {
     ec2nodeclasses: "karpenter.k8s.aws",
     nodes: "",
     pods: "",
+    namespaces: "",
+    mutatingwebhookconfigurations: "admissionregistration.k8s.io",
 };
 
 describe("the preview role's Kubernetes reads (PreviewReadAccess)", function () {
