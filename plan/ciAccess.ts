@@ -10,6 +10,7 @@
 // - preview-policy.json, up-policy.json: the two policies as IAM reads them, for review.
 import { NODE_ROLE_POLICIES, controllerNames } from "../components/karpenterController";
 import { PREVIEW_GROUP } from "../components/previewReadAccess";
+import { SPOT_INTERRUPTION_ACTION, drillNames } from "../components/spotInterruptionDrill";
 import { StackConfig } from "../stacks/config";
 import { RecordedResource } from "./offlineRuntime";
 
@@ -143,6 +144,8 @@ export const REFRESH_ACTIONS: Record<string, string[]> = {
     "aws:sns/topicSubscription:TopicSubscription": ["sns:GetSubscriptionAttributes"],
     "aws:kms/key:Key": ["kms:DescribeKey", "kms:GetKeyPolicy", "kms:GetKeyRotationStatus", "kms:ListResourceTags"],
     "aws:kms/alias:Alias": ["kms:ListAliases"],
+    "aws:iam/rolePolicy:RolePolicy": ["iam:GetRolePolicy"],
+    "aws:fis/experimentTemplate:ExperimentTemplate": ["fis:GetExperimentTemplate", "fis:ListTagsForResource"],
 };
 
 /** What the plan recorded of a stack: its resources and its data-source calls. */
@@ -201,6 +204,7 @@ export function upPolicy(cfg: StackConfig, rec: PlanRecording): { policy: Policy
     const c = cfg.controller;
     const prefix = c.namePrefix ?? cfg.cluster.name;
     const names = controllerNames(prefix);
+    const drill = drillNames(prefix);
     const cluster = cfg.cluster.name;
     const types = new Set(awsResources(rec).map((r) => r.type));
     const has = (t: string) => types.has(t);
@@ -293,7 +297,7 @@ export function upPolicy(cfg: StackConfig, rec: PlanRecording): { policy: Policy
             Sid: "LogGroup",
             Effect: "Allow",
             Action: ["logs:CreateLogGroup", "logs:DeleteLogGroup", "logs:DeleteRetentionPolicy", "logs:ListTagsForResource", "logs:PutRetentionPolicy", "logs:TagResource", "logs:UntagResource"],
-            Resource: logGroupArns(cfg.alarms.logGroupName),
+            Resource: [...(cfg.alarms.createLogGroup ? logGroupArns(cfg.alarms.logGroupName) : []), ...(cfg.drill.enabled ? logGroupArns(drill.logGroup) : [])],
         });
     }
     if (has("aws:eks/podIdentityAssociation:PodIdentityAssociation")) {
@@ -308,8 +312,32 @@ export function upPolicy(cfg: StackConfig, rec: PlanRecording): { policy: Policy
             Sid: "PassControllerRoleToPodIdentity",
             Effect: "Allow",
             Action: ["iam:PassRole"],
-            Resource: [iamArn(`role/${names.controllerRole}`)],
+            Resource: [iamArn(`role/${names.controllerRole}`), ...(has("aws:fis/experimentTemplate:ExperimentTemplate") && cfg.controller.identity === "pod-identity" ? [iamArn(`role/${drill.workloadRole}`)] : [])],
             Condition: { StringEquals: { "iam:PassedToService": ["pods.eks.amazonaws.com"] } },
+        });
+    }
+    if (has("aws:fis/experimentTemplate:ExperimentTemplate")) {
+        // The spot interruption drill (components/spotInterruptionDrill.ts): its two roles and their inline policies,
+        // and its template, whose ID AWS makes (so any template of the account, as FIS's own examples scope it).
+        add(["aws:fis/experimentTemplate:ExperimentTemplate", "aws:iam/rolePolicy:RolePolicy"], {
+            Sid: "DrillRoles",
+            Effect: "Allow",
+            Action: ["iam:CreateRole", "iam:DeleteRole", "iam:GetRole", "iam:ListInstanceProfilesForRole", "iam:ListAttachedRolePolicies", "iam:ListRolePolicies", "iam:ListRoleTags", "iam:TagRole", "iam:UntagRole", "iam:UpdateAssumeRolePolicy", "iam:UpdateRole", "iam:UpdateRoleDescription", "iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"],
+            Resource: [iamArn(`role/${drill.experimentRole}`), iamArn(`role/${drill.workloadRole}`)],
+        });
+        statements.push({
+            Sid: "DrillTemplate",
+            Effect: "Allow",
+            Action: ["fis:CreateExperimentTemplate", "fis:DeleteExperimentTemplate", "fis:GetExperimentTemplate", "fis:UpdateExperimentTemplate", "fis:ListTagsForResource", "fis:TagResource", "fis:UntagResource"],
+            Resource: [arn("fis", "experiment-template/*"), arn("fis", `action/${SPOT_INTERRUPTION_ACTION}`)],
+        });
+        // FIS checks that the template's creator may pass it its role (AWS FIS User Guide, "IAM roles for AWS FIS experiments").
+        statements.push({
+            Sid: "PassDrillRoleToFis",
+            Effect: "Allow",
+            Action: ["iam:PassRole"],
+            Resource: [iamArn(`role/${drill.experimentRole}`)],
+            Condition: { StringEquals: { "iam:PassedToService": ["fis.amazonaws.com"] } },
         });
     }
     if (has("aws:eks/accessEntry:AccessEntry")) {

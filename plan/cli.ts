@@ -9,6 +9,7 @@ import { loadConfig } from "../stacks/validatedConfig";
 import { createStack } from "../stacks/createStack";
 import { policyConfigFor } from "../stacks/policyConfig";
 import { CI_ACCESS_DIR, CI_ACCESS_PATHS, ciAccessFiles } from "./ciAccess";
+import { PROJECT, readStackConfig } from "./offlineRuntime";
 import { cloudwatchAgentFile } from "./cloudwatchAgent";
 import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts";
 import { placementArgs } from "../stacks/componentArgs";
@@ -155,7 +156,23 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
 /** Exit code 1 when a resource exists in only one stack: the stacks run the same code and may differ only in values. */
 async function diff([a, b]: [string, string], dir: string): Promise<CommandResult> {
     const d = diffStacks({ stack: a, ...(await build(a, dir)) }, { stack: b, ...(await build(b, dir)) });
-    return { exitCode: d.onlyIn[0].length + d.onlyIn[1].length > 0 ? 1 : 0, output: renderDiff(d) };
+    // The components a config switch turns off may be in one stack only, when the two stacks set it apart.
+    const switched = SWITCHED_COMPONENTS.filter((c) => switchOf(a, c.key, dir) !== switchOf(b, c.key, dir));
+    const allowed = (r: string) => switched.some((c) => r.split(" ")[1]?.startsWith(c.name));
+    const failing = [...d.onlyIn[0], ...d.onlyIn[1]].filter((r) => !allowed(r));
+    const lines = renderDiff(d).split("\n");
+    const notes = switched.map((c) => `(${c.what} is in one stack only: ${c.key} is ${switchOf(a, c.key, dir)} in ${a} and ${switchOf(b, c.key, dir)} in ${b})`);
+    return { exitCode: failing.length > 0 ? 1 : 0, output: [...lines.slice(0, -1), ...notes, ...lines.slice(-1)].join("\n") };
+}
+
+/** Components that a stack's config switches on or off by design, by the name their resources start with. */
+const SWITCHED_COMPONENTS = [{ key: "drill.enabled", name: "spot-interruption-drill", what: "the spot interruption drill" }];
+
+/** A config switch's value in a stack file ("section.key"), as written (false when absent). */
+function switchOf(stack: string, key: string, dir: string): boolean {
+    const [section, field] = key.split(".");
+    const raw = readStackConfig(stack, dir)[`${PROJECT}:${section}`];
+    return raw === undefined ? false : JSON.parse(raw)?.[field] === true;
 }
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;

@@ -484,6 +484,31 @@ export const iamNoUnscopedEc2Mutation: ResourceValidationPolicy = {
     }),
 };
 
+/**
+ * An AWS FIS experiment template (the spot interruption drill) interrupts a bounded number of one NodePool's nodes:
+ * each target selects COUNT(n), never ALL or PERCENT(n) (which grow with the pool), by the NodePool's tag rather than
+ * by instance ARNs, and a CloudWatch alarm can stop the experiment.
+ */
+export const fisTemplateBounded: ResourceValidationPolicy = {
+    name: "fis-template-bounded",
+    description: "FIS experiment templates select COUNT(n) of one NodePool's instances by its karpenter.sh/nodepool tag (never ALL or PERCENT) and stop on a CloudWatch alarm.",
+    enforcementLevel: "mandatory",
+    validateResource: ofTypes(["aws:fis/experimentTemplate:ExperimentTemplate"], (p, args, report) => {
+        const name = p.tags?.Name ?? args.name;
+        for (const t of list<Props>(p.targets)) {
+            if (!/^COUNT\([1-9][0-9]*\)$/.test(String(t.selectionMode))) {
+                report(`FIS template ${name} target ${t.name} selects ${t.selectionMode}: use COUNT(n), so one experiment interrupts n nodes however large the pool grows (ALL and PERCENT take more as it grows)`);
+            }
+            if (list(t.resourceArns).length > 0 || !list<Props>(t.resourceTags).some((tag) => tag.key === "karpenter.sh/nodepool")) {
+                report(`FIS template ${name} target ${t.name} does not select by the karpenter.sh/nodepool tag: name the NodePool, so only its nodes can be interrupted`);
+            }
+        }
+        if (!list<Props>(p.stopConditions).some((c) => c.source === "aws:cloudwatch:alarm")) {
+            report(`FIS template ${name} has no CloudWatch alarm as a stop condition: give it the stack's burst capacity alarms, so an experiment stops when capacity runs short`);
+        }
+    }),
+};
+
 /** The pack, in the order a reviewer reads them. */
 export const policies = [
     nodePoolApprovedInstanceTypes,
@@ -496,6 +521,7 @@ export const policies = [
     alarmTopicsSubscribed,
     karpenterControllerOnStableNodes,
     iamNoUnscopedEc2Mutation,
+    fisTemplateBounded,
 ];
 
 /** The pack config (`--policy-pack-config`) for a stack: each policy gets the facts its schema declares. */

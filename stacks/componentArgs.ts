@@ -5,6 +5,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { CeleryWorkloadPlacementArgs, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement";
 import { EphemeralNodePoolArgs } from "../components/ephemeralNodePool";
 import { NodeRecyclerArgs, recycleWindow } from "../components/nodeRecycler";
+import { SpotInterruptionDrillArgs } from "../components/spotInterruptionDrill";
+import { alarmNames } from "../components/karpenterAlarms";
 import { StackConfig, approvedInstanceTypes, durationSeconds } from "./config";
 
 export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string>, dependsOn?: pulumi.Resource[]): EphemeralNodePoolArgs {
@@ -90,5 +92,30 @@ export function nodeRecyclerArgs(cfg: StackConfig): NodeRecyclerArgs | undefined
         drainSeconds,
         // Killed, at the latest, when sending hours begin after the run that starts closest to them.
         activeDeadlineSeconds: window.shortestMinutes * 60,
+    };
+}
+
+/**
+ * The stack's burst capacity alarms, which stop a drill's experiment (FIS stop conditions): the NodePool near its
+ * limit, and burst pods Karpenter cannot place (an alarm only when burst Deployments are configured).
+ */
+export function drillStopAlarmNames(cfg: StackConfig): string[] {
+    const burst = cfg.placement.burst.deployments.map((d) => d.name);
+    const names = alarmNames(cfg.cluster.name, [], burst);
+    return [names.nodePoolLimit, ...(burst.length > 0 ? [names.unschedulablePods] : [])];
+}
+
+/** The drill's arguments, without what the stack's other components give (cluster facts, alarm ARNs); undefined when drill.enabled is false. */
+export function drillArgs(cfg: StackConfig): Omit<SpotInterruptionDrillArgs, "clusterName" | "accountId" | "partition" | "stopAlarmArns"> | undefined {
+    const d = cfg.drill;
+    if (!d.enabled) return undefined;
+    return {
+        namePrefix: cfg.controller.namePrefix ?? cfg.cluster.name,
+        region: cfg.cluster.region,
+        nodePoolName: cfg.nodePool.name,
+        durationBeforeInterruption: d.durationBeforeInterruption,
+        nodes: d.nodes,
+        // The synthetic workers' credentials come from the Pod Identity agent, which a controller on IRSA does not imply.
+        syntheticWorkload: cfg.controller.identity === "pod-identity",
     };
 }

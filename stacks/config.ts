@@ -12,6 +12,7 @@ import { Infer, Issue, Schema, boolean, got, integer, k8sName, labelKey, leaf, l
 import { cron, durationAtLeast, durationSeconds } from "./schema";
 import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/instanceTypes";
 import { regionProblem, zoneProblems } from "./awsRegions";
+import { drillNameProblems, durationBeforeInterruptionProblem } from "../components/spotInterruptionDrill";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
 export const KARPENTER_VERSION = "1.14.1";
@@ -639,6 +640,58 @@ function capacityConfigProblems(s: { cluster: Infer<typeof cluster>; nodePool: I
     return issues;
 }
 
+/** A synthetic worker's receive waits at most this long (a long poll), so it sees SIGTERM within it when idle. */
+const DRILL_RECEIVE_WAIT_SECONDS = 5;
+
+/**
+ * The spot interruption drill (components/spotInterruptionDrill.ts, `npm run drill`, docs/drill.md): an AWS FIS
+ * experiment template that interrupts COUNT(nodes) running spot nodes of the pool, and the synthetic workload's role.
+ */
+const drill = object({
+    /** Create the FIS experiment template, its role and log group, and the synthetic workers' role. */
+    enabled: optional(boolean(), false),
+    /** How long after the notice EC2 interrupts each node: an ISO 8601 duration from PT2M (what AWS gives) to PT15M. */
+    durationBeforeInterruption: optional(checked(text("an ISO 8601 duration such as PT2M", /^\S+$/, 16), durationBeforeInterruptionProblem), "PT2M"),
+    /** How many of the pool's running spot nodes one experiment interrupts, chosen at random by FIS: COUNT(n), never ALL. */
+    nodes: optional(integer(1, 10), 1),
+    /** The workload `npm run drill` watches when --workload is not given. */
+    workload: optional(oneOf("synthetic", "live"), "synthetic"),
+    /** The synthetic Celery-like workload: pods placed like burst workers, working numbered messages of a temporary queue. */
+    synthetic: optional(
+        object({
+            /** An image with the AWS CLI v2 and bash, pinned: the AWS CLI's official image from ECR Public. */
+            image: pinnedImage,
+            /** Worker pods (more when more ephemeral nodes run, so that each holds one). */
+            pods: optional(integer(1, 50), 4),
+            /** Numbered messages sent before and during the interruption. */
+            messages: optional(integer(1, 2000), 60),
+            /** Seconds each message is "worked"; under the visibility timeout, as GC Notify's high-priority tasks. */
+            workSeconds: optional(integer(1, 600), 10),
+        }),
+    ),
+    /** GC Notify's real burst workers (staging): the Celery queues whose depth the drill reads. */
+    live: optional(object({ queues: list(text("an SQS queue name (letters, digits, - and _, at most 80 characters)", /^[A-Za-z0-9_-]{1,80}$/, 80), { max: 10, unique: true }) }), { queues: [] }),
+});
+const DRILL_DEFAULTS = { enabled: false, durationBeforeInterruption: "PT2M", nodes: 1, workload: "synthetic" as "synthetic" | "live", synthetic: undefined, live: { queues: [] as string[] } };
+
+/** A drill needs spot nodes, names AWS takes, and work that fits the visibility timeout and grace period. */
+function drillConfigProblems(s: { drill: Infer<typeof drill>; nodePool: Infer<typeof nodePool>; controller: { namePrefix?: string }; cluster: { name: string }; placement: Placement }): Issue[] {
+    const d = s.drill;
+    if (!d.enabled) return [];
+    const issues: Issue[] = [];
+    if (!s.nodePool.capacityTypes.includes("spot")) issues.push({ path: "drill.enabled", message: `must be false when nodePool.capacityTypes has no spot: FIS interrupts spot instances only (got capacityTypes ${got(s.nodePool.capacityTypes)})` });
+    for (const p of drillNameProblems(s.controller.namePrefix ?? s.cluster.name)) issues.push({ path: s.controller.namePrefix === undefined ? "cluster.name" : "controller.namePrefix", message: `${p}; set notify-karpenter:controller.namePrefix to a shorter prefix` });
+    if (d.workload === "synthetic" && !d.synthetic) issues.push({ path: "drill.synthetic", message: "is required when drill.workload is synthetic: the worker image, at least" });
+    if (d.workload === "live" && d.live.queues.length === 0) issues.push({ path: "drill.live.queues", message: "must name GC Notify's Celery queues when drill.workload is live: the drill reads their depth" });
+    const b = s.placement.burst;
+    if (d.synthetic && d.synthetic.workSeconds >= b.queueVisibilityTimeoutSeconds) {
+        issues.push({ path: "drill.synthetic.workSeconds", message: `must be under placement.burst.queueVisibilityTimeoutSeconds (${b.queueVisibilityTimeoutSeconds}): a message worked longer reappears and is worked twice (got ${d.synthetic.workSeconds})` });
+    } else if (d.synthetic && d.synthetic.workSeconds + DRILL_RECEIVE_WAIT_SECONDS + SHUTDOWN_MARGIN_SECONDS > b.terminationGracePeriodSeconds) {
+        issues.push({ path: "drill.synthetic.workSeconds", message: `must be at most ${b.terminationGracePeriodSeconds - DRILL_RECEIVE_WAIT_SECONDS - SHUTDOWN_MARGIN_SECONDS}: a worker's last message, its ${DRILL_RECEIVE_WAIT_SECONDS} s receive and ${SHUTDOWN_MARGIN_SECONDS} s to exit must fit placement.burst.terminationGracePeriodSeconds (${b.terminationGracePeriodSeconds}) (got ${d.synthetic.workSeconds})` });
+    }
+    return issues;
+}
+
 export { durationSeconds };
 
 export const stackSchema = object(
@@ -653,6 +706,7 @@ export const stackSchema = object(
         // Parsed on its own in parseStackConfig: nothing is deployed from it, so it never blocks plan, preview or up.
         capacity: optional(leaf<Infer<typeof capacitySchema>>("an object", () => true)),
         lifecycle: optional(lifecycle, LIFECYCLE_DEFAULTS),
+        drill: optional(drill, DRILL_DEFAULTS),
     },
     (s) => [
         ...controllerNameProblems(s.controller.namePrefix ?? s.cluster.name).map((message) => ({
@@ -674,6 +728,7 @@ export const stackSchema = object(
             ? [{ path: "controller.logLevel", message: 'must be "debug" or "info": at "error" a healthy Karpenter writes no line, so the log heartbeat alarm (alarms.logHeartbeat) fires after every quiet week' }]
             : []),
         ...upstreamDeletionCostProblems(s.controller, s.placement.burst.scaleDownOrder !== undefined),
+        ...drillConfigProblems(s),
     ],
 );
 

@@ -10,7 +10,8 @@ import { KarpenterAlarms } from "../components/karpenterAlarms";
 import { KarpenterController } from "../components/karpenterController";
 import { PreviewReadAccess } from "../components/previewReadAccess";
 import { NodeRecycler } from "../components/nodeRecycler";
-import { nodePoolArgs, nodeRecyclerArgs, placementArgs } from "./componentArgs";
+import { SpotInterruptionDrill } from "../components/spotInterruptionDrill";
+import { drillArgs, drillStopAlarmNames, nodePoolArgs, nodeRecyclerArgs, placementArgs } from "./componentArgs";
 import { clusterFor } from "./cluster";
 import { StackConfig, durationSeconds } from "./config";
 import { checkedKubeconfig, logGroupArn, nodeAmiId } from "./lookups";
@@ -128,6 +129,11 @@ export function createStack(cfg: StackConfig) {
         { providers },
     );
 
+    const drill = drillArgs(cfg);
+    // The stack's own burst capacity alarms stop the experiment; their ARNs come from the alarms component.
+    const stopAlarmArns = drillStopAlarmNames(cfg).map((n) => alarms.alarmArns[alarms.alarmNames.indexOf(n)]);
+    const spotDrill = drill && new SpotInterruptionDrill("spot-interruption-drill", { ...drill, clusterName: cluster.name, accountId: cluster.accountId, partition: cluster.partition, stopAlarmArns }, { providers });
+
     return {
         nodePoolName: pool.nodePoolName,
         ephemeralNodeKey: pool.ephemeralKey,
@@ -148,6 +154,8 @@ export function createStack(cfg: StackConfig) {
         headroomPods: placement.headroomPods,
         scaleDownOrderDeployment: scaleDownOrder ? scaleDownOrder.deploymentName : undefined,
         nodeRecyclerCronJob: recycler ? recycler.cronJobName : undefined,
+        drillTemplateId: spotDrill ? spotDrill.templateId : undefined,
+        drillTemplateName: spotDrill ? spotDrill.templateName : undefined,
         // Lookups that fail the preview when the log group or the pinned AMI is missing.
         alarmLogGroupArn: logGroupArn(cfg, awsProvider),
         nodeAmiId: nodeAmiId(cfg, awsProvider),

@@ -208,6 +208,15 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
                                 ["eks:CreatePodIdentityAssociation", `arn:aws:eks:${region}:${acct}:cluster/${i.clusterName}`],
                                 ["iam:PassRole", i.roleArn, { "iam:PassedToService": "pods.eks.amazonaws.com" }],
                             ];
+                        case "aws:iam/rolePolicy:RolePolicy": return [["iam:PutRolePolicy", `arn:aws:iam::${acct}:role/${i.role}`]];
+                        case "aws:cloudwatch/logGroup:LogGroup": return [["logs:CreateLogGroup", `arn:aws:logs:${region}:${acct}:log-group:${i.name}`], ["logs:TagResource", `arn:aws:logs:${region}:${acct}:log-group:${i.name}`]];
+                        case "aws:fis/experimentTemplate:ExperimentTemplate":
+                            return [
+                                ["fis:CreateExperimentTemplate", `arn:aws:fis:${region}:${acct}:experiment-template/EXT1a2b3c4d5e6f7`],
+                                ["fis:CreateExperimentTemplate", `arn:aws:fis:${region}:${acct}:action/aws:ec2:send-spot-instance-interruptions`],
+                                ["fis:TagResource", `arn:aws:fis:${region}:${acct}:experiment-template/EXT1a2b3c4d5e6f7`],
+                                ["iam:PassRole", i.roleArn, { "iam:PassedToService": "fis.amazonaws.com" }],
+                            ];
                         default: throw new Error(`no create request for ${r.type} in this test`);
                     }
                 };
@@ -221,6 +230,9 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
                 expect(allowed("iam:AttachRolePolicy", ownRole, { "iam:PolicyARN": "arn:aws:iam::aws:policy/AdministratorAccess" })).to.equal(false);
                 expect(allowed("iam:AttachRolePolicy", `arn:aws:iam::${acct}:role/eks-worker-role`, { "iam:PolicyARN": `arn:aws:iam::${acct}:policy/${prefix}-karpenter-interruption` })).to.equal(false);
                 expect(allowed("iam:PassRole", ownRole, { "iam:PassedToService": "ec2.amazonaws.com" })).to.equal(false);
+                // The drill's experiment role goes to FIS only, and no other role does.
+                expect(allowed("iam:PassRole", `arn:aws:iam::${acct}:role/${prefix}-fis-drill`, { "iam:PassedToService": "ec2.amazonaws.com" })).to.equal(false);
+                expect(allowed("iam:PassRole", ownRole, { "iam:PassedToService": "fis.amazonaws.com" })).to.equal(false);
                 expect(allowed("cloudwatch:DeleteAlarms", `arn:aws:cloudwatch:${region}:${acct}:alarm:load-balancer-1-500-error-1-minute-warning`)).to.equal(false);
                 expect(allowed("sqs:DeleteQueue", `arn:aws:sqs:${region}:${acct}:eks-notification-canada-cadelivery-receipts`)).to.equal(false);
             });

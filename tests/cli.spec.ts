@@ -5,6 +5,7 @@ import * as path from "path";
 import { Command, CommandResult, helpText, parseCommandLine } from "../ops/args";
 import { CAPACITY, capacity } from "../ops/capacityCli";
 import { PREFLIGHT, preflight } from "../ops/preflight";
+import { DRILL, drill } from "../ops/drill";
 import { SCALE_TEST, scaleTest } from "../ops/scaleTest";
 import { VERIFY_PLACEMENT, verifyPlacement } from "../ops/verifyPlacement";
 import { PLAN, plan } from "../plan/cli";
@@ -19,6 +20,7 @@ const commands: [string, Command, (argv: string[]) => Promise<CommandResult>][] 
     ["verify-placement", VERIFY_PLACEMENT, (argv) => verifyPlacement(argv)],
     ["scale-test", SCALE_TEST, (argv) => scaleTest(argv)],
     ["preflight", PREFLIGHT, (argv) => preflight(argv)],
+    ["drill", DRILL, (argv) => drill(argv)],
     ["lint:workflows", LINT_WORKFLOWS, (argv) => lintWorkflowsCommand(argv)],
     ["docs:config", DOCS_CONFIG, (argv) => docsConfig(argv)],
     ["generate:karpenter", GENERATE_KARPENTER, (argv) => generateKarpenter(argv)],

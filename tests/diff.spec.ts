@@ -22,8 +22,22 @@ describe("stack diff (npm run plan -- --diff)", () => {
     it("shows that staging and production differ only in values: no resource in one stack only, and what the values are", async () => {
         const { exitCode, output } = await plan(["--diff", "staging", "production"]);
         expect(exitCode, output).to.equal(0);
-        expect(output).to.include("Only in staging: none\nOnly in production: none");
-        expect(output).to.match(/^0 resources only in one stack; \d+ inputs differ in \d+ resources$/m);
+        // The one exception: the spot interruption drill, on in staging and off in production (drill.enabled).
+        expect(output).to.include(
+            [
+                "Only in staging:",
+                "  aws:cloudwatch/logGroup:LogGroup spot-interruption-drill-log-group",
+                "  aws:eks/podIdentityAssociation:PodIdentityAssociation spot-interruption-drill-workload-pod-identity",
+                "  aws:fis/experimentTemplate:ExperimentTemplate spot-interruption-drill-template",
+                "  aws:iam/role:Role spot-interruption-drill-experiment-role",
+                "  aws:iam/role:Role spot-interruption-drill-workload-role",
+                "  aws:iam/rolePolicy:RolePolicy spot-interruption-drill-experiment-policy",
+                "  aws:iam/rolePolicy:RolePolicy spot-interruption-drill-workload-policy",
+                "  notify-karpenter:index:SpotInterruptionDrill spot-interruption-drill",
+                "Only in production: none",
+            ].join("\n"),
+        );
+        expect(output).to.match(/^8 resources only in one stack; \d+ inputs differ in \d+ resources$/m);
         // At a glance: the cluster names first, then the config values each stack chose.
         expect(output).to.match(/Changes in values, most frequent first \(staging → production\):\n +\d+× {2}staging → production\n/);
         expect(output).to.include("  kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool\n    spec.limits.cpu: 400 → 1000\n");
@@ -44,17 +58,26 @@ describe("stack diff (npm run plan -- --diff)", () => {
         expect(output).to.include(
             [
                 "Only in staging:",
+                "  aws:cloudwatch/logGroup:LogGroup spot-interruption-drill-log-group",
+                "  aws:eks/podIdentityAssociation:PodIdentityAssociation spot-interruption-drill-workload-pod-identity",
+                "  aws:fis/experimentTemplate:ExperimentTemplate spot-interruption-drill-template",
+                "  aws:iam/role:Role spot-interruption-drill-experiment-role",
+                "  aws:iam/role:Role spot-interruption-drill-workload-role",
+                "  aws:iam/rolePolicy:RolePolicy spot-interruption-drill-experiment-policy",
+                "  aws:iam/rolePolicy:RolePolicy spot-interruption-drill-workload-policy",
                 "  aws:kms/alias:Alias karpenter-alarms-topics-key-alias",
                 "  aws:kms/key:Key karpenter-alarms-topics-key",
                 "  aws:sns/topic:Topic karpenter-alarms-critical-topic",
                 "  aws:sns/topic:Topic karpenter-alarms-warning-topic",
                 "  aws:sns/topicSubscription:TopicSubscription karpenter-alarms-critical-subscription-0",
                 "  aws:sns/topicSubscription:TopicSubscription karpenter-alarms-warning-subscription-0",
+                "  notify-karpenter:index:SpotInterruptionDrill spot-interruption-drill",
                 "Only in production: none",
             ].join("\n"),
         );
         expect(output).to.include("    spec.limits.memory: 2000Gi → 1000Gi");
-        expect(output).to.match(/^6 resources only in one stack; \d+ inputs differ/m);
+        // The drill's resources do not fail it (drill.enabled sets the stacks apart); the topics do.
+        expect(output).to.match(/^14 resources only in one stack; \d+ inputs differ/m);
     });
 
     it("refuses an unknown stack and mixed arguments", async () => {

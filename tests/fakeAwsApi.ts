@@ -14,9 +14,20 @@
 //   https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_DescribeRule.html, API_ListTagsForResource.html.
 // - EKS (REST JSON, error type in x-amzn-ErrorType): https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html, API_DescribeAddon.html,
 //   API_ListAddons.html (GET /clusters/<name>/addons?maxResults&nextToken: {addons: [names], nextToken}, botocore eks 2017-11-01);
+// - FIS (REST JSON, botocore fis 2020-12-01; error type in x-amzn-ErrorType, body {message}; timestamps as epoch
+//   seconds): GET /experimentTemplates (ListExperimentTemplates), GET /experimentTemplates/<id>, POST /experiments
+//   (StartExperiment), GET /experiments/<id>, DELETE /experiments/<id> (StopExperiment), GET
+//   /experiments/<id>/resolvedTargets; https://docs.aws.amazon.com/fis/latest/APIReference/API_StartExperiment.html.
+//   An experiment's state follows the fake clock through a scripted timeline (FakeFis).
+// - SQS's messages (JSON 1.0, AmazonSQS.*): CreateQueue, SendMessage, ReceiveMessage, DeleteMessage,
+//   GetQueueAttributes, DeleteQueue, with MD5OfMessageBody / MD5OfBody as the SDK checks them; visibility timeouts
+//   on the fake clock.
+// - CloudWatch (JSON 1.0 with the awsQuery error compatibility the v3 client uses, X-Amz-Target
+//   GraniteServiceVersion20100801.*, signing name monitoring): DescribeAlarms, GetMetricData.
 //   DescribeCluster's resourcesVpcConfig (endpointPublicAccess, endpointPrivateAccess, publicAccessCidrs) and
 //   accessConfig.authenticationMode (API, API_AND_CONFIG_MAP, CONFIG_MAP), botocore eks 2017-11-01 VpcConfigResponse
 //   and AccessConfigResponse.
+import * as crypto from "crypto";
 import * as http from "http";
 import { filterPatternMatches } from "../components/filterPattern";
 import { AddressInfo } from "net";
@@ -56,6 +67,33 @@ export interface FakeAwsState {
     keys: Record<string, { KeyId: string; KeyManager: "AWS" | "CUSTOMER"; policy: string }>;
     /** "service:Action" calls answered 403 (access denied), as the service words it. */
     deny?: string[];
+    /** The clock of FIS experiments, queue visibility and timestamps (epoch ms); Date.now by default. */
+    now?: () => number;
+    fis?: FakeFis;
+    /** SQS queues with messages, by name (CreateQueue adds one). */
+    sqs?: Record<string, FakeQueue>;
+    /** CloudWatch: alarm states by name, and the data GetMetricData answers for a query's metric. */
+    cloudwatch?: { alarms: Record<string, "OK" | "ALARM" | "INSUFFICIENT_DATA">; metric?: (metricName: string, dimensions: Record<string, string>) => { timestamp: number; value: number }[] };
+}
+
+/** FIS: experiment templates as GetExperimentTemplate answers them, and how an experiment unfolds. */
+export interface FakeFis {
+    templates: { id: string; tags: Tags; template: object }[];
+    /** Seconds after StartExperiment at which each state begins; an absent one is never reached. */
+    timeline: { running: number; actionStart: number; actionEnd?: number; completed?: number; failed?: { at: number; reason: string } };
+    /** The instances the target resolves to (IDs). */
+    instances: string[];
+    /** Called at StartExperiment (with the clock's time): the test's cue to script the cluster's side. */
+    onStart?: (experimentId: string, now: number) => void;
+    /** Every experiment started, by ID: when, and when a StopExperiment came. */
+    experiments?: Record<string, { templateId: string; started: number; stopped?: number; tags: Tags }>;
+}
+
+export interface FakeQueue {
+    attributes: Record<string, string>;
+    tags?: Tags;
+    messages: { id: string; body: string; handle?: string; visibleAt: number; receives: number }[];
+    deleted?: boolean;
 }
 
 export interface FakeCluster {
@@ -101,6 +139,7 @@ export class FakeAwsApi {
             const target = req.headers["x-amz-target"] as string | undefined;
             try {
                 if (service === "eks") return this.eks(req.method ?? "GET", new URL(req.url ?? "/", "http://x"), res);
+                if (service === "fis") return this.fis(req.method ?? "GET", new URL(req.url ?? "/", "http://x"), JSON.parse(body || "{}"), res);
                 if (target) return this.json(service, target.split(".")[1], JSON.parse(body || "{}"), res);
                 return this.query(service, new URLSearchParams(body), res);
             } catch (e) {
@@ -176,6 +215,71 @@ export class FakeAwsApi {
                 return s.queues[input.QueueName]
                     ? ok({ QueueUrl: `https://sqs.ca-central-1.amazonaws.com/${s.account}/${input.QueueName}` })
                     : fail("com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.", "AWS.SimpleQueueService.NonExistentQueue;Sender");
+            case "sqs:CreateQueue": {
+                const q = (s.sqs ??= {});
+                q[input.QueueName] = { attributes: { VisibilityTimeout: "30", ...(input.Attributes ?? {}) }, tags: input.tags, messages: [] };
+                return ok({ QueueUrl: queueUrl(s.account, input.QueueName) });
+            }
+            case "sqs:SendMessage": {
+                const q = this.queue(input.QueueUrl);
+                if (!q) return fail("com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.", "AWS.SimpleQueueService.NonExistentQueue;Sender");
+                const id = crypto.randomUUID();
+                q.messages.push({ id, body: input.MessageBody, visibleAt: 0, receives: 0 });
+                return ok({ MessageId: id, MD5OfMessageBody: md5(input.MessageBody) });
+            }
+            case "sqs:ReceiveMessage": {
+                const q = this.queue(input.QueueUrl);
+                if (!q) return fail("com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.", "AWS.SimpleQueueService.NonExistentQueue;Sender");
+                const now = this.now();
+                const visibility = Number(input.VisibilityTimeout ?? q.attributes.VisibilityTimeout) * 1000;
+                const taken = q.messages.filter((m) => m.visibleAt <= now).slice(0, input.MaxNumberOfMessages ?? 1);
+                for (const m of taken) Object.assign(m, { handle: crypto.randomUUID(), visibleAt: now + visibility, receives: m.receives + 1 });
+                return ok(taken.length ? { Messages: taken.map((m) => ({ MessageId: m.id, ReceiptHandle: m.handle, MD5OfBody: md5(m.body), Body: m.body })) } : {});
+            }
+            case "sqs:DeleteMessage": {
+                const q = this.queue(input.QueueUrl);
+                if (!q) return fail("com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.", "AWS.SimpleQueueService.NonExistentQueue;Sender");
+                q.messages = q.messages.filter((m) => m.handle !== input.ReceiptHandle);
+                return ok({});
+            }
+            case "sqs:GetQueueAttributes": {
+                const q = this.queue(input.QueueUrl);
+                if (!q) return fail("com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.", "AWS.SimpleQueueService.NonExistentQueue;Sender");
+                const now = this.now();
+                return ok({
+                    Attributes: {
+                        ...q.attributes,
+                        ApproximateNumberOfMessages: String(q.messages.filter((m) => m.visibleAt <= now).length),
+                        ApproximateNumberOfMessagesNotVisible: String(q.messages.filter((m) => m.visibleAt > now).length),
+                    },
+                });
+            }
+            case "sqs:DeleteQueue": {
+                const q = this.queue(input.QueueUrl);
+                if (!q) return fail("com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.", "AWS.SimpleQueueService.NonExistentQueue;Sender");
+                q.deleted = true;
+                return ok({});
+            }
+            case "monitoring:DescribeAlarms": {
+                const alarms = s.cloudwatch?.alarms ?? {};
+                const names: string[] = input.AlarmNames ?? Object.keys(alarms);
+                return ok({
+                    MetricAlarms: names.filter((n) => alarms[n]).map((n) => ({ AlarmName: n, AlarmArn: `arn:aws:cloudwatch:ca-central-1:${s.account}:alarm:${n}`, StateValue: alarms[n], StateReason: `Threshold Crossed: fake ${alarms[n]}`, StateUpdatedTimestamp: 1700000000 })),
+                    CompositeAlarms: [],
+                });
+            }
+            case "monitoring:GetMetricData": {
+                const [from, to] = [Number(input.StartTime) * 1000, Number(input.EndTime) * 1000];
+                return ok({
+                    MetricDataResults: (input.MetricDataQueries ?? []).map((q: any) => {
+                        const m = q.MetricStat.Metric;
+                        const dims = Object.fromEntries((m.Dimensions ?? []).map((d: any) => [d.Name, d.Value]));
+                        const points = (s.cloudwatch?.metric?.(m.MetricName, dims) ?? []).filter((p) => p.timestamp >= from && p.timestamp < to);
+                        return { Id: q.Id, Label: m.MetricName, Timestamps: points.map((p) => p.timestamp / 1000), Values: points.map((p) => p.value), StatusCode: "Complete" };
+                    }),
+                    Messages: [],
+                });
+            }
             case "sqs:ListQueueTags":
                 return ok({ Tags: s.queues[String(input.QueueUrl).split("/").pop()!] ?? {} });
             case "kms:DescribeKey": {
@@ -209,6 +313,115 @@ export class FakeAwsApi {
                 return ok({ Tags: Object.entries(s.rules[String(input.ResourceARN).split("/").pop()!] ?? {}).map(([Key, Value]) => ({ Key, Value })) });
         }
         fail("UnknownOperationException", `the fake does not serve ${service}:${action}`);
+    }
+
+    private now(): number {
+        return (this.state.now ?? Date.now)();
+    }
+
+    /** The queue a QueueUrl names (undefined when absent or deleted). */
+    private queue(url: string): FakeQueue | undefined {
+        const q = this.state.sqs?.[String(url).split("/").pop()!];
+        return q && !q.deleted ? q : undefined;
+    }
+
+    // ---- FIS: REST JSON
+    private fis(method: string, url: URL, input: any, res: http.ServerResponse): void {
+        const f = this.state.fis ?? { templates: [], timeline: { running: 1, actionStart: 2 }, instances: [] };
+        const experiments = (f.experiments ??= {});
+        const p = url.pathname;
+        const m = /^\/(experimentTemplates|experiments)(?:\/([^/]+))?(\/resolvedTargets)?$/.exec(p);
+        const action = !m
+            ? "?"
+            : m[1] === "experimentTemplates"
+              ? (m[2] ? "GetExperimentTemplate" : "ListExperimentTemplates")
+              : m[3]
+                ? "ListExperimentResolvedTargets"
+                : !m[2]
+                  ? (method === "POST" ? "StartExperiment" : "ListExperiments")
+                  : method === "DELETE"
+                    ? "StopExperiment"
+                    : "GetExperiment";
+        if (this.denied("fis", action)) return restError(res, 403, "AccessDeniedException", `User is not authorized to perform: fis:${action}`);
+        const id = m?.[2] && decodeURIComponent(m[2]);
+        const seconds = (ms: number) => ms / 1000;
+        const experiment = (eid: string) => {
+            const e = experiments[eid];
+            const t = this.now();
+            const at = (s: number | undefined) => (s === undefined ? undefined : e.started + s * 1000);
+            const tl = f.timeline;
+            const passed = (s: number | undefined) => s !== undefined && at(s)! <= t;
+            const stoppedAt = e.stopped;
+            const ended = stoppedAt ?? (passed(tl.failed?.at) ? at(tl.failed!.at) : passed(tl.completed) ? at(tl.completed) : undefined);
+            const status = stoppedAt !== undefined ? (t >= stoppedAt + 1000 ? "stopped" : "stopping") : passed(tl.failed?.at) ? "failed" : passed(tl.completed) ? "completed" : passed(tl.running) ? "running" : "initiating";
+            const reason = status === "stopped" ? "Experiment stopped by user" : status === "failed" ? tl.failed!.reason : status === "completed" ? "Experiment completed." : undefined;
+            const actionStart = passed(tl.actionStart) && (stoppedAt === undefined || at(tl.actionStart)! < stoppedAt) ? at(tl.actionStart) : undefined;
+            const actionEnd = actionStart !== undefined ? (passed(tl.actionEnd) && (stoppedAt === undefined || at(tl.actionEnd)! < stoppedAt) ? at(tl.actionEnd) : stoppedAt) : undefined;
+            const actionStatus = actionEnd !== undefined ? (stoppedAt !== undefined && actionEnd === stoppedAt ? "stopped" : "completed") : actionStart !== undefined ? "running" : stoppedAt !== undefined ? "cancelled" : "pending";
+            const template = f.templates.find((x) => x.id === e.templateId)!.template as any;
+            return {
+                id: eid,
+                arn: `arn:aws:fis:ca-central-1:${this.state.account}:experiment/${eid}`,
+                experimentTemplateId: e.templateId,
+                roleArn: template.roleArn,
+                state: { status, ...(reason ? { reason } : {}) },
+                targets: template.targets,
+                actions: Object.fromEntries(
+                    Object.entries(template.actions ?? {}).map(([name, a]: [string, any]) => [
+                        name,
+                        { ...a, state: { status: actionStatus }, ...(actionStart !== undefined ? { startTime: seconds(actionStart) } : {}), ...(actionEnd !== undefined ? { endTime: seconds(actionEnd) } : {}) },
+                    ]),
+                ),
+                stopConditions: template.stopConditions,
+                creationTime: seconds(e.started),
+                startTime: seconds(e.started),
+                ...(ended !== undefined && (status === "stopped" || status === "completed" || status === "failed") ? { endTime: seconds(ended) } : {}),
+                tags: e.tags,
+            };
+        };
+        switch (action) {
+            case "ListExperimentTemplates": {
+                const from = Number(url.searchParams.get("nextToken") ?? 0);
+                const page = f.templates.slice(from, from + 2);
+                return jsonReply(res, 200, {
+                    experimentTemplates: page.map((x) => ({ id: x.id, arn: `arn:aws:fis:ca-central-1:${this.state.account}:experiment-template/${x.id}`, description: (x.template as any).description, creationTime: 1700000000, tags: x.tags })),
+                    ...(from + 2 < f.templates.length ? { nextToken: String(from + 2) } : {}),
+                });
+            }
+            case "GetExperimentTemplate": {
+                const x = f.templates.find((t) => t.id === id);
+                return x ? jsonReply(res, 200, { experimentTemplate: { id: x.id, ...x.template, tags: x.tags } }) : restError(res, 404, "ResourceNotFoundException", `Experiment template ${id} not found.`);
+            }
+            case "StartExperiment": {
+                if (!input.clientToken) return restError(res, 400, "ValidationException", "clientToken is required");
+                if (!f.templates.some((t) => t.id === input.experimentTemplateId)) return restError(res, 404, "ResourceNotFoundException", `Experiment template ${input.experimentTemplateId} not found.`);
+                const eid = `EXP${Object.keys(experiments).length + 1}abcdef`;
+                experiments[eid] = { templateId: input.experimentTemplateId, started: this.now(), tags: input.tags ?? {} };
+                f.onStart?.(eid, this.now());
+                return jsonReply(res, 200, { experiment: experiment(eid) });
+            }
+            case "GetExperiment":
+            case "StopExperiment": {
+                if (!id || !experiments[id]) return restError(res, 404, "ResourceNotFoundException", `Experiment ${id} not found.`);
+                if (action === "StopExperiment") {
+                    const status = experiment(id).state.status;
+                    if (["completed", "stopped", "failed"].includes(status)) return restError(res, 400, "ValidationException", `Experiment ${id} is ${status} and cannot be stopped.`);
+                    experiments[id].stopped ??= this.now();
+                }
+                return jsonReply(res, 200, { experiment: experiment(id) });
+            }
+            case "ListExperimentResolvedTargets": {
+                if (!id || !experiments[id]) return restError(res, 404, "ResourceNotFoundException", `Experiment ${id} not found.`);
+                const resolved = experiment(id).state.status !== "initiating";
+                // The API reference leaves targetInformation's keys open (a map of strings); the instance's ARN is one value.
+                return jsonReply(res, 200, {
+                    resolvedTargets: resolved
+                        ? f.instances.map((i) => ({ resourceType: "aws:ec2:spot-instance", targetName: Object.keys((f.templates[0].template as any).targets ?? {})[0], targetInformation: { identifier: `arn:aws:ec2:ca-central-1:${this.state.account}:instance/${i}` } }))
+                        : [],
+                });
+            }
+        }
+        restError(res, 404, "UnknownOperationException", `the fake does not serve ${method} ${p}`);
     }
 
     // ---- EC2 (ec2 query), IAM, SNS, STS (awsQuery): form-encoded requests, XML answers
@@ -330,5 +543,8 @@ function restError(res: http.ServerResponse, code: number, type: string, message
     res.writeHead(code, { "Content-Type": "application/json", "x-amzn-ErrorType": type, "x-amzn-RequestId": "req-1" });
     res.end(JSON.stringify({ message }));
 }
+
+const queueUrl = (account: string, name: string) => `https://sqs.ca-central-1.amazonaws.com/${account}/${name}`;
+const md5 = (s: string) => crypto.createHash("md5").update(s, "utf8").digest("hex");
 
 const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");

@@ -1,5 +1,5 @@
 // An in-process Kubernetes API for the cluster commands' tests. It serves the few endpoints they use (list and watch
-// pods, nodes and NodeClaims; delete a NodeClaim; create and delete a namespace; create and scale a Deployment) over real HTTP on
+// pods, nodes and NodeClaims; delete a NodeClaim; create and delete a namespace; create a ServiceAccount; create and scale a Deployment) over real HTTP on
 // 127.0.0.1, so the real @kubernetes/client-node code runs against it. Scaling the Deployment starts a scripted
 // sequence of watch events, released by a fake clock rather than wall time, so a test replays a 30-minute scale test
 // in milliseconds and every time it reads is exact.
@@ -44,6 +44,8 @@ export interface FakeKubeApiOptions {
     nodeclaims?: any[];
     /** The script to run when the Deployment is scaled to `replicas` (called at the request, with the clock's time). */
     onScale?: (replicas: number, namespace: string, now: number) => Step[];
+    /** The script to run when a Deployment is created (called at the request, with the clock's time). */
+    onCreateDeployment?: (namespace: string, deployment: any, now: number) => Step[];
     /** Answer the Deployment create with this HTTP status instead of 201. */
     createDeploymentStatus?: number;
     /** Answer every list and watch of pods, nodes and NodeClaims (and of `collections`) with this HTTP status (401, 403...) instead of 200. */
@@ -171,6 +173,15 @@ export class FakeKubeApi {
         await new Promise((resolve) => setTimeout(resolve, 1));
     }
 
+    /** Runs `steps` from now on (their `at` in seconds from now), as a scripted Deployment scale does: what a cluster does after an outside event. */
+    schedule(steps: Step[]): void {
+        const now = this.clock.now();
+        this.pending.push(...steps.map((s) => ({ ...s, due: now + s.at * 1000 })));
+    }
+
+    /** ServiceAccounts created, as namespace/name. */
+    readonly serviceAccounts: string[] = [];
+
     /** Creates or replaces an object at once (no watch event), as a controller would: a NodeClaim that initializes, say. */
     put(resource: Resource, object: any): void {
         this.objects[resource].set(key(object), this.versioned(object));
@@ -266,7 +277,15 @@ export class FakeKubeApi {
         }
         if (deployment && method === "POST" && !deployment[2]) {
             const code = this.opts.createDeploymentStatus ?? 201;
-            return code === 201 ? reply(res, 201, body) : status(res, code, "admission webhook denied the request");
+            if (code !== 201) return status(res, code, "admission webhook denied the request");
+            this.schedule(this.opts.onCreateDeployment?.(deployment[1], body, this.clock.now()) ?? []);
+            return reply(res, 201, body);
+        }
+        const serviceAccounts = /^\/api\/v1\/namespaces\/([^/]+)\/serviceaccounts$/.exec(p);
+        if (serviceAccounts && method === "POST") {
+            if (!this.namespaces.has(serviceAccounts[1])) return status(res, 404, `namespaces "${serviceAccounts[1]}" not found`);
+            this.serviceAccounts.push(`${serviceAccounts[1]}/${body.metadata.name}`);
+            return reply(res, 201, body);
         }
         if (deployment && method === "PUT" && deployment[2]) {
             const replicas = body.spec.replicas;

@@ -481,3 +481,35 @@ describe("iam-no-unscoped-ec2-mutation", () => {
         expect((await check(policy, resource("aws:iam/serviceLinkedRole:ServiceLinkedRole", { awsServiceName: "spot.amazonaws.com" }))).notApplicable).to.equal(1);
     });
 });
+
+describe("fis-template-bounded", () => {
+    const policy = pack.fisTemplateBounded;
+    const FIS = "aws:fis/experimentTemplate:ExperimentTemplate";
+    const target = (extra: Record<string, unknown> = {}) => ({ name: "pool-spot-instances", resourceType: "aws:ec2:spot-instance", selectionMode: "COUNT(1)", resourceTags: [{ key: "karpenter.sh/nodepool", value: "notify-karpenter" }], ...extra });
+    const template = (t: object, stopConditions: object[] = [{ source: "aws:cloudwatch:alarm", value: "arn:aws:cloudwatch:ca-central-1:123456789012:alarm:a" }]) =>
+        resource(FIS, { tags: { Name: "drill" }, targets: [t], stopConditions }, "spot-interruption-drill-template");
+
+    it("passes the drill template of every stack that has one", async () => {
+        for (const stack of ["staging", "scratch"]) {
+            const inputs = policyInputs((await buildStack(stack)).resources);
+            const report = await runPolicies([policy], inputs);
+            expect(report.violations, stack).to.deep.equal([]);
+            expect(inputs.filter((r) => r.type === FIS), stack).to.have.length(1);
+        }
+    });
+
+    it("refuses ALL and PERCENT, targets by instance ARNs or without the NodePool's tag, and no alarm to stop on", async () => {
+        expect((await check(policy, template(target({ selectionMode: "ALL" })))).violations).to.deep.equal([
+            "FIS template drill target pool-spot-instances selects ALL: use COUNT(n), so one experiment interrupts n nodes however large the pool grows (ALL and PERCENT take more as it grows)",
+        ]);
+        expect((await check(policy, template(target({ selectionMode: "PERCENT(50)" })))).violations).to.have.length(1);
+        expect((await check(policy, template(target({ resourceTags: [], resourceArns: ["arn:aws:ec2:ca-central-1:123456789012:instance/i-0abc"] })))).violations).to.deep.equal([
+            "FIS template drill target pool-spot-instances does not select by the karpenter.sh/nodepool tag: name the NodePool, so only its nodes can be interrupted",
+        ]);
+        expect((await check(policy, template(target(), [{ source: "none" }]))).violations).to.deep.equal([
+            "FIS template drill has no CloudWatch alarm as a stop condition: give it the stack's burst capacity alarms, so an experiment stops when capacity runs short",
+        ]);
+        expect((await check(policy, template(target()))).violations).to.deep.equal([]);
+        expect((await check(policy, resource("aws:sqs/queue:Queue", {}))).notApplicable).to.equal(1);
+    });
+});
