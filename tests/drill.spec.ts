@@ -56,6 +56,37 @@ describe("spot interruption drill: the FIS template, its role and config", () =>
         }
     });
 
+    // The request `pulumi up` makes of FIS (CreateExperimentTemplate, from the provider's inputs), held to the API's
+    // own model: botocore 1.43.67 fis 2020-12-01 (required members, types, lengths, patterns), beside the checkout.
+    const FIS_MODEL = [process.env.BOTOCORE_REFERENCE_DIR, path.resolve(PROJECT_DIR, "..", "shared", "reference", "botocore-1.43.67")]
+        .filter((d): d is string => !!d)
+        .map((d) => path.join(d, "fis", "2020-12-01", "service-2.json"))
+        .find((f) => fs.existsSync(f));
+    (FIS_MODEL ? it : it.skip)("the template is a valid CreateExperimentTemplate request by FIS's API model (botocore fis 2020-12-01)", async () => {
+        const shapes = JSON.parse(fs.readFileSync(FIS_MODEL!, "utf8")).shapes;
+        for (const stack of ["scratch", "staging"]) {
+            const { resources } = await buildStack(stack);
+            const i = customResources(resources).find((r) => r.type === "aws:fis/experimentTemplate:ExperimentTemplate")!.inputs;
+            const request = {
+                clientToken: "pulumi-create",
+                description: i.description,
+                stopConditions: i.stopConditions,
+                targets: Object.fromEntries(i.targets.map((t: any) => [t.name, { resourceType: t.resourceType, selectionMode: t.selectionMode, resourceTags: Object.fromEntries(t.resourceTags.map((x: any) => [x.key, x.value])), filters: t.filters }])),
+                actions: Object.fromEntries(i.actions.map((a: any) => [a.name, { actionId: a.actionId, description: a.description, parameters: Object.fromEntries(a.parameters.map((x: any) => [x.key, x.value])), targets: { [a.target.key]: a.target.value } }])),
+                roleArn: i.roleArn,
+                logConfiguration: { logSchemaVersion: i.logConfiguration.logSchemaVersion, cloudWatchLogsConfiguration: { logGroupArn: i.logConfiguration.cloudwatchLogsConfiguration.logGroupArn } },
+                experimentOptions: i.experimentOptions,
+                tags: i.tags,
+            };
+            expect(modelProblems(shapes, "CreateExperimentTemplateRequest", request, "request"), stack).to.deep.equal([]);
+            // What the model cannot say: the action's target key and resource type, and an alarm to stop on.
+            expect(Object.keys(request.actions.interrupt.targets)).to.deep.equal(["SpotInstances"]);
+            expect(request.stopConditions.every((c: any) => c.source === "aws:cloudwatch:alarm" && /^arn:aws:cloudwatch:ca-central-1:[0-9]{12}:alarm:/.test(c.value))).to.equal(true);
+        }
+        // The checker itself: a missing required member, a bad type and an unknown member are named.
+        expect(modelProblems(shapes, "CreateExperimentTemplateStopConditionInput", { value: 3, sorce: "x" }, "c")).to.deep.equal(["c.source is required", "c.value must be a string", "c.sorce is not a member of CreateExperimentTemplateStopConditionInput"]);
+    });
+
     it("production creates none of it (drill.enabled false)", async () => {
         const { resources } = await buildStack("production");
         const types = customResources(resources).map((r) => r.type);
@@ -623,3 +654,43 @@ describe("drill verdict pieces", () => {
         expect(cs.find((c) => c.name === "interruption metric")!.ok).to.equal(undefined);
     });
 });
+
+/** Every way `value` breaks the botocore shape `name`: required members, types, lengths, patterns, enums. */
+function modelProblems(shapes: Record<string, any>, name: string, value: unknown, at: string): string[] {
+    const s = shapes[name];
+    const out: string[] = [];
+    switch (s.type) {
+        case "structure": {
+            if (typeof value !== "object" || value === null || Array.isArray(value)) return [`${at} must be an object`];
+            const v = value as Record<string, unknown>;
+            for (const r of s.required ?? []) if (v[r] === undefined) out.push(`${at}.${r} is required`);
+            for (const [k, x] of Object.entries(v)) {
+                if (x === undefined) continue;
+                if (!s.members[k]) out.push(`${at}.${k} is not a member of ${name}`);
+                else out.push(...modelProblems(shapes, s.members[k].shape, x, `${at}.${k}`));
+            }
+            return out;
+        }
+        case "list":
+            if (!Array.isArray(value)) return [`${at} must be a list`];
+            if ((s.min !== undefined && value.length < s.min) || (s.max !== undefined && value.length > s.max)) out.push(`${at} must have ${s.min ?? 0} to ${s.max ?? "any"} items`);
+            return [...out, ...value.flatMap((x, i) => modelProblems(shapes, s.member.shape, x, `${at}[${i}]`))];
+        case "map":
+            if (typeof value !== "object" || value === null) return [`${at} must be a map`];
+            if (s.max !== undefined && Object.keys(value).length > s.max) out.push(`${at} must have at most ${s.max} entries`);
+            return [...out, ...Object.entries(value).flatMap(([k, x]) => [...modelProblems(shapes, s.key.shape, k, `${at} key ${k}`), ...modelProblems(shapes, s.value.shape, x, `${at}.${k}`)])];
+        case "string":
+            if (typeof value !== "string") return [`${at} must be a string`];
+            if ((s.min !== undefined && value.length < s.min) || (s.max !== undefined && value.length > s.max)) out.push(`${at} must be ${s.min ?? 0} to ${s.max ?? "any"} characters`);
+            if (s.pattern && !new RegExp(s.pattern, "u").test(value)) out.push(`${at} must match ${s.pattern}`);
+            if (s.enum && !s.enum.includes(value)) out.push(`${at} must be one of ${s.enum.join(", ")}`);
+            return out;
+        case "integer":
+        case "long":
+            return Number.isInteger(value) ? [] : [`${at} must be an integer`];
+        case "boolean":
+            return typeof value === "boolean" ? [] : [`${at} must be true or false`];
+        default:
+            return [];
+    }
+}
