@@ -181,7 +181,7 @@ export class EphemeralNodePool extends pulumi.ComponentResource {
     public readonly ephemeralKey: string;
     public readonly nodePoolName: string;
     public readonly nodeClassName: string;
-    /** The warnings logged at preview, for review. */
+    /** The pool's warnings, for review; config validation reports them once per run (stacks/validatedConfig.ts). */
     public readonly warnings: string[];
 
     constructor(name: string, args: EphemeralNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -191,7 +191,6 @@ export class EphemeralNodePool extends pulumi.ComponentResource {
         this.ephemeralKey = args.ephemeralKey;
         this.nodePoolName = this.nodeClassName = args.name;
         this.warnings = nodePoolWarnings(args);
-        for (const w of this.warnings) pulumi.log.warn(w, this);
 
         const { nodeClass, nodePool } = renderNodePool(args, args.nodeRoleName);
         const nodeClassResource = new k8s.apiextensions.CustomResource(`${name}-node-class`, nodeClass, { parent: this, dependsOn: args.dependsOn });
@@ -240,42 +239,88 @@ export function nodeResources(type: string, kubelet: Pick<EphemeralNodePoolArgs,
     return { capacity, allocatable: { cpu: capacity.cpu - reserved("cpu", "cores"), memoryGiB: capacity.memoryGiB - reserved("memory", "GiB") } };
 }
 
-/** Pain the config invites but Karpenter would accept: these go to Pulumi's log so they show in `preview`. */
-export function nodePoolWarnings(a: EphemeralNodePoolArgs): string[] {
-    const warnings: string[] = [];
+/** A warning: legal config that costs something, with a stable id by which a stack file may acknowledge it. */
+export interface ConfigWarning {
+    /** Stable, kebab-case: notify-karpenter:acknowledged names it. */
+    id: string;
+    /** What is wrong, what it costs and what to do, in one line. */
+    message: string;
+}
+
+/** The ids nodePoolFindings may give, with what each means (docs/configuring.md lists them). */
+export const NODE_POOL_WARNINGS: Record<string, string> = {
+    "spot-to-spot-inert": "controller.spotToSpotConsolidation is on, but the pool's consolidation never replaces a node",
+    "spot-to-spot-single-node": "a lone spot node of the smallest approved size is never replaced by a cheaper one: fewer than 15 approved types of that size",
+    "celery-pod-too-big": "some approved instance types cannot fit one Celery pod next to the daemonsets",
+    "limits-below-peak": "the NodePool limits are below what the configured peak of Celery pods needs",
+};
+
+/** Karpenter v1.14.1 replaces a single spot node only with at least this many cheaper types (consolidation.go:48). */
+export const SPOT_TO_SPOT_MIN_TYPES = 15;
+
+/**
+ * Pain the config invites but Karpenter would accept, each with its id, what it costs and what to do. Config
+ * validation (stacks/validatedConfig.ts) gathers them with the rest, once per run; an acknowledged one is quiet.
+ */
+export function nodePoolFindings(a: EphemeralNodePoolArgs): ConfigWarning[] {
+    const warnings: ConfigWarning[] = [];
     // kubernetes-sigs/karpenter v1.14.1 pkg/controllers/disruption/consolidation.go: WhenEmpty skips every
     // non-empty node (:130-134) and empty ones are deleted, not replaced (emptiness.go:42-58); a single spot node is
-    // replaced only with at least 15 cheaper compatible types (:48, :311-315).
+    // replaced only with at least 15 cheaper compatible types (:48, :311-315); several at once need none (:294).
     if (a.spotToSpotConsolidation && (a.capacityTypes ?? ["spot"]).includes("spot")) {
         if ((a.consolidationPolicy ?? "WhenEmpty") === "WhenEmpty" || a.consolidateAfter === "Never") {
             const why = a.consolidateAfter === "Never" ? "consolidateAfter is Never" : "consolidationPolicy is WhenEmpty, which never disrupts a node that still has pods";
-            warnings.push(`NodePool "${a.name}": spot-to-spot consolidation does nothing here: it replaces a running spot node with a cheaper one, and ${why}`);
-        } else if (a.instanceTypes.length < 16) {
-            warnings.push(
-                `NodePool "${a.name}" allows ${a.instanceTypes.length} instance types; Karpenter replaces a single spot node only when at least 15 compatible types are cheaper than it, so it never does here (several nodes at once it still may)`,
-            );
+            warnings.push({
+                id: "spot-to-spot-inert",
+                message: `NodePool "${a.name}": spot-to-spot consolidation does nothing here: it replaces a running spot node with a cheaper one, and ${why}. It costs nothing but misleads: set controller.spotToSpotConsolidation to false`,
+            });
+        } else {
+            // A node is replaced only by cheaper types; of its own size at most the others can be, so the smallest
+            // size decides whether any lone node can ever be replaced.
+            const shaped = a.instanceTypes.map((t) => ({ t, vcpu: instanceShape(t)?.vcpu })).filter((x): x is { t: string; vcpu: number } => x.vcpu !== undefined);
+            const least = Math.min(...shaped.map((x) => x.vcpu));
+            const smallest = shaped.filter((x) => x.vcpu === least).map((x) => x.t);
+            if (smallest.length > 0 && smallest.length <= SPOT_TO_SPOT_MIN_TYPES) {
+                const size = smallest[0].split(".")[1];
+                warnings.push({
+                    id: "spot-to-spot-single-node",
+                    message: `NodePool "${a.name}": a lone spot node of the smallest approved size is never replaced by a cheaper one: Karpenter needs at least ${SPOT_TO_SPOT_MIN_TYPES} cheaper approved types to replace one node (v1.14.1 consolidation.go:311), and ${smallest.length === a.instanceTypes.length ? `the pool approves ${a.instanceTypes.length} types` : `${smallest.length} types are of size ${size}`} (${least} vCPUs). Cost: such a node, underused, runs until it empties or is consolidated with others. To act: approve at least ${SPOT_TO_SPOT_MIN_TYPES + 1} types of that size, or acknowledge it`,
+                });
+            }
         }
     }
     const c = a.capacityCheck;
     if (!c) return warnings;
     const podCpu = quantityValue(c.celeryPodCpu, "cores");
     const podMem = quantityValue(c.celeryPodMemory, "GiB");
-    const tooSmall = a.instanceTypes.filter((t) => {
-        const node = nodeResources(t, a);
-        if (!node) return false;
-        const cpu = node.allocatable.cpu - quantityValue(c.daemonsetCpu, "cores");
-        const mem = node.allocatable.memoryGiB - quantityValue(c.daemonsetMemory, "GiB");
-        return cpu < podCpu || mem < podMem;
-    });
-    if (tooSmall.length) warnings.push(`instance types ${tooSmall.join(", ")} cannot fit one Celery pod (${c.celeryPodCpu} cpu, ${c.celeryPodMemory}) next to the daemonsets`);
-    const unknown = a.instanceTypes.filter((t) => !instanceShape(t));
-    if (unknown.length) warnings.push(`instance types ${unknown.join(", ")} have no known shape; their fit was not checked`);
+    const tooSmall = a.instanceTypes.filter((t) => !fitsCeleryPod(t, a, c));
+    if (tooSmall.length) {
+        warnings.push({
+            id: "celery-pod-too-big",
+            message: `instance types ${tooSmall.join(", ")} cannot fit one Celery pod (${c.celeryPodCpu} cpu, ${c.celeryPodMemory}) next to the daemonsets: Karpenter never launches them for burst pods, so they only seem to widen the spot choice. To act: remove them from nodePool, or correct nodePool.capacityCheck`,
+        });
+    }
     const needCpu = c.peakCeleryPods * podCpu;
     const needMem = c.peakCeleryPods * podMem;
     if (quantityValue(a.limits.cpu, "cores") < needCpu || quantityValue(a.limits.memory, "GiB") < needMem) {
-        warnings.push(
-            `NodePool "${a.name}" limits (cpu ${a.limits.cpu}, memory ${a.limits.memory}) are below what ${c.peakCeleryPods} Celery pods need (cpu ${needCpu}, memory ${needMem}Gi); pods past the limit stay pending`,
-        );
+        warnings.push({
+            id: "limits-below-peak",
+            message: `NodePool "${a.name}" limits (cpu ${a.limits.cpu}, memory ${a.limits.memory}) are below what ${c.peakCeleryPods} Celery pods need (cpu ${+needCpu.toFixed(3)}, memory ${+needMem.toFixed(3)}Gi); pods past the limit stay pending and the burst queues back up. To act: raise nodePool.limits, or lower capacityCheck.peakCeleryPods to the real peak`,
+        });
     }
     return warnings;
+}
+
+/** Whether one Celery pod fits on a node of `type` next to the daemonsets, after the kubelet reservations (unknown shapes fit). */
+export function fitsCeleryPod(type: string, a: Pick<EphemeralNodePoolArgs, "kubeReserved" | "systemReserved" | "evictionHard">, c: CapacityCheck): boolean {
+    const node = nodeResources(type, a);
+    if (!node) return true;
+    const cpu = node.allocatable.cpu - quantityValue(c.daemonsetCpu, "cores");
+    const mem = node.allocatable.memoryGiB - quantityValue(c.daemonsetMemory, "GiB");
+    return cpu >= quantityValue(c.celeryPodCpu, "cores") && mem >= quantityValue(c.celeryPodMemory, "GiB");
+}
+
+/** The warnings' messages alone. */
+export function nodePoolWarnings(a: EphemeralNodePoolArgs): string[] {
+    return nodePoolFindings(a).map((w) => w.message);
 }

@@ -3,7 +3,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, StackConfig, configSections } from "../stacks/config";
 import { parseStackConfig } from "../stacks/validatedConfig";
-import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig } from "../plan/offlineRuntime";
+import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig, unknownStackMessage } from "../plan/offlineRuntime";
 
 /**
  * 0: all good; 1: findings, a failed run or a refused config; 2: the command was called wrongly; 3: the check could
@@ -122,7 +122,7 @@ export function integerFlag(flag: string, value: string, min: number, max: numbe
 export function loadStack(stack: string | undefined, command: Command, dir = PROJECT_DIR, invalidExit: number = EXIT.findings): StackConfig | CommandResult {
     const stacks = knownStacks(dir);
     if (!stack) return usage(`--stack is required: one of ${stacks.join(", ")}`, command);
-    if (!stacks.includes(stack)) return usage(`--stack: unknown stack "${stack}": known stacks are ${stacks.join(", ")}`, command);
+    if (!stacks.includes(stack)) return usage(unknownStackMessage("--stack", stack, stacks), command);
     try {
         return parseStackConfig(stack, configSections(readStackConfig(stack, dir), PROJECT));
     } catch (e) {

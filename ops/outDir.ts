@@ -60,3 +60,50 @@ export function writeFiles(out: string, files: Record<string, string>, flag = "-
         return `${flag} ${out}: could not write (${err.code ?? ""}${err.code ? ": " : ""}${err.message.replace(/^[A-Z]+: /, "").split(",")[0]})`;
     }
 }
+
+/**
+ * Why `file` cannot be written as the command's output file (one line naming `flag`), or undefined: a directory, a
+ * FIFO or device in its place, a kernel filesystem, a parent that is a file, or no permission. Creates nothing.
+ */
+export function outFileProblem(file: string, flag = "--out", example = "out/file.ts"): string | undefined {
+    if (file.trim() === "") return `${flag} must be a file path such as ${example} (got "")`;
+    const target = path.resolve(file);
+    const kernelDir = KERNEL_DIRS.find((d) => target === d || target.startsWith(`${d}/`));
+    if (kernelDir) return `${flag} ${file}: ${kernelDir} belongs to the kernel and holds no files of ours; choose a file such as ${example}`;
+    let stat: fs.Stats | undefined;
+    try {
+        stat = fs.statSync(target);
+    } catch (e) {
+        if (!["ENOENT", "ENOTDIR"].includes((e as NodeJS.ErrnoException).code ?? "")) return `${flag} ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`;
+    }
+    if (stat?.isDirectory()) return `${flag} ${file}: is a directory; give a file path such as ${example}`;
+    if (stat && !stat.isFile()) return `${flag} ${file}: is ${kindOfPath(stat)}, not a regular file; give a file path such as ${example}`;
+    const parent = outDirProblem(path.dirname(target), flag);
+    if (parent) return parent.replace(`${flag} ${path.dirname(target)}: `, `${flag} ${file}: `).replace(/: is a file, not a directory$/, `: ${path.dirname(target)} is a file, so no file can be made under it`);
+    if (stat) {
+        try {
+            fs.accessSync(target, fs.constants.W_OK);
+        } catch {
+            return `${flag} ${file}: no permission to write it`;
+        }
+    }
+    return undefined;
+}
+
+function kindOfPath(stat: fs.Stats): string {
+    return stat.isFIFO() ? "a FIFO (named pipe)" : stat.isCharacterDevice() ? "a character device" : stat.isBlockDevice() ? "a block device" : stat.isSocket() ? "a socket" : "not a regular file";
+}
+
+/** Writes `text` to `file` after outFileProblem; returns why it could not (one line), or undefined. */
+export function writeOutFile(file: string, text: string, flag = "--out", example?: string): string | undefined {
+    const problem = outFileProblem(file, flag, example);
+    if (problem) return problem;
+    try {
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+        fs.writeFileSync(file, text);
+        return undefined;
+    } catch (e) {
+        const err = e as NodeJS.ErrnoException;
+        return `${flag} ${file}: could not write (${err.code ?? err.message})`;
+    }
+}

@@ -5,6 +5,7 @@
 // manifests unreadable or empty), so CI can tell a placement problem from a broken check.
 import * as fs from "fs";
 import * as path from "path";
+import { InputFileError, readInputFile, readStream } from "./inputFile";
 import { parseAllDocuments } from "yaml";
 import { NodeModel, PodScheduling, Taint, schedulingProblems, tolerates } from "../components/scheduling";
 import { renderNodePool } from "../components/ephemeralNodePool";
@@ -321,11 +322,17 @@ export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Pr
  * A stream read to its end. Not fs.readFileSync(0): when standard input is a pipe in non-blocking mode (as another
  * process sharing it, such as npm, may leave it) a synchronous read of a pipe with no data yet throws EAGAIN.
  */
-export async function readToEnd(stream: NodeJS.ReadableStream): Promise<string> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of stream) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
-    return Buffer.concat(chunks).toString("utf8");
+export async function readToEnd(stream: NodeJS.ReadableStream, maxBytes = MANIFESTS_MAX_BYTES, idleMs = STDIN_IDLE_MS): Promise<string> {
+    return readStream(stream, maxBytes, idleMs, "standard input");
 }
+
+/**
+ * The most --manifests may hold, all files together: every GC Notify release rendered is 1.3 MB (notification-manifests
+ * 609853e2), so this is fifteen times that; a 44 MB file took minutes and gigabytes to parse.
+ */
+export const MANIFESTS_MAX_BYTES = 20_000_000;
+/** How long standard input may send nothing, not ended, before --manifests - gives up on it (a tail -f never ends). */
+export const STDIN_IDLE_MS = 120_000;
 
 const cannotCheck = (why: string): CommandResult => ({ exitCode: EXIT.cannotCheck, output: `Could not check: ${why}` });
 const messageOf = (e: unknown) => (e as Error)?.message ?? String(e);
@@ -441,13 +448,17 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace: stri
     }
     const objects: Located[] = [];
     const warnings: string[] = [];
+    let read = 0;
     for (const file of files) {
         let text: string;
         try {
-            text = file === "-" ? await stdin() : fs.readFileSync(file, "utf8");
+            // Regular files only, within what is left of the cap: a FIFO, /dev/zero or a huge file is refused, not read.
+            text = file === "-" ? await stdin() : readInputFile(file, MANIFESTS_MAX_BYTES - read, `--manifests ${file}`, "rendered manifests");
         } catch (e) {
+            if (e instanceof InputFileError) return cannotCheck(file === "-" ? `--manifests -: ${e.message}` : e.message);
             return cannotCheck(`could not read ${file === "-" ? source : file}: ${messageOf(e)}`);
         }
+        read += Buffer.byteLength(text);
         const parsed = parseManifests(text, file === "-" ? source : file);
         if (parsed.error) return cannotCheck(parsed.error);
         objects.push(...parsed.objects);

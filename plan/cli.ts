@@ -1,10 +1,12 @@
 // `npm run plan -- --stack <name> [--out <dir>]`: what the stack would deploy, checked against the policy pack,
 // without AWS or a Pulumi CLI. `npm run plan -- --diff <stack> <stack>`: how two stacks' plans differ.
+import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { Policies } from "@pulumi/policy";
 import { policies } from "../policy/policies";
-import { ConfigError, StackConfig, capacityWarnings } from "../stacks/config";
+import { ConfigError, StackConfig } from "../stacks/config";
+import { warningLine } from "../stacks/warnings";
 import { loadConfig } from "../stacks/validatedConfig";
 import { createStack } from "../stacks/createStack";
 import { policyConfigFor } from "../stacks/policyConfig";
@@ -14,10 +16,11 @@ import { cloudwatchAgentFile } from "./cloudwatchAgent";
 import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts";
 import { placementArgs } from "../stacks/componentArgs";
 import { diffStacks, renderDiff } from "./diff";
-import { PROJECT_DIR, PreviewError, RecordedResource, knownStacks, runOffline } from "./offlineRuntime";
+import { PROJECT_DIR, PreviewError, RecordedResource, knownStacks, runOffline, unknownStackMessage } from "./offlineRuntime";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun";
 import { briefSummary, fit, manifestsYaml, previewJson, summary } from "./render";
 import { outDirProblem, writeFiles } from "../ops/outDir";
+import { readInputFile } from "../ops/inputFile";
 import { Command, CommandResult, EXIT, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
 
 export const PLAN: Command = {
@@ -66,7 +69,7 @@ export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = p
     if (isResult(args)) return args;
     const stacks = knownStacks(dir);
     const unknown = ("diff" in args ? args.diff : [args.stack]).find((s) => !stacks.includes(s));
-    if (unknown) return usage(`${"diff" in args ? "--diff" : "--stack"}: unknown stack "${unknown}": known stacks are ${stacks.join(", ")}`, PLAN);
+    if (unknown !== undefined) return usage(unknownStackMessage("diff" in args ? "--diff" : "--stack", unknown, stacks), PLAN);
     const out = "diff" in args ? "" : (args.out ?? path.join("plan-out", args.stack));
     const outProblem = "diff" in args ? undefined : outDirProblem(out);
     if (outProblem) return usage(outProblem, PLAN);
@@ -79,20 +82,83 @@ export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = p
     }
 }
 
-/** Removes the files of an earlier plan from `out`, and says so; other files there are left alone. */
-function removeStalePlan(out: string): string[] {
-    if (!out) return [];
-    const stale = PLAN_FILES.filter((f) => fs.existsSync(path.join(out, f)));
+/**
+ * The record of what a plan wrote into --out: each file's path and sha256. Only files it lists, unchanged since, are
+ * ever removed, so a file of the user's that happens to be called manifests.yaml or summary.txt is never touched.
+ */
+export const PLAN_RECORD = ".notify-karpenter-plan.json";
+
+interface PlanRecord {
+    writtenBy: "npm run plan";
+    stack: string;
+    files: Record<string, string>;
+}
+
+const sha256 = (text: string | Buffer) => crypto.createHash("sha256").update(text).digest("hex");
+
+/** The record an earlier plan left in `out`, or undefined when there is none (or it is not one of ours). */
+function readPlanRecord(out: string): PlanRecord | undefined {
     try {
-        for (const f of stale) fs.rmSync(path.join(out, f));
-        // The folders of the values and ci-access files go with them, unless something else is in them.
-        for (const folder of [path.dirname(valuesFilePath("x")), CI_ACCESS_DIR].map((d) => path.join(out, d))) {
-            if (fs.existsSync(folder) && fs.readdirSync(folder).length === 0) fs.rmdirSync(folder);
+        const record = JSON.parse(readInputFile(path.join(out, PLAN_RECORD), 1_000_000));
+        const files = record?.files;
+        if (record?.writtenBy !== "npm run plan" || typeof files !== "object" || files === null) return undefined;
+        // Only paths of the plan's own files: a record cannot name anything else in the directory, or above it.
+        const own = Object.entries(files).filter(([f, h]) => PLAN_FILES.includes(f) && typeof h === "string");
+        return { writtenBy: "npm run plan", stack: String(record.stack), files: Object.fromEntries(own) as Record<string, string> };
+    } catch {
+        return undefined;
+    }
+}
+
+/**
+ * Removes from `out` the files the record says an earlier plan wrote, where each is still as written (`keep`: the files
+ * about to be written again). Returns what was removed and what was left because it changed.
+ */
+function removeRecordedFiles(out: string, record: PlanRecord, keep: string[] = []): { removed: string[]; changed: string[] } {
+    const removed: string[] = [];
+    const changed: string[] = [];
+    for (const [file, hash] of Object.entries(record.files)) {
+        if (keep.includes(file)) continue;
+        const full = path.join(out, file);
+        let text: Buffer;
+        try {
+            if (!fs.lstatSync(full).isFile()) continue;
+            text = fs.readFileSync(full);
+        } catch {
+            continue;
         }
+        if (sha256(text) !== hash) {
+            changed.push(file);
+            continue;
+        }
+        fs.rmSync(full);
+        removed.push(file);
+    }
+    // The folders of the values and ci-access files go with them, unless something else is in them.
+    for (const folder of [path.dirname(valuesFilePath("x")), CI_ACCESS_DIR].map((d) => path.join(out, d))) {
+        if (fs.existsSync(folder) && fs.statSync(folder).isDirectory() && fs.readdirSync(folder).length === 0) fs.rmdirSync(folder);
+    }
+    return { removed, changed };
+}
+
+/** Removes the files of an earlier plan from `out`, and says so; only files that plan wrote, unchanged since, go. */
+function removeStalePlan(out: string): string[] {
+    if (!out || !fs.existsSync(out) || !fs.statSync(out).isDirectory()) return [];
+    const record = readPlanRecord(out);
+    if (!record) {
+        const present = PLAN_FILES.filter((f) => fs.existsSync(path.join(out, f)));
+        return present.length ? [`Left ${present.join(", ")} in ${out} alone: no ${PLAN_RECORD} says npm run plan wrote them, and they are NOT this config's plan.`] : [];
+    }
+    try {
+        const { removed, changed } = removeRecordedFiles(out, record);
+        fs.rmSync(path.join(out, PLAN_RECORD));
+        return [
+            ...(removed.length ? [`Removed the earlier plan's files from ${out}: they showed a config that is no longer there.`] : []),
+            ...(changed.length ? [`Left ${changed.join(", ")} in ${out}: changed since npm run plan wrote them, and NOT this config's plan.`] : []),
+        ];
     } catch (e) {
         return [`The earlier plan in ${out} could not be removed (${(e as NodeJS.ErrnoException).code}): it is NOT this config's plan.`];
     }
-    return stale.length ? [`Removed the earlier plan's files from ${out}: they showed a config that is no longer there.`] : [];
 }
 
 /** The program's resources and data-source calls for a stack, with the validated config they came from. */
@@ -120,8 +186,11 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
     const violations = formatViolations(report.violations, (urn) => byUrn.get(urn ?? "") ?? "the stack").flatMap((v) => v.split("\n"));
     const placement = placementArgs(cfg);
     const ciAccess = ciAccessFiles(stack, cfg, { resources, calls });
-    const warnings = [...capacityWarnings(cfg), ...gcNotifyValues(placement).notes, ...ciAccess.notes].map((w) => `warning: ${w}`);
-    const full = [summary(stack, resources), "", policyHeading, ...violations, ...(warnings.length ? ["", ...warnings] : [])].join("\n") + "\n";
+    // Each once: the config's own (what it costs and what to do; acknowledged ones quiet), then the plan's notes.
+    const warnings = [...cfg.warnings.map(warningLine), ...gcNotifyValues(placement).notes, ...ciAccess.notes].map((w) => `warning: ${w}`);
+    const acknowledged = cfg.quietedWarnings.length ? [`Acknowledged in the stack file (notify-karpenter:acknowledged), so quiet: ${cfg.quietedWarnings.map((w) => w.id).join(", ")}`] : [];
+    const quietedLines = cfg.quietedWarnings.map((w) => `acknowledged: ${warningLine(w)} (reason: ${w.reason})`);
+    const full = [summary(stack, resources), "", policyHeading, ...violations, ...(warnings.length || quietedLines.length ? ["", ...warnings, ...quietedLines] : [])].join("\n") + "\n";
     const files = {
         "preview.json": JSON.stringify(previewJson(stack, resources), null, 2) + "\n",
         "manifests.yaml": manifestsYaml(resources),
@@ -131,9 +200,13 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
         "summary.txt": full,
     };
     const values = gcNotifyValuesFiles(stack, placement);
-    // A config that moved to a created cluster leaves no ci-access files of an earlier plan behind.
-    for (const stale of CI_ACCESS_PATHS.filter((f) => !(f in ciAccess.files) && fs.existsSync(path.join(out, f)))) fs.rmSync(path.join(out, stale));
-    const unwritable = writeFiles(out, { ...files, ...values, ...ciAccess.files });
+    const written: Record<string, string> = { ...files, ...values, ...ciAccess.files };
+    // A config that moved to a created cluster leaves no ci-access files of an earlier plan behind (only files that
+    // plan wrote, unchanged since).
+    const earlier = fs.existsSync(out) && fs.statSync(out).isDirectory() ? readPlanRecord(out) : undefined;
+    if (earlier) removeRecordedFiles(out, earlier, Object.keys(written));
+    const record: PlanRecord = { writtenBy: "npm run plan", stack, files: Object.fromEntries(Object.entries(written).map(([f, text]) => [f, sha256(text)])) };
+    const unwritable = writeFiles(out, { ...written, [PLAN_RECORD]: JSON.stringify(record, null, 2) + "\n" });
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
 
     const valuesLine = [
@@ -149,7 +222,10 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
     const tail = [...warningLines, "", `Wrote to ${out}:`, `  ${Object.keys(files).slice(0, 4).join(", ")},`, `  ${Object.keys(files).slice(4).join(", ")} (the full listing; or --verbose)`, ...valuesLine];
     const room = SUMMARY_LINES - head.length - tail.length;
     const shown = violations.length <= room ? violations : violations.slice(0, Math.max(0, room - 1));
-    const text = [...head, ...shown.map((v) => fit(v)), ...(shown.length < violations.length ? rest(violations.length - shown.length, "lines of violations") : []), ...tail];
+    const cut = shown.length < violations.length ? rest(violations.length - shown.length, "lines of violations") : [];
+    // The acknowledged warnings' line only where no violation needs the room.
+    const quiet = room - shown.length - cut.length >= acknowledged.length ? acknowledged.map((a) => fit(a)) : [];
+    const text = [...head, ...shown.map((v) => fit(v)), ...cut, ...tail.slice(0, warningLines.length), ...quiet, ...tail.slice(warningLines.length)];
     return { exitCode: mandatory > 0 ? 1 : 0, output: text.join("\n") };
 }
 

@@ -5,8 +5,10 @@ import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
 import { setMockOptions } from "@pulumi/pulumi/runtime/settings";
 import * as fs from "fs";
 import * as path from "path";
-import { parseDocument } from "yaml";
 import { StackFileError } from "../stacks/config";
+import { collectConfigWarnings } from "../stacks/validatedConfig";
+import { InputFileError, readInputFile } from "../ops/inputFile";
+import { STACK_FILE_MAX_BYTES, nearest, parseStackFile } from "./stackFile";
 
 // Internal to the SDK (runtime/settings.js) and absent from its typings, but the only way to know that every
 // registration has finished; @pulumi/pulumi is pinned, so it cannot move under us.
@@ -88,6 +90,8 @@ export interface Recording {
     resources: RecordedResource[];
     /** Invokes (data-source calls) the mocks had no answer for. */
     unmockedCalls: string[];
+    /** The warnings config validation reported, once each (stacks/warnings.ts). */
+    warnings: string[];
     /** Every data-source call, with its arguments. */
     calls: { token: string; inputs: Record<string, any> }[];
     byType(type: string): RecordedResource[];
@@ -172,41 +176,58 @@ function goDurationSeconds(d: string): number {
 
 /**
  * Reads `Pulumi.<stack>.yaml` the way the CLI hands config to a program: objects JSON-encoded. A file that is not
- * YAML, or not a map of `config` keys, is a StackFileError naming the file, line and column, as the CLI refuses it.
+ * YAML, not a map of `config` keys, not a regular file of at most 1 MB, or that the Pulumi CLI would read otherwise
+ * (plan/stackFile.ts), is a StackFileError naming the file, line and column, one line per problem.
  */
 export function readStackConfig(stack: string, dir = PROJECT_DIR): Record<string, string> {
     const file = path.join(dir, `Pulumi.${stack}.yaml`);
     const relative = path.relative(process.cwd(), file);
     const name = relative && !relative.startsWith("..") ? relative : file;
+    const nameProblem = stackNameProblem(stack);
+    if (nameProblem) throw new StackFileError(stack, `${name}: ${nameProblem}`);
     let text: string;
     try {
-        text = fs.readFileSync(file, "utf8");
+        text = readInputFile(file, STACK_FILE_MAX_BYTES, name, "a stack file");
     } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        throw new StackFileError(stack, code === "ENOENT" ? `no stack file ${name}: known stacks are ${knownStacks(dir).join(", ")}` : `${name}: cannot read the stack file (${code})`);
+        if (e instanceof InputFileError && e.code === "missing") throw new StackFileError(stack, `no stack file ${name}: known stacks are ${knownStacks(dir).join(", ")}`);
+        throw new StackFileError(stack, (e as Error).message);
     }
-    // Duplicate keys are errors, as the Pulumi CLI's YAML reader makes them (yaml's uniqueKeys).
-    const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
-    const [error] = doc.errors;
-    if (error) {
-        const [pos] = error.linePos ?? [];
-        throw new StackFileError(stack, `${name}:${pos ? `${pos.line}:${pos.col}` : "1:1"}: ${error.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "")}`);
-    }
-    const top = doc.toJS() ?? {};
-    const config = isMap(top) ? (top.config ?? {}) : undefined;
-    if (!isMap(config)) throw new StackFileError(stack, `${name}: must be a YAML map with a "config" map of keys to values, as pulumi config writes it`);
-    const flat: Record<string, string> = {};
-    for (const [k, v] of Object.entries(config)) flat[k] = typeof v === "string" ? v : JSON.stringify(v);
-    return flat;
+    const parsed = parseStackFile(text, PROJECT);
+    if (parsed.problems.length) throw new StackFileError(stack, parsed.problems.map((p) => `${name}:${p.line}:${p.col}: ${p.message}`).join("\n"));
+    if (!parsed.config) throw new StackFileError(stack, `${name}: must be a YAML map with a "config" map of keys to values, as pulumi config writes it`);
+    return parsed.config;
 }
 
-const isMap = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+/**
+ * Why the Pulumi CLI refuses a stack name (sdk/go/common/tokens/stack_name.go ParseStackName): empty, over 100
+ * characters, or a character other than letters, digits, -, _ and .; undefined when it takes it.
+ */
+export function stackNameProblem(stack: string): string | undefined {
+    if (stack === "") return "a stack name may not be empty";
+    if (stack.length > 100) return `a stack name cannot exceed 100 characters (got ${stack.length})`;
+    const bad = /[^A-Za-z0-9_.-]/.exec(stack);
+    return bad ? `a stack name may only contain alphanumeric, hyphens, underscores, or periods: invalid character ${JSON.stringify(bad[0])} at position ${bad.index}` : undefined;
+}
 
+/**
+ * The one line for a --stack (or --diff) value that names no stack file: why the Pulumi CLI refuses the name, or the
+ * known stacks, with the nearest one when there is one (prod: production).
+ */
+export function unknownStackMessage(flag: string, stack: string, known: string[]): string {
+    const problem = stackNameProblem(stack);
+    const qualified = /^[^/]+\/([^/]+\/)?([^/]+)$/.exec(stack)?.[2];
+    const near = qualified && known.includes(qualified) ? qualified : nearest(stack, known);
+    const hint = near ? `; did you mean "${near}"?` : "";
+    if (problem && !qualified) return `${flag}: the Pulumi CLI refuses the stack name ${JSON.stringify(stack)}: ${problem}${hint} (known stacks are ${known.join(", ")})`;
+    return `${flag}: unknown stack ${JSON.stringify(stack)}: known stacks are ${known.join(", ")}${hint}`;
+}
+
+/** The stacks with a stack file in `dir`, whose names the Pulumi CLI takes. */
 export function knownStacks(dir = PROJECT_DIR): string[] {
     return fs
         .readdirSync(dir)
         .map((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1])
-        .filter((s): s is string => !!s)
+        .filter((s): s is string => !!s && stackNameProblem(s) === undefined)
         .sort();
 }
 
@@ -268,6 +289,9 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
     const rejected: unknown[] = [];
     const onRejection = (e: unknown) => rejected.push(e);
     process.on("unhandledRejection", onRejection);
+    // The config's warnings go to the recording (npm run plan prints them once, in its summary), not the console.
+    const warnings: string[] = [];
+    const restoreWarnings = collectConfigWarnings((w) => warnings.push(w));
     let outputs: T;
     try {
         outputs = program();
@@ -276,6 +300,7 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
     } finally {
         Error.stackTraceLimit = stackTraceLimit;
         process.off("unhandledRejection", onRejection);
+        restoreWarnings();
     }
     if (monitor.errors.length > 0) throw new PreviewError(monitor.errors.join("\n"));
     // An error inside an apply reaches the engine through every input that depends on it; the cause is what matters.
@@ -284,6 +309,7 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
         outputs,
         resources,
         unmockedCalls,
+        warnings,
         calls,
         byType: (type) => resources.filter((r) => r.type === type),
         get: (type, name) => {

@@ -5,6 +5,8 @@ import * as path from "path";
 import { capacitySchema, stackSchema } from "../stacks/config";
 import { Optional, Schema } from "../stacks/schema";
 import { EXIT, Command, CommandResult, isResult, parseCommandLine, runMain } from "../ops/args";
+import { InputFileError, kindOf, readInputFile } from "../ops/inputFile";
+import { writeOutFile } from "../ops/outDir";
 
 export const REFERENCE_FILE = path.join(__dirname, "..", "docs", "configuration.md");
 
@@ -58,7 +60,7 @@ export const DOCS_CONFIG: Command = {
     usage: ["npm run docs:config [-- --check]"],
     summary: "Writes docs/configuration.md, the reference of every config key with its default and allowed values, from the config schema.",
     flags: { check: { meaning: "write nothing; exit 1 when docs/configuration.md differs from the schema" } },
-    exits: { 0: "written (or, with --check, up to date)", 1: "with --check: the file is stale" },
+    exits: { 0: "written (or, with --check, up to date)", 1: "with --check: the file is stale (or not a file)", 3: "docs/configuration.md could not be written (a directory or another non-file in its place)" },
     examples: ["npm run docs:config"],
 };
 
@@ -66,13 +68,23 @@ export async function docsConfig(argv: string[], file = REFERENCE_FILE): Promise
     const line = parseCommandLine(argv, DOCS_CONFIG);
     if (isResult(line)) return line;
     const text = configReference();
+    const relative = path.relative(process.cwd(), file);
+    const name = relative && !relative.startsWith("..") ? relative : file;
     if (line.flags.check) {
-        const current = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "";
-        return current === text ? { exitCode: EXIT.ok, output: `${path.relative(process.cwd(), file)} is up to date` } : { exitCode: EXIT.findings, output: `${path.relative(process.cwd(), file)} differs from the config schema: run npm run docs:config` };
+        let current = "";
+        try {
+            current = readInputFile(file, 1_000_000, name, "the configuration reference");
+        } catch (e) {
+            if (!(e instanceof InputFileError && e.code === "missing")) return { exitCode: EXIT.findings, output: `${(e as Error).message}: remove it and run npm run docs:config` };
+        }
+        return current === text ? { exitCode: EXIT.ok, output: `${name} is up to date` } : { exitCode: EXIT.findings, output: `${name} differs from the config schema: run npm run docs:config` };
     }
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, text);
-    return { exitCode: EXIT.ok, output: `wrote ${path.relative(process.cwd(), file)}` };
+    // A directory (or a FIFO, a device) where the reference belongs is the user's to remove, not ours to write into.
+    const other = fs.existsSync(file) && !fs.statSync(file).isFile() ? kindOf(fs.statSync(file)) : undefined;
+    if (other) return { exitCode: EXIT.cannotCheck, output: `${name}: is ${other}, not the reference: remove it, then run npm run docs:config; nothing was written` };
+    const unwritable = writeOutFile(file, text, name, "docs/configuration.md");
+    if (unwritable) return { exitCode: EXIT.cannotCheck, output: `${unwritable}; nothing was written` };
+    return { exitCode: EXIT.ok, output: `wrote ${name}` };
 }
 
 if (require.main === module) runMain(() => docsConfig(process.argv.slice(2)));

@@ -10,10 +10,27 @@ import * as path from "path";
 import { parse } from "yaml";
 import { isTransitionRule } from "../components/karpenter/cel";
 import { Command, CommandResult, EXIT, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
+import { InputFileError, readInputFile } from "../ops/inputFile";
+import { outFileProblem, writeOutFile } from "../ops/outDir";
 import { KARPENTER_VERSION } from "../stacks/config";
 
 /** The CRD files read, by the kind they define. */
 export const CRD_FILES = { NodePool: "karpenter.sh_nodepools.yaml", EC2NodeClass: "karpenter.k8s.aws_ec2nodeclasses.yaml" } as const;
+/** The CRD files are about 100 KB each. */
+const CRD_FILE_MAX_BYTES = 5_000_000;
+
+/** Why `dir` cannot be the directory of CRD files, in one line naming `flag`. */
+function crdsDirProblem(dir: string, flag: string): string | undefined {
+    if (dir.trim() === "") return `${flag} must name the directory holding ${Object.values(CRD_FILES).join(" and ")} (got "")`;
+    let stat: fs.Stats;
+    try {
+        stat = fs.statSync(dir);
+    } catch {
+        return `${flag} ${dir}: no such directory; it must hold ${Object.values(CRD_FILES).join(" and ")}`;
+    }
+    return stat.isDirectory() ? undefined : `${flag} ${dir}: is not a directory; it must be the directory holding ${Object.values(CRD_FILES).join(" and ")}`;
+}
+
 export const GENERATED_MODULE = path.join(__dirname, "..", "components", "karpenter", "generated", "crds.ts");
 export const GENERATE_KARPENTER: Command = {
     usage: ["npm run generate:karpenter -- [--crds <dir>] [--out <file>]"],
@@ -58,13 +75,19 @@ function countRules(schema: any): { rules: number; transition: number } {
 export function generateKarpenterModule(dir: string, version = KARPENTER_VERSION): string {
     const kinds = Object.entries(CRD_FILES).map(([kind, file]) => {
         const full = path.join(dir, file);
+        // A CRD file is about 100 KB; a FIFO, a device or a huge file in its place is refused, not read.
         let text: string;
         try {
-            text = fs.readFileSync(full, "utf8");
+            text = readInputFile(full, CRD_FILE_MAX_BYTES, full, "a CRD file");
         } catch (e) {
-            throw new Error(`cannot read ${full}: ${(e as Error).message}`);
+            throw new Error(e instanceof InputFileError && e.code === "missing" ? `cannot read ${full}: ENOENT: no such file or directory` : (e as Error).message);
         }
-        const crd = parse(text);
+        let crd: any;
+        try {
+            crd = parse(text);
+        } catch (e) {
+            throw new Error(`${full} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
+        }
         const served = (crd?.spec?.versions ?? []).find((v: any) => v.storage);
         const spec = served?.schema?.openAPIV3Schema?.properties?.spec;
         if (crd?.spec?.names?.kind !== kind || !spec) throw new Error(`${full} is not the ${kind} CustomResourceDefinition (no spec.versions[storage].schema.openAPIV3Schema.properties.spec)`);
@@ -105,14 +128,18 @@ export async function generateKarpenter(argv: string[], env = process.env): Prom
     const dir = valueOf(line, "crds") ?? env.KARPENTER_REFERENCE_DIR;
     if (!dir) return usage("--crds (or KARPENTER_REFERENCE_DIR) must name the directory holding karpenter.sh_nodepools.yaml and karpenter.k8s.aws_ec2nodeclasses.yaml", GENERATE_KARPENTER);
     const out = valueOf(line, "out") ?? GENERATED_MODULE;
+    const outProblem = outFileProblem(out, "--out", "components/karpenter/generated/crds.ts");
+    if (outProblem) return usage(outProblem, GENERATE_KARPENTER);
+    const crdsProblem = crdsDirProblem(dir, valueOf(line, "crds") !== undefined ? "--crds" : "KARPENTER_REFERENCE_DIR");
+    if (crdsProblem) return usage(crdsProblem, GENERATE_KARPENTER);
     let text: string;
     try {
         text = generateKarpenterModule(dir);
     } catch (e) {
         return { exitCode: EXIT.cannotCheck, output: (e as Error).message };
     }
-    fs.mkdirSync(path.dirname(out), { recursive: true });
-    fs.writeFileSync(out, text);
+    const unwritable = writeOutFile(out, text, "--out", "components/karpenter/generated/crds.ts");
+    if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
     return { exitCode: EXIT.ok, output: `wrote ${out} from ${dir}` };
 }
 

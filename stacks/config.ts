@@ -2,6 +2,8 @@
 // once (stacks/validatedConfig.ts, the only reader of Pulumi config) into one typed, validated object; components
 // receive plain values from it and never see config keys.
 import * as pulumi from "@pulumi/pulumi";
+import { ConfigWarning, fitsCeleryPod, nodeResources, quantityValue } from "../components/ephemeralNodePool";
+import { WARNING_IDS } from "./warnings";
 import { disruptionProblems, isTimeZone } from "../components/disruptionBudgets";
 import { recycleWindow } from "../components/nodeRecycler";
 import { AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms";
@@ -326,12 +328,121 @@ const nodePool = object(
                           ? [{ path: `${path}.budgets[${i}].reasons`, message: "must not list Underutilized with consolidationPolicy WhenEmpty, which never disrupts a node for that reason: the budget would do nothing (use Empty or Drifted)" }]
                           : [],
                   );
-        return [...inert, ...disruptionProblems(p).map((d) => ({ path: `${path}.${d.key}`, message: d.message })), ...recycleProblems(p, path)];
+        return [
+            ...inert,
+            ...disruptionProblems(p).map((d) => ({ path: `${path}.${d.key}`, message: d.message })),
+            ...recycleProblems(p, path),
+            ...limitProblems(p, path),
+            ...celeryFitProblems(p, path),
+            ...amiProblems(p, path),
+        ];
     },
 );
 
+/** What the pool's checks read (spelled out: inferring it from nodePool would be circular). */
+type NodePoolConfig = {
+    instanceTypes?: string[];
+    instanceFamilies?: string[];
+    instanceSizes?: string[];
+    limits: { cpu: string; memory: string };
+    kubeReserved?: Record<string, string>;
+    systemReserved?: Record<string, string>;
+    evictionHard?: Record<string, string>;
+    capacityCheck?: { celeryPodCpu: string; celeryPodMemory: string; daemonsetCpu: string; daemonsetMemory: string; peakCeleryPods: number };
+    ami: { alias?: string; id?: string; family?: "AL2023" | "AL2" | "Bottlerocket" };
+    rootVolumeSize: string;
+};
+
+/**
+ * Limits that no approved type fits: Karpenter launches only types whose capacity (vCPUs, and memory less its 7.5 %
+ * VM overhead) fits within what the limits leave, and with none it logs "all available instance types exceed limits
+ * for nodepool" and launches nothing (kubernetes-sigs/karpenter v1.14.1 scheduler.go:716-719, 1069-1085).
+ */
+function limitProblems(p: NodePoolConfig, path: string): Issue[] {
+    const cpu = quantityValue(p.limits.cpu, "cores");
+    const memory = quantityValue(p.limits.memory, "GiB");
+    const shapes = approvedInstanceTypes(p).flatMap((t) => {
+        const r = nodeResources(t, p);
+        return r ? [{ t, ...r.capacity }] : [];
+    });
+    if (shapes.length === 0 || !Number.isFinite(cpu) || !Number.isFinite(memory) || shapes.some((s) => s.cpu <= cpu && s.memoryGiB <= memory)) return [];
+    const fewestCpus = shapes.reduce((a, b) => (b.cpu < a.cpu ? b : a));
+    const leastMemory = shapes.reduce((a, b) => (b.memoryGiB < a.memoryGiB ? b : a));
+    const why = "Karpenter launches no node whose capacity exceeds the limit (v1.14.1 scheduler.go:716), so the pool would launch nothing";
+    if (fewestCpus.cpu > cpu) return [{ path: `${path}.limits.cpu`, message: `must allow one node of an approved type: the smallest, ${fewestCpus.t}, has ${fewestCpus.cpu} vCPUs, and ${why} (got ${got(p.limits.cpu)})` }];
+    if (leastMemory.memoryGiB > memory) {
+        return [{ path: `${path}.limits.memory`, message: `must allow one node of an approved type: the smallest, ${leastMemory.t}, has ${gib(leastMemory.memoryGiB)} of memory (less Karpenter's 7.5 % VM overhead), and ${why} (got ${got(p.limits.memory)})` }];
+    }
+    return [{ path: `${path}.limits`, message: `must allow one node of an approved type in both cpu and memory: ${fewestCpus.t} has ${fewestCpus.cpu} vCPUs but ${gib(fewestCpus.memoryGiB)}, ${leastMemory.t} ${gib(leastMemory.memoryGiB)} but ${leastMemory.cpu} vCPUs, and ${why} (got ${got(p.limits)})` }];
+}
+
+const gib = (n: number) => `${+n.toFixed(2)}Gi`;
+
+/** A Celery pod that fits on no approved type: every burst pod would stay pending (some types too small only warns). */
+function celeryFitProblems(p: NodePoolConfig, path: string): Issue[] {
+    const c = p.capacityCheck;
+    const types = approvedInstanceTypes(p);
+    if (!c || types.some((t) => fitsCeleryPod(t, p, c))) return [];
+    const largest = types.map((t) => ({ t, r: nodeResources(t, p)! })).reduce((a, b) => (b.r.allocatable.cpu + b.r.allocatable.memoryGiB > a.r.allocatable.cpu + a.r.allocatable.memoryGiB ? b : a));
+    const room = `${+(largest.r.allocatable.cpu - quantityValue(c.daemonsetCpu, "cores")).toFixed(3)} cpu and ${gib(largest.r.allocatable.memoryGiB - quantityValue(c.daemonsetMemory, "GiB"))}`;
+    return [
+        {
+            path: `${path}.capacityCheck`,
+            message: `must describe a Celery pod that fits on an approved type: one pod (${c.celeryPodCpu} cpu, ${c.celeryPodMemory}) fits on none next to the daemonsets (${c.daemonsetCpu} cpu, ${c.daemonsetMemory}); the roomiest, ${largest.t}, has ${room} left after the kubelet reservations, so every burst pod would stay pending: approve larger types or correct the sizes`,
+        },
+    ];
+}
+
+/**
+ * The root snapshot of the EKS-optimized AMIs of each family: 20 GiB for AL2023 and AL2, the size Karpenter v1.14.1
+ * gives their root volume by default (aws/karpenter-provider-aws pkg/providers/amifamily/resolver.go:43, DefaultEBS);
+ * EC2 refuses a launch whose volume is smaller than its snapshot. Bottlerocket's root (/dev/xvda) holds only the OS:
+ * 4Gi by default (bottlerocket.go:185). An AMI of your own may have a larger snapshot: preflight's DescribeImages tells.
+ */
+export const AMI_ROOT_SNAPSHOT_GIB: Record<string, number> = { AL2023: 20, AL2: 20, Bottlerocket: 4 };
+
+/** The families an alias may name (the CRD also has Windows families; these nodes run Linux). */
+const ALIAS_FAMILIES: Record<string, "AL2023" | "AL2" | "Bottlerocket"> = { al2023: "AL2023", al2: "AL2", bottlerocket: "Bottlerocket" };
+
+/**
+ * An alias Karpenter v1.14.1 cannot resolve, and a root volume smaller than the AMI's snapshot. The CRD admits any
+ * "<family>@<anything>": more than one @ stops the controller (log.Fatalf, pkg/apis/v1/ec2nodeclass.go:703-708), and a
+ * version of another form names an SSM parameter that does not exist, so no node launches ("failed to discover any
+ * AMIs for alias", pkg/providers/amifamily/al2023.go:60, al2.go, bottlerocket.go).
+ */
+function amiProblems(p: NodePoolConfig, path: string): Issue[] {
+    const issues: Issue[] = [];
+    const alias = p.ami.alias;
+    let family = p.ami.family;
+    if (alias !== undefined) {
+        const parts = alias.split("@");
+        const aliasFamily = ALIAS_FAMILIES[parts[0]];
+        if (parts.length !== 2) {
+            issues.push({ path: `${path}.ami.alias`, message: `must be <family>@<version> with a single @: Karpenter v1.14.1 stops with a fatal error on any other alias (pkg/apis/v1/ec2nodeclass.go:703-708), and the controller would restart without end (got ${got(alias)})` });
+        } else if (!aliasFamily) {
+            issues.push({ path: `${path}.ami.alias`, message: `must name the family al2023, al2 or bottlerocket: these nodes run Linux on amd64 (got ${got(alias)})` });
+        } else {
+            family = aliasFamily;
+            const version = parts[1];
+            const dated = /^v([0-9]{4})([0-9]{2})([0-9]{2})$/.exec(version);
+            const realDate = !!dated && +dated[2] >= 1 && +dated[2] <= 12 && new Date(Date.UTC(+dated[1], +dated[2] - 1, +dated[3])).getUTCDate() === +dated[3];
+            const ok = version === "latest" || (aliasFamily === "Bottlerocket" ? /^v?[0-9]+\.[0-9]+\.[0-9]+$/.test(version) : realDate);
+            if (!ok) {
+                const form = aliasFamily === "Bottlerocket" ? "a Bottlerocket release such as v1.46.0" : "v and an AMI release date such as v20251117";
+                issues.push({ path: `${path}.ami.alias`, message: `must have a version Karpenter can look up: ${form}, or latest; Karpenter resolves ${parts[0]}@<version> through an SSM parameter that exists for no other form, and would launch no node ("failed to discover any AMIs for alias") (got ${got(alias)})` });
+            }
+        }
+    }
+    const floor = family ? AMI_ROOT_SNAPSHOT_GIB[family] : undefined;
+    const size = parseInt(p.rootVolumeSize, 10);
+    if (floor !== undefined && size < floor) {
+        issues.push({ path: `${path}.rootVolumeSize`, message: `must be at least ${floor}Gi, the root snapshot of the EKS-optimized ${family} AMI: EC2 refuses to launch a volume smaller than its snapshot, so no node would start (got ${got(p.rootVolumeSize)})` });
+    }
+    return issues;
+}
+
 /** The approved instance types: the explicit list, or every family in every size. */
-export function approvedInstanceTypes(p: Infer<typeof nodePool>): string[] {
+export function approvedInstanceTypes(p: { instanceTypes?: string[]; instanceFamilies?: string[]; instanceSizes?: string[] }): string[] {
     return p.instanceTypes ?? p.instanceFamilies!.flatMap((f) => p.instanceSizes!.map((s) => `${f}.${s}`));
 }
 
@@ -701,6 +812,17 @@ export const stackSchema = object(
         tags: optional(record("AWS tag keys (at most 128 characters, not starting with aws:)", /^(?!aws:)[\p{L}\p{Z}\p{N}_.:/=+\-@]{1,128}$/u, tagValue), {}),
         controller,
         nodePool,
+        /** Warnings known and accepted for this stack, each with why: they are then quiet (docs/configuring.md). */
+        acknowledged: optional(
+            list(
+                object({
+                    warning: oneOf(...WARNING_IDS),
+                    reason: text("a reason of 20 to 500 characters: why the warning is accepted for this stack", /^[^]{20,}$/, 500),
+                }),
+                { max: 20, uniqueBy: (a) => a.warning },
+            ),
+            [],
+        ),
         alarms,
         placement,
         // Parsed on its own in parseStackConfig: nothing is deployed from it, so it never blocks plan, preview or up.
@@ -761,6 +883,10 @@ export type StackConfig = Infer<typeof stackSchema> & {
     stack: string;
     /** What is wrong with the capacity section: `npm run capacity` refuses to model, everything else only warns. */
     capacityProblems: Issue[];
+    /** The warnings this config raises that no acknowledgment quiets (stacks/validatedConfig.ts fills them in). */
+    warnings: ConfigWarning[];
+    /** The warnings it raises that `acknowledged` quiets, with the reasons given. */
+    quietedWarnings: (ConfigWarning & { reason: string })[];
 };
 export type ClusterConfig = StackConfig["cluster"];
 export type CapacityConfig = NonNullable<StackConfig["capacity"]>;
@@ -800,12 +926,15 @@ export function parseConfigSchema(stack: string, raw: Record<string, unknown>, p
     // A capacity section of the wrong shape is left out, so that nothing reads half of it.
     const wellFormed = capacityProblems.length === 0;
     if (cap && wellFormed) capacityProblems.push(...capacityConfigProblems({ ...parsed, capacity: cap }));
-    return { ...parsed, capacity: wellFormed ? cap : undefined, capacityProblems, stack };
+    return { ...parsed, capacity: wellFormed ? cap : undefined, capacityProblems, stack, warnings: [], quietedWarnings: [] };
 }
 
 /** The capacity section's problems as warnings: they concern `npm run capacity` only. */
-export function capacityWarnings(cfg: StackConfig, project = "notify-karpenter"): string[] {
-    return cfg.capacityProblems.map((i) => `${project}:${i.path} ${i.message} (only npm run capacity reads this section; nothing deployed depends on it)`);
+export function capacityWarnings(cfg: Pick<StackConfig, "capacityProblems">, project = "notify-karpenter"): ConfigWarning[] {
+    return cfg.capacityProblems.map((i) => ({
+        id: "capacity-section",
+        message: `${project}:${i.path} ${i.message} (only npm run capacity reads this section; nothing deployed depends on it, and npm run capacity refuses to model until it is fixed)`,
+    }));
 }
 
 /**

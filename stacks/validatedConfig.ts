@@ -1,11 +1,14 @@
 // A stack's config, validated twice: against the schema (stacks/config.ts), then by rendering the Karpenter objects and
 // placement it configures through the same mapping the program deploys (stacks/componentArgs.ts), so what is
-// validated is exactly what is deployed. Kept apart from both so that neither imports the other's caller.
+// validated is exactly what is deployed. Kept apart from both so that neither imports the other's caller. It also
+// gathers the config's warnings (stacks/warnings.ts), less those the stack file acknowledges.
 import * as pulumi from "@pulumi/pulumi";
 import { placementProblems } from "../components/celeryWorkloadPlacement";
-import { nodePoolProblems } from "../components/ephemeralNodePool";
+import { ConfigWarning, nodePoolFindings, nodePoolProblems } from "../components/ephemeralNodePool";
 import { nodePoolArgs, placementArgs } from "./componentArgs";
-import { ConfigError, StackConfig, capacityWarnings, configSections, parseConfigSchema } from "./config";
+import { ConfigError, StackConfig, StackFileError, capacityWarnings, configSections, parseConfigSchema } from "./config";
+import { CONFIG_KEY_NAMESPACES, PULUMI_CONFIG_KEYS, foreignConfigKeys } from "./configKeys";
+import { warningLine } from "./warnings";
 
 /** A stack's validated config; throws a ConfigError naming the stack and each full key path. */
 export function parseStackConfig(stack: string, raw: Record<string, unknown>, project = "notify-karpenter"): StackConfig {
@@ -16,12 +19,69 @@ export function parseStackConfig(stack: string, raw: Record<string, unknown>, pr
         ...placementProblems(placementArgs(cfg)).map((message) => ({ path: "placement", message })),
     ];
     if (objectIssues.length > 0) throw new ConfigError(stack, objectIssues, project);
-    return cfg;
+    const raised = configWarnings(cfg, project);
+    const reasons = new Map(cfg.acknowledged.map((a) => [a.warning, a.reason]));
+    const unused = cfg.acknowledged
+        .map((a, i) => ({ a, i }))
+        .filter(({ a }) => !raised.some((w) => w.id === a.warning))
+        .map(({ a, i }): ConfigWarning => ({
+            id: "acknowledged-unused",
+            message: `${project}:acknowledged[${i}] acknowledges ${a.warning}, which this config does not raise: remove the entry, so that the warning is heard if it comes back`,
+        }));
+    return {
+        ...cfg,
+        warnings: [...raised.filter((w) => !reasons.has(w.id)), ...unused],
+        quietedWarnings: raised.filter((w) => reasons.has(w.id)).map((w) => ({ ...w, reason: reasons.get(w.id)! })),
+    };
 }
 
-/** Reads the current stack's config (all keys in this project's namespace) and validates it. */
+/** Every warning the config raises, acknowledged or not, in a stable order. */
+export function configWarnings(cfg: StackConfig, project = "notify-karpenter"): ConfigWarning[] {
+    const p = cfg.nodePool;
+    return [
+        ...nodePoolFindings(nodePoolArgs(cfg, "node-role")),
+        ...(cfg.placement.admission.mode === "warn"
+            ? [
+                  {
+                      id: "admission-warn-mode",
+                      message: `${project}:placement.admission.mode is warn: the admission policy admits pods that tolerate or select ephemeral nodes, and only audits them, so a misplaced pod can land on a spot node. To act: set deny once the first up has shown no warning (docs/migration.md)`,
+                  },
+              ]
+            : []),
+        ...(p.ami.alias?.endsWith("@latest") && p.allowLatestAmi
+            ? [
+                  {
+                      id: "latest-ami",
+                      message: `${project}:nodePool.ami.alias ${p.ami.alias} follows every new AMI: each release drifts every node, replaced within the budgets' window. To act: pin a release (al2023@vYYYYMMDD) and move it on purpose`,
+                  },
+              ]
+            : []),
+        ...capacityWarnings(cfg, project),
+    ];
+}
+
+/** Where loadConfig reports warnings; runOffline (plan/offlineRuntime.ts) collects them instead of Pulumi's log. */
+let warningSink: (line: string) => void = (line) => void pulumi.log.warn(line);
+
+/** Sends loadConfig's warnings to `sink` until the returned function restores the previous one. */
+export function collectConfigWarnings(sink: (line: string) => void): () => void {
+    const previous = warningSink;
+    warningSink = sink;
+    return () => {
+        warningSink = previous;
+    };
+}
+
+/** Reads the current stack's config (all keys in this project's namespace) and validates it; reports its warnings once. */
 export function loadConfig(): StackConfig {
-    const cfg = parseStackConfig(pulumi.getStack(), configSections(pulumi.runtime.allConfig(), pulumi.getProject()), pulumi.getProject());
-    for (const w of capacityWarnings(cfg)) pulumi.log.warn(w);
+    const all = pulumi.runtime.allConfig();
+    const foreign = foreignConfigKeys(all);
+    if (foreign.length) {
+        // The same rule as the stack file reader's (plan/stackFile.ts), for pulumi preview and up, which see config alone.
+        const where = `${CONFIG_KEY_NAMESPACES.join(", ")}; pulumi: keys ${PULUMI_CONFIG_KEYS.join(", ")}`;
+        throw new StackFileError(pulumi.getStack(), foreign.map((k) => `${pulumi.getStack()}: ${k} is read by nothing here (namespaces ${where}): a misspelt namespace loses its section without a word`).join("\n"));
+    }
+    const cfg = parseStackConfig(pulumi.getStack(), configSections(all, pulumi.getProject()), pulumi.getProject());
+    for (const w of cfg.warnings) warningSink(warningLine(w));
     return cfg;
 }

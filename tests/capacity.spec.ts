@@ -386,7 +386,7 @@ describe("npm run capacity", () => {
         const dir = tempDir();
         const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.staging.yaml"), "utf8"));
         delete doc.config["notify-karpenter:nodePool"].recycle;
-        fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), stringify(doc));
+        fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), stringify(doc, { version: "1.1" }));
         const r = await capacity(["--stack", "staging", "--out", path.join(dir, "out")], dir);
         expect(r.output).to.match(/^Recycling: off \(nodePool\.recycle not set\): nothing bounds node age, and a node that never initializes stays until someone deletes it\.$/m);
     });
@@ -435,7 +435,7 @@ describe("npm run capacity", () => {
         const dir = tempDir();
         const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.staging.yaml"), "utf8"));
         doc.config["notify-karpenter:nodePool"].limits.cpu = "40";
-        fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), stringify(doc));
+        fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), stringify(doc, { version: "1.1" }));
         const r = await capacity(["--stack", "staging", "--out", path.join(dir, "out")], dir);
         expect(r.exitCode).to.equal(1);
         // 40 cpu is 10 nodes of 4 vCPU; c6a.xlarge (4 pods each) needs 16 nodes for 62 pods (64 cpu), r6a.xlarge 13 nodes of 29.6 GiB.
@@ -445,7 +445,7 @@ describe("npm run capacity", () => {
 
     it("refuses bad arguments and unknown stacks with usage, exit 2", async () => {
         expect(await capacity(["--stack", "prod"])).to.deep.include({ exitCode: 2 });
-        expect((await capacity(["--stack", "prod"])).output).to.match(/^--stack: unknown stack "prod": known stacks are .*production.*staging\nusage: npm run capacity/);
+        expect((await capacity(["--stack", "prod"])).output).to.match(/^--stack: unknown stack "prod": known stacks are .*production.*staging; did you mean "production"\?\nusage: npm run capacity/);
         expect((await capacity([])).output).to.match(/^--stack is required/);
         expect((await capacity(["--stack"])).output).to.match(/^--stack needs a value/);
         expect((await capacity(["--stak", "staging"])).output).to.match(/^unknown flag --stak: the flags are --stack, --out\n/);

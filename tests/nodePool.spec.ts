@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolWarnings, quantityValue, renderNodePool } from "../components/ephemeralNodePool";
+import { EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolFindings, nodePoolWarnings, quantityValue, renderNodePool } from "../components/ephemeralNodePool";
 import { KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate";
 import { nodePoolArgs } from "../stacks/componentArgs";
 import { parseStackConfig } from "../stacks/validatedConfig";
@@ -169,22 +169,24 @@ describe("EphemeralNodePool warnings", () => {
         expect(quantityValue("1250Mi", "GiB")).to.be.closeTo(1.2207, 0.001);
     });
 
-    it("is silent for production's config", () => {
-        expect(nodePoolWarnings(base())).to.deep.equal([]);
+    it("gives production's config the one warning its stack file acknowledges: a lone xlarge node is never replaced alone", () => {
+        expect(nodePoolFindings(base()).map((w) => w.id)).to.deep.equal(["spot-to-spot-single-node"]);
+        expect(nodePoolFindings(base())[0].message).to.include("and 12 types are of size xlarge (4 vCPUs)");
+        expect(nodePoolFindings({ ...base(), spotToSpotConsolidation: false })).to.deep.equal([]);
     });
 
     it("warns that spot-to-spot does nothing under WhenEmpty, for that reason and not the type count", () => {
         // consolidation.go:130-134 at v1.14.1: WhenEmpty skips every node that still has pods; a replacement needs one.
         expect(nodePoolWarnings({ ...base(), consolidationPolicy: "WhenEmpty" })).to.deep.equal([
-            'NodePool "notify-karpenter": spot-to-spot consolidation does nothing here: it replaces a running spot node with a cheaper one, and consolidationPolicy is WhenEmpty, which never disrupts a node that still has pods',
+            'NodePool "notify-karpenter": spot-to-spot consolidation does nothing here: it replaces a running spot node with a cheaper one, and consolidationPolicy is WhenEmpty, which never disrupts a node that still has pods. It costs nothing but misleads: set controller.spotToSpotConsolidation to false',
         ]);
-        expect(nodePoolWarnings({ ...base(), consolidateAfter: "Never" })[0]).to.match(/does nothing here: .* and consolidateAfter is Never$/);
+        expect(nodePoolWarnings({ ...base(), consolidateAfter: "Never" })[0]).to.match(/does nothing here: .* and consolidateAfter is Never\. It costs nothing/);
         expect(nodePoolWarnings({ ...base(), consolidationPolicy: "WhenEmpty", spotToSpotConsolidation: false })).to.deep.equal([]);
     });
 
     it("warns when too few types leave 15 cheaper ones for a single spot node (consolidation.go:48, :311-315)", () => {
         expect(nodePoolWarnings({ ...base(), instanceTypes: expectedTypes.staging })[0]).to.equal(
-            'NodePool "notify-karpenter" allows 12 instance types; Karpenter replaces a single spot node only when at least 15 compatible types are cheaper than it, so it never does here (several nodes at once it still may)',
+            'NodePool "notify-karpenter": a lone spot node of the smallest approved size is never replaced by a cheaper one: Karpenter needs at least 15 cheaper approved types to replace one node (v1.14.1 consolidation.go:311), and the pool approves 12 types (4 vCPUs). Cost: such a node, underused, runs until it empties or is consolidated with others. To act: approve at least 16 types of that size, or acknowledge it',
         );
         expect(nodePoolWarnings({ ...base(), instanceTypes: expectedTypes.staging, spotToSpotConsolidation: false })).to.deep.equal([]);
         expect(nodePoolWarnings({ ...base(), instanceTypes: expectedTypes.staging, capacityTypes: ["on-demand"] })).to.deep.equal([]);
@@ -192,12 +194,14 @@ describe("EphemeralNodePool warnings", () => {
 
     it("warns when a type cannot fit one Celery pod next to the daemonsets", () => {
         const w = nodePoolWarnings({ ...base(), instanceTypes: [...expectedTypes.production, "c7i.large"], capacityCheck: { ...base().capacityCheck!, celeryPodCpu: "1500m" } });
-        expect(w).to.include("instance types c7i.large cannot fit one Celery pod (1500m cpu, 1250Mi) next to the daemonsets");
+        expect(w.find((m) => m.startsWith("instance types"))).to.equal(
+            "instance types c7i.large cannot fit one Celery pod (1500m cpu, 1250Mi) next to the daemonsets: Karpenter never launches them for burst pods, so they only seem to widen the spot choice. To act: remove them from nodePool, or correct nodePool.capacityCheck",
+        );
     });
 
     it("warns when the limits are below the configured peak", () => {
         const w = nodePoolWarnings({ ...base(), limits: { cpu: "40", memory: "1000Gi" } });
-        expect(w[0]).to.match(/limits \(cpu 40, memory 1000Gi\) are below what 100 Celery pods need \(cpu 55/);
+        expect(w.find((m) => m.includes("limits"))).to.match(/limits \(cpu 40, memory 1000Gi\) are below what 100 Celery pods need \(cpu 55, .*; pods past the limit stay pending and the burst queues back up\. To act: raise nodePool\.limits/);
     });
 });
 

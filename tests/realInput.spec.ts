@@ -3,6 +3,7 @@
 // write, a stale plan after a refused config.
 import * as pulumi from "@pulumi/pulumi";
 import { expect } from "chai";
+import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { parse, stringify } from "yaml";
@@ -10,7 +11,7 @@ import { instanceShape } from "../components/ephemeralNodePool";
 import { INSTANCE_TYPE_SOURCE, instanceTypeFacts } from "../components/instanceTypes";
 import { capacity } from "../ops/capacityCli";
 import { outDirProblem } from "../ops/outDir";
-import { PLAN_FILES, plan } from "../plan/cli";
+import { PLAN_FILES, PLAN_RECORD, plan } from "../plan/cli";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { ConfigError } from "../stacks/config";
 import { parseStackConfig } from "../stacks/validatedConfig";
@@ -23,7 +24,8 @@ function projectWith(stack: string, edit: (config: Record<string, any>) => void)
     const dir = tempDir("real-input-");
     const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, `Pulumi.${stack}.yaml`), "utf8"));
     edit(doc.config);
-    fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), stringify(doc));
+    // YAML 1.1 output quotes what go-yaml v3, the Pulumi CLI's reader, would read otherwise (a date such as asOf).
+    fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), stringify(doc, { version: "1.1" }));
     fs.copyFileSync(path.join(PROJECT_DIR, "Pulumi.yaml"), path.join(dir, "Pulumi.yaml"));
     return dir;
 }
@@ -159,8 +161,10 @@ describe("the capacity section never blocks plan, preview or up", () => {
         const planned = await plan(["--stack", "production", "--out", path.join(dir, "plan")], dir);
         expect(planned.exitCode, planned.output).to.equal(0);
         // A warning, cut to the summary's width; summary.txt has it whole.
-        expect(planned.output).to.match(/^warning: notify-karpenter:capacity\.prices\.onDemandHourly has no price for m7i\.4xlarge, .*\.\.\.$/m);
-        expect(fs.readFileSync(path.join(dir, "plan", "summary.txt"), "utf8")).to.match(/^warning: notify-karpenter:capacity\.prices\.onDemandHourly has no price .*c6a\.4xlarge: .*\(only npm run capacity reads this section; nothing deployed depends on it\)$/m);
+        expect(planned.output).to.match(/^warning: \[capacity-section\] notify-karpenter:capacity\.prices\.onDemandHourly has no price for m7i\.4xlarge, .*\.\.\.$/m);
+        expect(fs.readFileSync(path.join(dir, "plan", "summary.txt"), "utf8")).to.match(
+            /^warning: \[capacity-section\] notify-karpenter:capacity\.prices\.onDemandHourly has no price .*c6a\.4xlarge: .*\(only npm run capacity reads this section; nothing deployed depends on it, and npm run capacity refuses to model until it is fixed\)$/m,
+        );
         const modelled = await capacity(["--stack", "production", "--out", path.join(dir, "capacity")], dir);
         expect(modelled.exitCode).to.equal(1);
         expect(modelled.output.split("\n")).to.deep.equal([
@@ -173,7 +177,7 @@ describe("the capacity section never blocks plan, preview or up", () => {
         const dir = projectWith("staging", (c) => (c["notify-karpenter:capacity"].spotDiscount = "60%"));
         const planned = await plan(["--stack", "staging", "--out", path.join(dir, "plan")], dir);
         expect(planned.exitCode, planned.output).to.equal(0);
-        expect(fs.readFileSync(path.join(dir, "plan", "summary.txt"), "utf8")).to.include('warning: notify-karpenter:capacity.spotDiscount must be a number from 0 to 0.95 (got "60%")');
+        expect(fs.readFileSync(path.join(dir, "plan", "summary.txt"), "utf8")).to.include('warning: [capacity-section] notify-karpenter:capacity.spotDiscount must be a number from 0 to 0.95 (got "60%")');
         expect((await capacity(["--stack", "staging"], dir)).output).to.include('  notify-karpenter:capacity.spotDiscount must be a number from 0 to 0.95 (got "60%")');
     });
 });
@@ -223,15 +227,49 @@ describe("no crashes: stack files and --out", () => {
         const dir = projectWith("staging", () => undefined);
         const out = path.join(dir, "plan");
         expect((await plan(["--stack", "staging", "--out", out], dir)).exitCode).to.equal(0);
+        expect(JSON.parse(fs.readFileSync(path.join(out, PLAN_RECORD), "utf8")).files).to.have.property("summary.txt").that.matches(/^[0-9a-f]{64}$/);
         fs.writeFileSync(path.join(out, "notes.txt"), "mine");
         const file = path.join(dir, "Pulumi.staging.yaml");
         fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace("expireAfter: Never", "expireAfter: 0h"));
         const r = await plan(["--stack", "staging", "--out", out], dir);
         expect(r.exitCode).to.equal(1);
         expect(r.output).to.include(`Removed the earlier plan's files from ${out}: they showed a config that is no longer there.`);
-        // Only the plan's own files go; anything else in the directory stays.
+        // Only the plan's own files go, and its record; anything else in the directory stays.
         expect(fs.readdirSync(out)).to.deep.equal(["notes.txt"]);
         expect(PLAN_FILES).to.include("preview.json");
+    });
+
+    it("a refused plan never removes files it did not write: the user's manifests.yaml and summary.txt stay (they were deleted)", async () => {
+        const dir = projectWith("staging", (c) => (c["notify-karpenter:nodePool"].expireAfter = "0h"));
+        const out = path.join(dir, "mine");
+        fs.mkdirSync(out);
+        fs.writeFileSync(path.join(out, "manifests.yaml"), "kind: MyOwn\n");
+        fs.writeFileSync(path.join(out, "summary.txt"), "my notes\n");
+        const r = await plan(["--stack", "staging", "--out", out], dir);
+        expect(r.exitCode).to.equal(1);
+        expect(r.output.split("\n").at(-1)).to.equal(`Left manifests.yaml, summary.txt in ${out} alone: no ${PLAN_RECORD} says npm run plan wrote them, and they are NOT this config's plan.`);
+        expect(fs.readdirSync(out).sort()).to.deep.equal(["manifests.yaml", "summary.txt"]);
+        expect(fs.readFileSync(path.join(out, "summary.txt"), "utf8")).to.equal("my notes\n");
+    });
+
+    it("a file of the plan's that the user changed since is left, and named; a forged record cannot reach outside the plan's files", async () => {
+        const dir = projectWith("staging", () => undefined);
+        const out = path.join(dir, "plan");
+        expect((await plan(["--stack", "staging", "--out", out], dir)).exitCode).to.equal(0);
+        fs.appendFileSync(path.join(out, "summary.txt"), "my note\n");
+        fs.writeFileSync(path.join(dir, "precious.txt"), "keep");
+        const record = JSON.parse(fs.readFileSync(path.join(out, PLAN_RECORD), "utf8"));
+        record.files["../precious.txt"] = crypto.createHash("sha256").update("keep").digest("hex");
+        fs.writeFileSync(path.join(out, PLAN_RECORD), JSON.stringify(record));
+        const file = path.join(dir, "Pulumi.staging.yaml");
+        fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace("expireAfter: Never", "expireAfter: 0h"));
+        const r = await plan(["--stack", "staging", "--out", out], dir);
+        expect(r.output.split("\n").slice(-2)).to.deep.equal([
+            `Removed the earlier plan's files from ${out}: they showed a config that is no longer there.`,
+            `Left summary.txt in ${out}: changed since npm run plan wrote them, and NOT this config's plan.`,
+        ]);
+        expect(fs.readdirSync(out)).to.deep.equal(["summary.txt"]);
+        expect(fs.readFileSync(path.join(dir, "precious.txt"), "utf8")).to.equal("keep");
     });
 });
 

@@ -40,7 +40,7 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         const dir = scratch("verify-config-");
         const doc = parse(fs.readFileSync(path.join(PROJECT_DIR, `Pulumi.${stack}.yaml`), "utf8"));
         change(doc.config["notify-karpenter:placement"]);
-        fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), stringify(doc));
+        fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), stringify(doc, { version: "1.1" }));
         return dir;
     };
 
@@ -335,7 +335,7 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         fs.mkdirSync(path.join(tree, "chart.yaml"), { recursive: true });
         fs.copyFileSync(path.join(FIXTURES, "helm-template-notify.yaml"), path.join(tree, "a.yaml"));
         const unreadable = await verifyPlacement(["--stack", "staging", "--manifests", tree]);
-        expect(unreadable).to.deep.equal({ exitCode: 3, output: `Could not check: could not read ${path.join(tree, "chart.yaml")}: EISDIR: illegal operation on a directory, read` });
+        expect(unreadable).to.deep.equal({ exitCode: 3, output: `Could not check: --manifests ${path.join(tree, "chart.yaml")}: is a directory; it must be a regular file (rendered manifests)` });
 
         // What a failed `helm template ... |` leaves: empty input is not "nothing misplaced".
         expect(await verifyText("")).to.deep.equal({

@@ -1,0 +1,117 @@
+// Reading a file a command was given (a stack file, --manifests, a CRD file, docs/configuration.md) without hanging
+// or running out of memory: regular files only (a FIFO blocks its reader until a writer comes, /dev/zero never ends,
+// a directory cannot be read), at most a given size, read with O_NONBLOCK so that a file swapped for a FIFO after the
+// check cannot block either. Each refusal is one line naming the file and what is allowed.
+import * as fs from "fs";
+
+/** Why a file cannot be read, in one line; `code` tells a missing file from the rest. */
+export class InputFileError extends Error {
+    constructor(message: string, readonly code: "missing" | "not-regular" | "too-large" | "unreadable") {
+        super(message);
+        this.name = "InputFileError";
+    }
+}
+
+/** What a path is, in words, when it is not a regular file. */
+export function kindOf(stat: fs.Stats): string {
+    if (stat.isDirectory()) return "a directory";
+    if (stat.isFIFO()) return "a FIFO (named pipe)";
+    if (stat.isCharacterDevice()) return "a character device";
+    if (stat.isBlockDevice()) return "a block device";
+    if (stat.isSocket()) return "a socket";
+    return "not a regular file";
+}
+
+/** A size in the units people read: 44.0 MB, 512 KB. */
+export function sizeText(bytes: number): string {
+    return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : bytes >= 1e3 ? `${Math.round(bytes / 1e3)} KB` : `${bytes} bytes`;
+}
+
+/**
+ * The text of `file`, a regular file of at most `maxBytes` (symbolic links followed), as UTF-8 without a leading
+ * byte-order mark (the Pulumi CLI strips it too: sdk/go/common/workspace/loaders.go readFileStripUTF8BOM). Throws an
+ * InputFileError whose message starts with `name` (the file as the user gave it).
+ */
+export function readInputFile(file: string, maxBytes: number, name = file, what = "a file"): string {
+    let stat: fs.Stats;
+    try {
+        stat = fs.statSync(file);
+    } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === "ENOENT") throw new InputFileError(`${name}: no such file`, "missing");
+        throw new InputFileError(`${name}: cannot read it (${code ?? (e as Error).message})`, "unreadable");
+    }
+    if (!stat.isFile()) throw new InputFileError(`${name}: is ${kindOf(stat)}; it must be a regular file (${what})`, "not-regular");
+    if (stat.size > maxBytes) throw new InputFileError(`${name}: is ${sizeText(stat.size)}; ${what} may be at most ${sizeText(maxBytes)}`, "too-large");
+    let fd: number;
+    try {
+        fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+    } catch (e) {
+        throw new InputFileError(`${name}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, "unreadable");
+    }
+    try {
+        const opened = fs.fstatSync(fd);
+        if (!opened.isFile()) throw new InputFileError(`${name}: is ${kindOf(opened)}; it must be a regular file (${what})`, "not-regular");
+        // Read up to one byte past the cap: a file that grew, or one whose size the kernel does not report (procfs),
+        // is refused rather than read without end.
+        const buffer = Buffer.alloc(Math.min(maxBytes + 1, Math.max(opened.size + 1, 64 * 1024)));
+        let chunks: Buffer[] = [];
+        let total = 0;
+        for (;;) {
+            const n = fs.readSync(fd, buffer, 0, buffer.length, null);
+            if (n === 0) break;
+            chunks.push(Buffer.from(buffer.subarray(0, n)));
+            total += n;
+            if (total > maxBytes) throw new InputFileError(`${name}: is more than ${sizeText(maxBytes)}; ${what} may be at most ${sizeText(maxBytes)}`, "too-large");
+        }
+        const bytes = Buffer.concat(chunks, total);
+        chunks = [];
+        const start = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+        return bytes.subarray(start).toString("utf8");
+    } catch (e) {
+        if (e instanceof InputFileError) throw e;
+        throw new InputFileError(`${name}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, "unreadable");
+    } finally {
+        fs.closeSync(fd);
+    }
+}
+
+/**
+ * A stream read to its end, refused past `maxBytes`, or when it sends nothing for `idleMs` without ending (a pipe whose
+ * writer never closes it, such as `tail -f`, would otherwise hold the command for ever).
+ */
+export async function readStream(stream: NodeJS.ReadableStream, maxBytes: number, idleMs: number, name: string): Promise<string> {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    return new Promise<string>((resolve, reject) => {
+        let timer: NodeJS.Timeout;
+        const finish = (error?: Error) => {
+            clearTimeout(timer);
+            stream.removeListener("data", onData);
+            stream.removeListener("end", onEnd);
+            stream.removeListener("error", onError);
+            if (error) {
+                (stream as NodeJS.ReadableStream & { pause?: () => void }).pause?.();
+                reject(error);
+            } else resolve(Buffer.concat(chunks).toString("utf8"));
+        };
+        const arm = () => {
+            clearTimeout(timer);
+            timer = setTimeout(() => finish(new InputFileError(`${name} sent nothing for ${+(idleMs / 1000).toFixed(2)} s and did not end: pipe the whole output of a command that ends (helm template ... |)`, "unreadable")), idleMs);
+            timer.unref?.();
+        };
+        const onData = (chunk: Buffer | string) => {
+            const b = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+            total += b.length;
+            if (total > maxBytes) return finish(new InputFileError(`${name} is more than ${sizeText(maxBytes)}; it may be at most ${sizeText(maxBytes)}`, "too-large"));
+            chunks.push(b);
+            arm();
+        };
+        const onEnd = () => finish();
+        const onError = (e: Error) => finish(new InputFileError(`${name}: cannot read it (${(e as NodeJS.ErrnoException).code ?? e.message})`, "unreadable"));
+        stream.on("data", onData);
+        stream.on("end", onEnd);
+        stream.on("error", onError);
+        arm();
+    });
+}
