@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, StackConfig, configSections } from "../stacks/config";
 import { parseStackConfig } from "../stacks/validatedConfig";
 import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig, unknownStackMessage } from "../plan/offlineRuntime";
+import { colourEnabled, colourStatuses, jsonText, setProgressSink } from "./output";
 
 /**
  * 0: all good; 1: findings, a failed run or a refused config; 2: the command was called wrongly; 3: the check could
@@ -16,6 +17,10 @@ export interface CommandResult {
     exitCode: number;
     /** The report, with any findings (stdout), or the usage error (stderr). */
     output: string;
+    /** "json": the output is one JSON object (--json): standard output whatever the exit code, never coloured. */
+    format?: "json";
+    /** Standard output even with exit 3: a report that ran in part (preflight with one half unreachable). */
+    stream?: "stdout";
 }
 
 /** One flag of a command, as `--help` lists it. */
@@ -26,6 +31,8 @@ export interface Flag {
     value?: string;
     /** What applies when the flag is absent ("required" for a flag the command cannot do without). */
     default?: string;
+    /** The flag may be given more than once; its values are joined with commas, as if given comma-separated. */
+    repeatable?: boolean;
 }
 
 /** A command's whole interface: what `--help` prints and what the parser accepts. */
@@ -96,11 +103,12 @@ export function parseCommandLine(argv: string[], command: Command): CommandLine 
         } else if (t.kind === "option") {
             const flag = Object.hasOwn(command.flags, t.name) ? command.flags[t.name] : undefined;
             if (!flag) return usage(`unknown flag ${t.rawName}: ${known}`, command);
-            if (t.name in line.flags) return usage(`${t.rawName} is given twice`, command);
+            if (t.name in line.flags && !flag.repeatable) return usage(`${t.rawName} is given twice`, command);
             if (!flag.value && t.inlineValue) return usage(`${t.rawName} takes no value`, command);
             // parseArgs takes the next argument as the value whatever it is: "--stack --out x" lacks the stack.
             if (flag.value && (t.value === undefined || (!t.inlineValue && /^--./.test(t.value)))) return usage(`${t.rawName} needs a value: ${flag.value}`, command);
-            line.flags[t.name] = flag.value ? t.value! : true;
+            const earlier = line.flags[t.name];
+            line.flags[t.name] = flag.value ? (typeof earlier === "string" ? `${earlier},${t.value!}` : t.value!) : true;
         }
     }
     return line;
@@ -110,6 +118,49 @@ export function parseCommandLine(argv: string[], command: Command): CommandLine 
 export function valueOf(line: CommandLine, name: string): string | undefined {
     const v = line.flags[name];
     return typeof v === "string" ? v : undefined;
+}
+
+/** The known name within edit distance 2 of `name` (case aside), as " (did you mean x?)", or "". */
+export function didYouMean(name: string, known: string[]): string {
+    let best: { k: string; d: number } | undefined;
+    for (const k of known) {
+        const d = editDistance(name.toLowerCase(), k.toLowerCase());
+        if (d <= 2 && (!best || d < best.d)) best = { k, d };
+    }
+    return best ? ` (did you mean ${best.k}?)` : "";
+}
+
+function editDistance(a: string, b: string): number {
+    const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+    for (let i = 1; i <= a.length; i++) {
+        let prev = row[0];
+        row[0] = i;
+        for (let j = 1; j <= b.length; j++) {
+            const cur = row[j];
+            row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+            prev = cur;
+        }
+    }
+    return row[b.length];
+}
+
+/** The shared output switches: --json (one JSON object, docs/json-output.md) and --findings (the findings alone). */
+export const OUTPUT_FLAGS: Record<"json" | "findings", Flag> = {
+    json: { meaning: "print the report as one JSON object (schema: docs/json-output.md) instead of text" },
+    findings: { meaning: "print only the findings (WARN and FAIL lines, and the verdict); with --json, only the findings in the lists" },
+};
+
+/** Whether the command line asked for JSON and for the findings alone. */
+export const outputMode = (line: CommandLine) => ({ json: line.flags.json === true, findingsOnly: line.flags.findings === true });
+
+/**
+ * A result in the form asked for: with --json, a text result that is not a usage error (a refused config, a check
+ * that could not be made, unwritable output) becomes {schemaVersion, command, stack, exitCode, error}; usage errors
+ * stay text on standard error.
+ */
+export function inForm(result: CommandResult, json: boolean, command: string, stack?: string): CommandResult {
+    if (!json || result.format === "json" || result.exitCode === EXIT.usage) return result;
+    return { exitCode: result.exitCode, format: "json", output: jsonText(command, { stack: stack ?? null, exitCode: result.exitCode, error: result.output }) };
 }
 
 /** A whole number from `min` to `max`, or the usage error naming the flag. */
@@ -135,11 +186,20 @@ export function isResult(v: unknown): v is CommandResult {
     return typeof v === "object" && v !== null && "exitCode" in v && "output" in v;
 }
 
-/** Runs a command as the process: its report (stderr for usage errors and checks not made), then its exit code (stdout and stderr writes are synchronous on Linux). */
+/**
+ * Runs a command as the process: progress lines on stderr while it runs; its report (stderr for usage errors and
+ * checks not made, stdout for JSON and partial reports), its status words coloured where the stream shows colour
+ * (ops/output.ts); then its exit code (stdout and stderr writes are synchronous on Linux).
+ */
 export function runMain(command: () => Promise<CommandResult>): void {
+    setProgressSink((line) => process.stderr.write(`${line}\n`));
     command().then(
         (r) => {
-            (r.exitCode === EXIT.usage || r.exitCode === EXIT.cannotCheck ? process.stderr : process.stdout).write(r.output.endsWith("\n") ? r.output : `${r.output}\n`);
+            setProgressSink(undefined);
+            const toStderr = r.format !== "json" && r.stream !== "stdout" && (r.exitCode === EXIT.usage || r.exitCode === EXIT.cannotCheck);
+            const stream = toStderr ? process.stderr : process.stdout;
+            const text = r.format !== "json" && colourEnabled(stream) ? colourStatuses(r.output) : r.output;
+            stream.write(text.endsWith("\n") ? text : `${text}\n`);
             process.exit(r.exitCode);
         },
         (e) => {

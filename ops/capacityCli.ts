@@ -5,26 +5,35 @@ import { StackConfig } from "../stacks/config";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { MODEL_YEAR, utcClock } from "../components/disruptionBudgets";
 import { CapacityReport, Daily, PolicyDay, capacityInputs, capacityReport } from "./capacity";
-import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { Command, CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { jsonText } from "./output";
 import { outDirProblem, writeFiles } from "./outDir";
 import { toCsv } from "./csv";
 import { lineChart, steps } from "./svg";
 import { plural, table } from "./table";
+import type { CommandLine } from "./args";
 
 export const CAPACITY: Command = {
-    usage: ["npm run capacity -- --stack <name> [--out <dir>]"],
+    usage: ["npm run capacity -- --stack <name> [--out <dir>] [--json] [--findings]"],
     summary: "The capacity and cost model of a stack, from its config alone: pods per node for each approved instance type, the peak node count against the NodePool limits, the modelled ramp-up (table, CSV, SVG) and the daily cost.",
     flags: {
         stack: { value: "<name>", meaning: "the stack whose Pulumi.<name>.yaml to model", default: "required" },
         out: { value: "<dir>", meaning: "where to write ramp.csv and ramp.svg", default: "capacity-out/<stack>" },
+        json: OUTPUT_FLAGS.json,
+        findings: { meaning: "print only the findings (limits short of the peak, the cost goal missed, expiry in sending hours, types not modelled) and the verdict" },
     },
     exits: { 0: "the NodePool limits allow the peak on every approved instance type", 1: "the limits are too low for the peak, or the config is refused or lacks the capacity section", 3: "the results could not be written to --out" },
-    examples: ["npm run capacity -- --stack production"],
+    examples: ["npm run capacity -- --stack production", "npm run capacity -- --stack production --json"],
 };
 
 export async function capacity(argv: string[], dir = PROJECT_DIR): Promise<CommandResult> {
     const line = parseCommandLine(argv, CAPACITY);
     if (isResult(line)) return line;
+    const { json, findingsOnly } = outputMode(line);
+    return inForm(await model(line, dir, findingsOnly, json), json, "capacity", valueOf(line, "stack"));
+}
+
+async function model(line: CommandLine, dir: string, findingsOnly: boolean, json: boolean): Promise<CommandResult> {
     const cfg = loadStack(valueOf(line, "stack"), CAPACITY, dir);
     if (isResult(cfg)) return cfg;
     const badOut = outDirProblem(valueOf(line, "out") ?? path.join("capacity-out", cfg.stack));
@@ -44,10 +53,93 @@ export async function capacity(argv: string[], dir = PROJECT_DIR): Promise<Comma
         "ramp.csv": toCsv(["t_seconds", "desired_pods", "running_pods", "ready_nodes", "launching_nodes"], r.map((p) => [p.t, p.desired, p.running, p.nodes, p.launching])),
     });
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
-    const lines = [...render(cfg, report), "", `Wrote ${path.join(out, "ramp.svg")} and ${path.join(out, "ramp.csv")}`];
+    const files = [path.join(out, "ramp.svg"), path.join(out, "ramp.csv")];
     const enough = report.limits.chosenOk && report.limits.shortTypes.length === 0;
-    return { exitCode: enough ? EXIT.ok : EXIT.findings, output: lines.join("\n") };
+    const exitCode = enough ? EXIT.ok : EXIT.findings;
+    const findings = capacityFindings(cfg, report);
+    if (json) return { exitCode, format: "json", output: jsonText("capacity", capacityJson(cfg, report, exitCode, findings, files)) };
+    if (findingsOnly) {
+        const verdict = findings.some((f) => f.status === "fail") ? "FAILED: the NodePool limits fall short of the peak" : `OK: the limits allow the peak${findings.length ? ` (${plural(findings.length, "warning")})` : ""}`;
+        return { exitCode, output: [`Capacity of stack ${cfg.stack}: findings only`, ...findings.map((f) => `${f.status.toUpperCase().padEnd(4)}  ${f.message}`), verdict].join("\n") };
+    }
+    const lines = [...render(cfg, report), "", `Wrote ${files.join(" and ")}`];
+    return { exitCode, output: lines.join("\n") };
 }
+
+/** What the model finds wrong: limits short of the peak (the exit code's), and what costs more than it should. */
+export function capacityFindings(cfg: StackConfig, report: CapacityReport): { status: "warn" | "fail"; message: string }[] {
+    const c = report.costs;
+    const over = (100 * (c.configured.daily.karpenter - c.backToBaseline.daily.karpenter)) / c.backToBaseline.daily.karpenter;
+    return [
+        ...(report.limits.chosenOk && report.limits.shortTypes.length === 0 ? [] : [{ status: "fail" as const, message: limitsLine(report) }]),
+        ...(over > GOAL_PERCENT ? [{ status: "warn" as const, message: `the configured policy costs ${Math.round(over)} % more a day than back to baseline 30 minutes after a burst: the goal is within ${GOAL_PERCENT} %` }] : []),
+        ...(c.expiry?.inSendingHours ? [{ status: "warn" as const, message: `expiry wave: ${plural(c.expiry.nodes, "node")} of one burst expire together at ${utcClock(c.expiry.atUtc)} UTC, inside sending hours on some days, regardless of budgets` }] : []),
+        ...(report.unknownTypes.length ? [{ status: "warn" as const, message: `not modelled (unknown shape): ${report.unknownTypes.join(", ")}` }] : []),
+    ];
+}
+
+/** The report as JSON (docs/json-output.md, capacity). Money in the prices' currency, unrounded; times in seconds. */
+function capacityJson(cfg: StackConfig, report: CapacityReport, exitCode: number, findings: ReturnType<typeof capacityFindings>, files: string[]) {
+    const { inputs: m, chosen, limits, ramp, costs: c } = report;
+    const day = (d: PolicyDay) => ({
+        perDay: d.daily.karpenter,
+        peakHours: d.peakHours,
+        keptHours: d.keptHours,
+        baselineHours: d.baselineHours,
+        keptNodeHours: d.keptNodeHours,
+        keptNodesGo: d.releaseUtc === undefined ? null : { utc: utcClock(d.releaseUtc), by: d.releasedBy },
+        recyclingPerDay: d.recycling?.daily ?? 0,
+    });
+    const over = (100 * (c.configured.daily.karpenter - c.backToBaseline.daily.karpenter)) / c.backToBaseline.daily.karpenter;
+    return {
+        stack: cfg.stack,
+        cluster: cfg.cluster.name,
+        exitCode,
+        currency: m.prices.currency,
+        pricesAsOf: m.prices.asOf,
+        modelledType: chosen.type,
+        instanceTypes: [...report.fits]
+            .sort((a, b) => a.spotPerPod - b.spotPerPod || a.type.localeCompare(b.type))
+            .map((f) => ({
+                type: f.type,
+                vcpu: f.capacity.cpu,
+                memoryGiB: instanceShape(f.type)!.memoryGiB,
+                podsPerNode: f.podsPerNode,
+                boundBy: f.boundBy,
+                onDemandHourly: f.onDemandHourly,
+                spotHourly: f.spotHourly,
+                spotPerPodHourly: f.podsPerNode > 0 ? f.spotPerPod : null,
+                peakNodes: Number.isFinite(f.peakNodes) ? f.peakNodes : null,
+                limitNodes: f.limitNodes,
+            })),
+        notModelled: report.unknownTypes,
+        peak: { burstPods: m.peakPods, headroomPods: m.headroomPods, nodes: chosen.peakNodes, podsPerNode: chosen.podsPerNode },
+        limits: { cpu: cfg.nodePool.limits.cpu, memory: cfg.nodePool.limits.memory, allowedNodes: chosen.limitNodes, enough: limits.chosenOk && limits.shortTypes.length === 0, shortTypes: limits.shortTypes, needed: limits.needed },
+        ramp: { hpaPeakAtSeconds: ramp.hpaPeakAt, allRunningAtSeconds: ramp.peakAt ?? null, points: ramp.points },
+        hourly: {
+            baseline: { burstPods: m.baselinePods, headroomPods: m.headroomPods, nodes: c.baseline.nodes, cost: c.baseline.hourly },
+            peak: { burstPods: m.peakPods, headroomPods: m.headroomPods, nodes: c.peak.nodes, cost: c.peak.hourly },
+            afterBurst: { burstPods: m.baselinePods, headroomPods: m.headroomPods, nodes: c.afterBurst.nodes, cost: c.afterBurst.hourly },
+            static: { burstPods: m.peakPods, type: c.static.type, nodes: c.static.nodes, cost: c.static.hourly },
+        },
+        daily: {
+            date: c.configured.date,
+            configured: day(c.configured),
+            whenEmpty: day(c.whenEmpty),
+            backToBaseline: day(c.backToBaseline),
+            static: c.configured.daily.static,
+            saving: c.configured.daily.saving,
+            savingPercent: c.configured.daily.savingPercent,
+        },
+        goal: { withinPercent: GOAL_PERCENT, overPercent: over, met: over <= GOAL_PERCENT },
+        expiry: c.expiry ? { nodes: c.expiry.nodes, utc: utcClock(c.expiry.atUtc), inSendingHours: c.expiry.inSendingHours } : null,
+        findings,
+        files,
+    };
+}
+
+/** The cost goal: the configured policy's day within this many percent of back to baseline 30 minutes after a burst. */
+const GOAL_PERCENT = 15;
 
 /** The report as a platform engineer reads it: per-type table, peak and limits, ramp-up, cost. */
 export function render(cfg: StackConfig, report: CapacityReport): string[] {

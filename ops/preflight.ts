@@ -3,6 +3,8 @@
 // behind a thin shell (`gatherAws`, `gatherKube`: the SDK and Kubernetes reads).
 // Exit codes: 0 no FAIL, 1 a FAIL (or a refused config), 2 usage, 3 could not check (no credentials, access denied,
 // an endpoint unreachable).
+import * as fs from "fs";
+import * as path from "path";
 import { gunzipSync } from "zlib";
 import { CloudWatchLogsClient, DescribeLogGroupsCommand, FilterLogEventsCommand } from "@aws-sdk/client-cloudwatch-logs";
 import { DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client, paginateDescribeInstanceTypeOfferings, paginateDescribeInstanceTypes } from "@aws-sdk/client-ec2";
@@ -22,11 +24,13 @@ import { STACK_TAG } from "../stacks/createStack";
 import { PROJECT, PROJECT_DIR } from "../plan/offlineRuntime";
 import { ANNOTATOR_NAME, serviceAccountUser } from "../components/burstScaleDownOrder";
 import { CAPACITY_TYPE_KEY, ChartDifference, GC_NOTIFY_WORKLOADS, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts";
-import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { Command, CommandResult, EXIT, OUTPUT_FLAGS, didYouMean, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { elapsed, jsonText, progress } from "./output";
 import { VersionApi } from "@kubernetes/client-node";
 import { CI_ACCESS_DIR, CI_ACCESS_FILES, PREVIEW_GROUP, PREVIEW_READ_ACCESS } from "../plan/ciAccess";
 import { KubeConfig, KubeObject, ListObjects, listerOf, loadKubeConfig, useContext } from "./kube";
 import { plural } from "./table";
+import type { CommandLine } from "./args";
 
 /** Every check, in the order of the report. */
 export const CHECKS: [string, string][] = [
@@ -51,25 +55,72 @@ export const CHECKS: [string, string][] = [
     ["stable-nodes", "untainted stable nodes span two zones or more, and have room for the first rollout's surge"],
 ];
 
+/**
+ * Which of preflight's two halves of reads each check needs: the AWS account's (SDK calls), the cluster's (Kubernetes
+ * lists), or both. A check whose half could not be read is NOT RUN; the other half's checks still run. A check
+ * missing here needs both.
+ */
+export const CHECK_NEEDS: Record<string, "aws" | "cluster" | "both"> = {
+    "cluster-version": "aws",
+    "cluster-access": "both",
+    "pod-identity-agent": "aws",
+    "helm-releases": "cluster",
+    "priority-classes": "cluster",
+    "owned-objects": "cluster",
+    "patch-targets": "cluster",
+    "daemonset-managers": "both",
+    "chart-fields": "cluster",
+    "mutating-webhooks": "cluster",
+    "log-group": "aws",
+    ami: "aws",
+    subnets: "aws",
+    "security-groups": "aws",
+    "instance-types": "aws",
+    "spot-service-linked-role": "aws",
+    "aws-names": "aws",
+    "alarm-topics": "aws",
+    "stable-nodes": "cluster",
+};
+
+const needsOf = (check: string) => CHECK_NEEDS[check] ?? "both";
+const needsAws = (check: string) => needsOf(check) !== "cluster";
+const needsCluster = (check: string) => needsOf(check) !== "aws";
+
 export const PREFLIGHT: Command = {
-    usage: ["npm run preflight -- --stack <name> [--context <kubecontext>]"],
+    usage: ["npm run preflight -- --stack <name> [--context <kubecontext>] [--only <check,...>] [--profile <name>] [--region <region>] [--json] [--findings]"],
     summary: [
         "Read-only checks of the live AWS account (the default credential chain, the stack's region) and the cluster that",
-        "`pulumi up` relies on. One line per check: OK, WARN or FAIL with what to do (docs/preflight.md).",
+        "`pulumi up` relies on. One line per check: OK, WARN or FAIL with what to do (docs/preflight.md). When the cluster",
+        "or AWS cannot be read, the other half's checks still run and the rest are NOT RUN (exit 3).",
         "",
-        "Checks:",
-        ...CHECKS.map(([id, what]) => `  ${id.padEnd(25)} ${what}`),
+        "Checks (AWS: the account's reads; cluster: the Kubernetes API's; both):",
+        ...CHECKS.map(([id, what]) => `  ${id.padEnd(25)} ${`(${needsOf(id)})`.padEnd(10)}${what}`),
     ].join("\n"),
     flags: {
         stack: { value: "<name>", meaning: "the stack whose config to check the account and cluster against", default: "required" },
         context: { value: "<kubecontext>", meaning: "the kubeconfig context of the stack's cluster (another cluster is refused)", default: "the current context" },
+        only: {
+            value: "<check,...>",
+            meaning: "run only these checks (repeat the flag or separate them with commas); a selection that needs no cluster read does not load the kubeconfig or reach the cluster, one that needs no AWS read makes no AWS call",
+            default: "every check",
+            repeatable: true,
+        },
+        profile: { value: "<name>", meaning: "the AWS profile (shared config and credentials files) the SDK clients use", default: "the default credential chain (AWS_PROFILE, environment, SSO, instance or web identity)" },
+        region: { value: "<region>", meaning: "the AWS region to read; it must be the stack's cluster.region (another is refused)", default: "notify-karpenter:cluster.region" },
+        json: OUTPUT_FLAGS.json,
+        findings: { meaning: "print only the findings: WARN, FAIL and NOT RUN lines, and the verdict" },
     },
     exits: {
         0: "no check failed (warnings may remain)",
         1: "a check failed: fix what its line says before `pulumi up`; or the stack's config is refused",
-        3: "could not check: no AWS credentials, access denied (HTTP 401/403), an endpoint or the cluster unreachable (one line: which access step is missing), kubeconfig unreadable",
+        3: "could not check: no AWS credentials, access denied (HTTP 401/403), an endpoint or the cluster unreachable (one line: which access step is missing), kubeconfig unreadable; the half that could be read is still checked and printed",
     },
-    examples: ["npm run preflight -- --stack staging", "npm run preflight -- --stack production --context production"],
+    examples: [
+        "npm run preflight -- --stack staging",
+        "npm run preflight -- --stack production --context production --profile notify-production",
+        "npm run preflight -- --stack staging --only ami,subnets,instance-types",
+        "npm run preflight -- --stack staging --json --findings",
+    ],
 };
 
 export type Status = "ok" | "warn" | "fail";
@@ -809,24 +860,73 @@ export function keyLetsCloudWatch(policy: string | undefined): boolean {
     return ["kms:Decrypt", "kms:GenerateDataKey"].every((action) => policyAllows(policy, action, { principal: forCloudWatch }));
 }
 
-/** The report and its exit code. */
-export function report(cfg: StackConfig, context: string, account: string, verdicts: Verdict[]): CommandResult {
+/** A half of the reads that could not be made: which, why (one line), and the checks it leaves NOT RUN. */
+export interface HalfNotRead {
+    half: "aws" | "cluster";
+    reason: string;
+    checks: string[];
+}
+
+/** How the report is asked for, and what it covers beyond the verdicts. */
+export interface ReportOptions {
+    /** The checks --only selected (every check when absent). */
+    only?: string[];
+    notRead?: HalfNotRead[];
+    json?: boolean;
+    findingsOnly?: boolean;
+}
+
+/**
+ * The report and its exit code: 3 when a half could not be read (its checks NOT RUN, the other half's shown), else 1
+ * on a FAIL, else 0. `account` and `context` are undefined when their half was not read.
+ */
+export function report(cfg: StackConfig, context: string | undefined, account: string | undefined, verdicts: Verdict[], opts: ReportOptions = {}): CommandResult {
     const width = Math.max(...CHECKS.map(([id]) => id.length));
     const failed = verdicts.filter((v) => v.status === "fail").length;
     const warned = verdicts.filter((v) => v.status === "warn").length;
+    const notRead = opts.notRead ?? [];
+    const notRun = notRead.flatMap((h) => h.checks);
+    const exitCode = notRead.length ? EXIT.cannotCheck : failed ? EXIT.findings : EXIT.ok;
+    const counts = `${plural(failed, "problem")}, ${plural(warned, "warning")}`;
+    const verdict = notRead.length
+        ? `COULD NOT CHECK: ${plural(notRun.length, "check")} not run (${notRead.map((h) => (h.half === "aws" ? "AWS" : "the cluster")).join(" and ")} could not be read); in the checks that ran: ${counts}`
+        : failed
+          ? `FAILED: ${counts}: fix each FAIL before pulumi up`
+          : `OK: no check failed${warned ? ` (${plural(warned, "warning")})` : ""}`;
+    const shown = opts.findingsOnly ? verdicts.filter((v) => v.status !== "ok") : verdicts;
+    if (opts.json) {
+        const body = {
+            stack: cfg.stack,
+            exitCode,
+            cluster: cfg.cluster.name,
+            region: cfg.cluster.region,
+            account: account ?? null,
+            context: context ?? null,
+            checks: opts.only ?? CHECKS.map(([id]) => id),
+            summary: { ok: verdicts.length - failed - warned, warn: warned, fail: failed, notRun: notRun.length },
+            verdicts: shown.map((v) => ({ check: v.check, status: v.status, message: v.message })),
+            notRead: notRead.map((h) => ({ half: h.half, reason: h.reason, checks: h.checks })),
+            verdict,
+        };
+        return { exitCode, format: "json", output: jsonText("preflight", body) };
+    }
+    const where = `cluster ${cfg.cluster.name} in ${cfg.cluster.region} (account ${account ?? "not read"}), context ${context ?? "not read"}`;
     const lines = [
-        `Preflight of stack ${cfg.stack}: cluster ${cfg.cluster.name} in ${cfg.cluster.region} (account ${account}), context ${context}`,
-        ...verdicts.map((v) => `${v.status.toUpperCase().padEnd(4)}  ${v.check.padEnd(width)}  ${v.message}`),
-        failed ? `FAILED: ${plural(failed, "problem")}, ${plural(warned, "warning")}: fix each FAIL before pulumi up` : `OK: no check failed${warned ? ` (${plural(warned, "warning")})` : ""}`,
+        `Preflight of stack ${cfg.stack}: ${where}${opts.only ? `; only ${opts.only.join(", ")}` : ""}${opts.findingsOnly ? `; findings only (${plural(verdicts.length - shown.length, "OK line")} left out)` : ""}`,
+        ...shown.map((v) => `${v.status.toUpperCase().padEnd(4)}  ${v.check.padEnd(width)}  ${v.message}`),
+        ...notRead.flatMap((h) => h.checks.map((c) => `NOT RUN  ${c.padEnd(width)}  needs ${needsOf(c) === "both" ? "AWS and the cluster" : h.half === "aws" ? "AWS" : "the cluster"}, which could not be read (below)`)),
+        ...notRead.map((h) => `Could not check: ${h.reason}`),
+        verdict,
     ];
-    return { exitCode: failed ? EXIT.findings : EXIT.ok, output: lines.join("\n") };
+    // A partial report is still a report: standard output, with the reason on its own lines.
+    return { exitCode, output: lines.join("\n"), ...(notRead.length ? { stream: "stdout" as const } : {}) };
 }
 
 /** A check that could not be made (exit 3): its message names the call and why. */
 export class CannotCheck extends Error {}
 
-/** SDK client settings: the region always; tests add an endpoint, static credentials and one attempt. */
-export type AwsClientConfig = { endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string }; maxAttempts?: number };
+/** SDK client settings: the region always; --profile a shared-config profile; tests add an endpoint, static credentials and one attempt. */
+export type AwsClientConfig = { endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string }; maxAttempts?: number; profile?: string };
 
 /** Runs one AWS call; `missing` error names mean "not there" (undefined); anything else cannot be checked. */
 async function call<T>(what: string, fn: () => Promise<T>, missing: string[] = [], onMissing?: (message: string) => void): Promise<T | undefined> {
@@ -849,10 +949,15 @@ async function call<T>(what: string, fn: () => Promise<T>, missing: string[] = [
     }
 }
 
-/** Reads the AWS facts; throws CannotCheck when a call is refused or the endpoint unreachable. */
-export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: number): Promise<AwsFacts> {
+/** Reads the AWS facts; throws CannotCheck when a call is refused or the endpoint unreachable. `onCall` hears each request sent. */
+export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: number, onCall?: (operation: string) => void): Promise<AwsFacts> {
     const c = { region: cfg.cluster.region, ...config };
     const [sts, eks, ec2, iam, sqs, sns, kms, logs, events] = [new STSClient(c), new EKSClient(c), new EC2Client(c), new IAMClient(c), new SQSClient(c), new SNSClient(c), new KMSClient(c), new CloudWatchLogsClient(c), new EventBridgeClient(c)];
+    if (onCall) {
+        for (const client of [sts, eks, ec2, iam, sqs, sns, kms, logs, events] as { middlewareStack: { add: (m: unknown, o: object) => void } }[]) {
+            client.middlewareStack.add((next: (a: unknown) => unknown, context: { commandName?: string }) => (args: unknown) => (onCall(context.commandName ?? "?"), next(args)), { step: "initialize", name: "preflightProgress" });
+        }
+    }
     try {
         const me = (await call("sts:GetCallerIdentity", () => sts.send(new GetCallerIdentityCommand({}))))!;
         const [partition, account] = [me.Arn!.split(":")[1], me.Account!];
@@ -1040,41 +1145,138 @@ const cannotCheck = (why: string): CommandResult => ({ exitCode: EXIT.cannotChec
 export async function preflight(argv: string[], deps: PreflightDeps = {}): Promise<CommandResult> {
     const line = parseCommandLine(argv, PREFLIGHT);
     if (isResult(line)) return line;
+    const mode = outputMode(line);
+    return inForm(await runPreflight(line, deps, mode), mode.json, "preflight", valueOf(line, "stack"));
+}
+
+/** The checks --only names (comma-separated, the flag repeatable), in report order; or the usage error naming the unknown one. */
+export function selectedChecks(only: string | undefined): string[] | string | undefined {
+    if (only === undefined) return undefined;
+    const ids = CHECKS.map(([id]) => id);
+    const asked = only.split(",").map((c) => c.trim());
+    for (const c of asked) {
+        if (c === "") return `--only needs check names separated by commas (got "${only}"): the checks are ${ids.join(", ")}`;
+        if (!ids.includes(c)) return `--only: unknown check "${c}"${didYouMean(c, ids)}: the checks are ${ids.join(", ")}`;
+    }
+    return ids.filter((id) => asked.includes(id));
+}
+
+async function runPreflight(line: CommandLine, deps: PreflightDeps, mode: { json: boolean; findingsOnly: boolean }): Promise<CommandResult> {
+    const only = selectedChecks(valueOf(line, "only"));
+    if (typeof only === "string") return usage(only, PREFLIGHT);
     const cfg = loadStack(valueOf(line, "stack"), PREFLIGHT, deps.dir ?? PROJECT_DIR);
     if (isResult(cfg)) return cfg;
-    let kc: KubeConfig;
-    try {
-        kc = (deps.kubeConfig ?? loadKubeConfig)();
-    } catch (e) {
-        return cannotCheck(`could not load the kubeconfig: ${(e as Error)?.message ?? e}`);
+    const region = valueOf(line, "region");
+    if (region !== undefined && region !== cfg.cluster.region) {
+        return usage(`--region ${region}: stack ${cfg.stack}'s cluster is in ${cfg.cluster.region} (notify-karpenter:cluster.region), and preflight reads that region only`, PREFLIGHT);
     }
-    const context = valueOf(line, "context") ?? kc.getCurrentContext();
-    if (!context) return usage("the kubeconfig has no current context: pass --context <kubecontext>", PREFLIGHT);
-    const refused = useContext(kc, context, cfg.cluster.name);
-    if (refused) return usage(refused, PREFLIGHT);
+    const profile = valueOf(line, "profile");
+    if (profile !== undefined) {
+        const known = awsProfiles();
+        if (!known.profiles.includes(profile)) {
+            return usage(`--profile ${profile}: no such profile in ${known.files.join(" or ")}${didYouMean(profile, known.profiles)}${known.profiles.length ? `: the profiles are ${known.profiles.join(", ")}` : ": it has none"}`, PREFLIGHT);
+        }
+    }
+    const checks = only ?? CHECKS.map(([id]) => id);
+    const [wantAws, wantCluster] = [checks.some(needsAws), checks.some(needsCluster)];
+
+    let kc: KubeConfig | undefined;
+    let context: string | undefined;
+    if (wantCluster) {
+        try {
+            kc = (deps.kubeConfig ?? loadKubeConfig)();
+        } catch (e) {
+            return cannotCheck(`could not load the kubeconfig: ${(e as Error)?.message ?? e}`);
+        }
+        context = valueOf(line, "context") ?? kc.getCurrentContext();
+        if (!context) return usage("the kubeconfig has no current context: pass --context <kubecontext>", PREFLIGHT);
+        const refused = useContext(kc, context, cfg.cluster.name);
+        if (refused) return usage(refused, PREFLIGHT);
+    }
     const now = (deps.now ?? Date.now)();
     const cluster = `cluster ${cfg.cluster.name} (context ${context})`;
     // The AWS reads and the cluster's, side by side; the cluster's start with one request that must be answered in
     // time, so that an endpoint this machine has no route to (a private one, off the VPN) is named as such.
+    const started = Date.now();
+    let calls = 0;
+    const halves = [wantAws ? `AWS (account, ${cfg.cluster.region}${profile ? `, profile ${profile}` : ""})` : "", wantCluster ? `cluster ${cfg.cluster.name}` : ""].filter(Boolean);
+    progress(`preflight: reading ${halves.join(" and ")}${only ? ` for ${plural(checks.length, "check")}` : ""}`);
+    const ticker = setInterval(() => progress(`preflight: still reading after ${elapsed(started)} (${plural(calls, "AWS call")} so far)`), PROGRESS_EVERY_MS);
+    ticker.unref?.();
+    const awsConfig: AwsClientConfig = { ...(deps.aws ?? {}), ...(profile ? { profile } : {}) };
     const [aws, kube] = await Promise.allSettled([
-        gatherAws(cfg, deps.aws ?? {}, now),
-        reachCluster(kc, deps.reachTimeoutMs ?? REACH_TIMEOUT_MS).then(
-            () => gatherKube(cfg, listerOf(kc)).catch((e) => Promise.reject(new KubeRefusal(e))),
-        ),
-    ]);
-    if (aws.status === "rejected") {
-        if (aws.reason instanceof CannotCheck) return cannotCheck(aws.reason.message);
-        throw aws.reason;
-    }
+        wantAws ? gatherAws(cfg, awsConfig, now, () => calls++).finally(() => progress(`preflight: AWS read in ${elapsed(started)} (${plural(calls, "call")})`)) : Promise.resolve(undefined),
+        wantCluster && kc
+            ? reachCluster(kc, deps.reachTimeoutMs ?? REACH_TIMEOUT_MS)
+                  .then(() => gatherKube(cfg, listerOf(kc!)).catch((e) => Promise.reject(new KubeRefusal(e))))
+                  .finally(() => progress(`preflight: cluster read in ${elapsed(started)}`))
+            : Promise.resolve(undefined),
+    ]).finally(() => clearInterval(ticker));
+    if (aws.status === "rejected" && !(aws.reason instanceof CannotCheck)) throw aws.reason;
+    if (kube.status === "rejected" && !(kube.reason instanceof Unreachable) && !(kube.reason instanceof KubeRefusal)) throw kube.reason;
+    const awsFacts = aws.status === "fulfilled" ? aws.value : undefined;
+    const kubeFacts = kube.status === "fulfilled" ? kube.value : undefined;
+    const notRead: HalfNotRead[] = [];
+    if (aws.status === "rejected") notRead.push({ half: "aws", reason: (aws.reason as Error).message, checks: checks.filter(needsAws) });
     if (kube.status === "rejected") {
-        const endpoint = aws.value.cluster?.endpoint;
-        // No answer at all: which access step is missing, in one line.
-        if (kube.reason instanceof Unreachable) return cannotCheck(`${cluster} is unreachable (${kube.reason.message}): ${missingAccessStep(cfg.cluster.access, endpoint, cfg.cluster.name)}`);
-        if (kube.reason instanceof KubeRefusal) return cannotCheck(`${cluster}: ${kubeError(kube.reason.error, cfg, endpoint)}`);
-        throw kube.reason;
+        // The endpoint's access comes from the AWS half: without it, say so rather than guess.
+        const endpoint = awsFacts?.cluster?.endpoint;
+        const noEndpoint = !wantAws ? "the endpoint's access was not read (the checks selected need no AWS read)" : !awsFacts ? "the endpoint's access could not be read (AWS could not be read either)" : undefined;
+        const reason =
+            kube.reason instanceof Unreachable
+                ? `${cluster} is unreachable (${kube.reason.message}): ${endpoint || !noEndpoint ? missingAccessStep(cfg.cluster.access, endpoint, cfg.cluster.name) : `${noEndpoint}; cluster.access is ${cfg.cluster.access}`}`
+                : `${cluster}: ${kubeError((kube.reason as KubeRefusal).error, cfg, endpoint)}`;
+        notRead.push({ half: "cluster", reason, checks: checks.filter((c) => needsCluster(c) && !notRead.some((h) => h.checks.includes(c))) });
     }
-    return report(cfg, context, aws.value.account, preflightChecks(cfg, aws.value, kube.value));
+    // Each check runs on the facts of the halves it needs; the other half's facts are empty stand-ins it never reads.
+    const ran = checks.filter((c) => (!needsAws(c) || awsFacts) && (!needsCluster(c) || kubeFacts));
+    const verdicts = ran.length ? preflightChecks(cfg, awsFacts ?? NO_AWS_FACTS, kubeFacts ?? NO_KUBE_FACTS).filter((v) => ran.includes(v.check)) : [];
+    return report(cfg, context, awsFacts?.account, verdicts, { only, notRead, json: mode.json, findingsOnly: mode.findingsOnly });
 }
+
+/**
+ * The profiles of the AWS shared config and credentials files (AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, else
+ * ~/.aws/config and ~/.aws/credentials), as the SDK and the AWS CLI name them: "[profile x]" or "[default]" in config,
+ * "[x]" in credentials.
+ */
+export function awsProfiles(env: NodeJS.ProcessEnv = process.env): { files: string[]; profiles: string[] } {
+    const home = env.HOME ?? env.USERPROFILE ?? "~";
+    const files = [env.AWS_CONFIG_FILE ?? path.join(home, ".aws", "config"), env.AWS_SHARED_CREDENTIALS_FILE ?? path.join(home, ".aws", "credentials")];
+    const profiles = new Set<string>();
+    files.forEach((file, i) => {
+        let text = "";
+        try {
+            text = fs.readFileSync(file, "utf8");
+        } catch {
+            return;
+        }
+        for (const [, name] of text.matchAll(/^\s*\[\s*([^\]]+?)\s*\]\s*$/gm)) {
+            if (i === 1) profiles.add(name);
+            else if (name === "default") profiles.add(name);
+            else if (name.startsWith("profile ")) profiles.add(name.slice("profile ".length).trim());
+        }
+    });
+    return { files, profiles: [...profiles].sort() };
+}
+
+/** How often preflight says it is still reading. */
+const PROGRESS_EVERY_MS = 5000;
+
+/** Stand-ins for a half that was not read: only checks that do not need it run on them (CHECK_NEEDS), and those never look. */
+const NO_AWS_FACTS: AwsFacts = {
+    account: "",
+    partition: "aws",
+    logGroup: { exists: false, karpenterLines: false },
+    subnets: [],
+    securityGroups: [],
+    notFound: {},
+    offerings: [],
+    instanceTypes: [],
+    spotRole: false,
+    names: [],
+    topics: [],
+};
+const NO_KUBE_FACTS: KubeFacts = { releases: [], priorityClasses: [], pdbs: [], nodePools: [], nodeClasses: [], deployments: [], daemonSets: [], stableNodes: [], pods: [], namespaces: [], mutatingWebhooks: [] };
 
 /** How long the API server has to answer preflight's first request (GET /version) before it is called unreachable. */
 export const REACH_TIMEOUT_MS = 15_000;

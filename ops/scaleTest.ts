@@ -15,16 +15,18 @@ import { burstPodTemplate, headroomDeployment } from "../components/celeryWorklo
 import { placementArgs } from "../stacks/componentArgs";
 import { StackConfig, durationSeconds } from "../stacks/config";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { Command, CommandResult, EXIT, integerFlag, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { Command, CommandResult, EXIT, OUTPUT_FLAGS, inForm, integerFlag, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { jsonText } from "./output";
 import { toCsv } from "./csv";
 import { Cluster, KubeConfig, KubeObject, WatchEventType, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
 import { lineChart, steps } from "./svg";
 import { apiError } from "./verifyPlacement";
 import { plural } from "./table";
 import { outDirProblem, writeFiles } from "./outDir";
+import type { CommandLine } from "./args";
 
 export const SCALE_TEST: Command = {
-    usage: ["npm run scale-test -- --stack <name> --context <kubecontext> [--pods <N>] [--out <dir>]"],
+    usage: ["npm run scale-test -- --stack <name> --context <kubecontext> [--pods <N>] [--out <dir>] [--json] [--findings]"],
     summary: [
         "Measures the node scaling curve on the stack's real cluster: pause pods placed like one burst Celery Deployment go",
         "from 0 to N replicas and back to 0 while pods, ephemeral nodes and NodeClaims are watched. Writes per-pod times,",
@@ -35,13 +37,15 @@ export const SCALE_TEST: Command = {
         context: { value: "<kubecontext>", meaning: "the kubeconfig context of the stack's cluster; another cluster is refused", default: "required" },
         pods: { value: "<N>", meaning: "how many test pods at the peak, 1 to 1000", default: "nodePool.capacityCheck.peakCeleryPods" },
         out: { value: "<dir>", meaning: "where to write the results", default: "scale-test-out/<stack>-<time>" },
+        json: OUTPUT_FLAGS.json,
+        findings: { meaning: "print only what went wrong (a phase not complete, nodes left empty, a failed cleanup) and the result" },
     },
     exits: {
         0: "every test pod ran and the nodes the test left empty were removed",
         1: "the scale-up or scale-down did not complete in time, or the config is refused",
         3: "could not run: kubeconfig unreadable, cluster unreachable or credentials refused",
     },
-    examples: ["npm run scale-test -- --stack scratch --context scratch --pods 20"],
+    examples: ["npm run scale-test -- --stack scratch --context scratch --pods 20", "npm run scale-test -- --stack scratch --context scratch --json > run.json"],
 };
 const DEPLOYMENT = "celery-scale-test";
 /** Generous for a burst: GC Notify has seen 5+ minutes for a cold spot node. */
@@ -291,6 +295,63 @@ export function percentile(values: number[], p: number): number {
 
 const seconds = (ms: number) => Math.round(ms / 100) / 10;
 
+/** The run as data (--json; docs/json-output.md, scale-test): seconds since the scale-up unless named otherwise. */
+export function summaryJson(run: Run, outcome: { ok: boolean; message: string }) {
+    const pods = [...run.record.pods.values()];
+    const since = (t: number | undefined) => (t === undefined ? undefined : seconds(t - run.up));
+    const spread = (values: number[]) => (values.length ? { p50: percentile(values, 50), p95: percentile(values, 95), max: Math.max(...values), pods: values.length } : null);
+    const scheduled = pods.map((p) => since(p.scheduled)).filter((t): t is number => t !== undefined);
+    const running = pods.map((p) => since(p.running)).filter((t): t is number => t !== undefined);
+    const before = [...run.record.nodes.values()].filter((n) => n.added < run.up).length;
+    const launched = run.record.launchedSince(run.up);
+    const claimTimes = [...run.record.claims.values()].filter((c) => c.created >= run.up && c.ready !== undefined).map((c) => seconds(c.ready! - c.created));
+    const node = (n: NodeRecord) => ({ name: n.name, instanceType: n.type ?? null, launchedAt: n.added < run.up ? null : since(n.added) });
+    const down = run.down === undefined ? undefined : scaleDownState(run);
+    const [result, ...rest] = outcome.message.split("\n");
+    return {
+        stack: run.stack,
+        cluster: run.cluster,
+        namespace: run.namespace,
+        pods: run.pods,
+        result: { ok: outcome.ok, message: result.replace(/^Result: /, "") },
+        cleanup: rest.join("\n") || null,
+        scaleUp: {
+            running: running.length,
+            allRunningAfter: running.length === run.pods ? Math.max(...running) : null,
+            timeToScheduled: spread(scheduled),
+            timeToRunning: spread(running),
+            ephemeralNodes: { before, atMost: Math.max(before, ...timeline(run).map((p) => p.nodes)), launched: launched.length },
+            launched: launched.map(node),
+            nodeClaimReady: claimTimes.length ? { p50: percentile(claimTimes, 50), max: Math.max(...claimTimes), modelled: run.nodeLaunchSeconds ?? null } : null,
+        },
+        scaleDown:
+            run.down === undefined || !down
+                ? null
+                : {
+                      at: since(run.down),
+                      complete: down.complete,
+                      consolidateAfterSeconds: run.consolidateAfterSeconds ?? null,
+                      nodes: down.scope.length,
+                      gone: down.gone.map((n) => ({ ...node(n), goneAfter: seconds(n.gone! - run.down!) })),
+                      kept: down.kept.map((k) => ({ ...node(k.node), pods: k.pods.map((p) => p.name), headroomPods: k.pods.filter((p) => p.headroom).length })),
+                      empty: down.empty.map((e) => ({ ...node(e.node), emptySince: since(e.since) })),
+                      ephemeralNodesAfter: run.record.liveNodes().length,
+                  },
+    };
+}
+
+/** The lines of the summary that say what went wrong, and the result (--findings). */
+export function findingLines(run: Run, outcome: string): string[] {
+    const all = summary(run, outcome);
+    const down = run.down === undefined ? undefined : scaleDownState(run);
+    const upLine = all[1];
+    const problems = [
+        ...(/ of \d+ pods running$/.test(upLine) ? [upLine] : []),
+        ...(down && !down.complete ? all.filter((l) => /^Scale-down .*NOT complete/.test(l) || /^  empty but still up/.test(l) || /^    .*: no burst pod since/.test(l)) : []),
+    ];
+    return [`Scale test of stack ${run.stack} on ${run.cluster}: findings only (the full summary: summary.txt)`, ...problems, ...outcome.split("\n")];
+}
+
 export function summary(run: Run, outcome: string): string[] {
     const pods = [...run.record.pods.values()];
     const since = (t: number | undefined) => (t === undefined ? undefined : seconds(t - run.up));
@@ -395,6 +456,11 @@ class Stop extends Error {}
 export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promise<CommandResult> {
     const line = parseCommandLine(argv, SCALE_TEST);
     if (isResult(line)) return line;
+    const mode = outputMode(line);
+    return inForm(await scaleTestRun(line, deps, mode), mode.json, "scale-test", valueOf(line, "stack"));
+}
+
+async function scaleTestRun(line: CommandLine, deps: ScaleTestDeps, mode: { json: boolean; findingsOnly: boolean }): Promise<CommandResult> {
     const context = valueOf(line, "context");
     if (!context) return usage("--context is required: the kubeconfig context of the stack's cluster", SCALE_TEST);
     const cfg = loadStack(valueOf(line, "stack"), SCALE_TEST, deps.dir ?? PROJECT_DIR);
@@ -441,10 +507,16 @@ export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promi
     }
     const outcome = await execute(cfg, run, cluster, clock, progress, deps);
     const report = summary(run, outcome.message);
+    const names = ["pods.csv", "timeline.csv", "chart.svg", "summary.txt"];
     const unwritable = writeFiles(out, { "pods.csv": podsCsv(run), "timeline.csv": timelineCsv(run), "chart.svg": chart(run), "summary.txt": report.join("\n") + "\n" });
-    if (unwritable) return { exitCode: EXIT.cannotCheck, output: [...report, unwritable].join("\n") };
-    report.push(`Wrote ${["pods.csv", "timeline.csv", "chart.svg", "summary.txt"].map((f) => path.join(out, f)).join(", ")}`);
-    return { exitCode: outcome.ok ? EXIT.ok : EXIT.findings, output: report.join("\n") };
+    const exitCode = unwritable ? EXIT.cannotCheck : outcome.ok ? EXIT.ok : EXIT.findings;
+    if (mode.json) {
+        const body = { ...summaryJson(run, outcome), exitCode, files: unwritable ? [] : names.map((f) => path.join(out, f)), ...(unwritable ? { error: unwritable } : {}) };
+        return { exitCode, format: "json", output: jsonText("scale-test", body) };
+    }
+    const shown = mode.findingsOnly ? findingLines(run, outcome.message) : report;
+    if (unwritable) return { exitCode, output: [...shown, unwritable].join("\n") };
+    return { exitCode, output: [...shown, `Wrote ${names.map((f) => path.join(out, f)).join(", ")}`].join("\n") };
 }
 
 /** Creates, scales, watches and always cleans up; returns how it ended. */

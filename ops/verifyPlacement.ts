@@ -14,15 +14,16 @@ import { StackConfig } from "../stacks/config";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { EphemeralNodes, KubeObject as Manifest, PodTemplate, ephemeralNodesOf, holdsPodTemplate, patchedScheduling, podTemplatesOf, uncheckedTemplatesOf } from "../plan/placementCheck";
 import { CeleryWorkloadPlacementArgs, NodeDaemonSet, burstPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement";
-import { Command, CommandResult, EXIT, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { Command, CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args";
+import { jsonText } from "./output";
 import { KubeConfig, KubeObject, clusterOf, loadKubeConfig, useContext } from "./kube";
 import { plural } from "./table";
 import { ChartDifference, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts";
 
 export const VERIFY_PLACEMENT: Command = {
     usage: [
-        "npm run verify-placement -- --stack <name> --context <kubecontext>",
-        "npm run verify-placement -- --stack <name> --manifests <file, directory or -> [--namespace <name>]",
+        "npm run verify-placement -- --stack <name> --context <kubecontext> [--json] [--findings]",
+        "npm run verify-placement -- --stack <name> --manifests <file, directory or -> [--namespace <name>] [--json] [--findings]",
     ],
     summary: [
         "Checks that only burst Celery pods and the node agents run on (or could run on) ephemeral nodes: on a live cluster",
@@ -38,13 +39,19 @@ export const VERIFY_PLACEMENT: Command = {
             meaning: "with --manifests: the namespace of objects that name none (a DaemonSet named like a placement.nodeDaemonSets entry takes that entry's)",
             default: "default",
         },
+        json: OUTPUT_FLAGS.json,
+        findings: { meaning: "print only the findings: WARN, FAIL and NOT CHECKED lines, the chart fields and the verdict" },
     },
     exits: {
         0: "nothing is (or could be) misplaced",
         1: "findings: a pod that may not be on ephemeral nodes is or could be there, or a burst pod runs on stable nodes; or the stack's config is refused",
         3: "could not check: cluster unreachable, credentials refused, kubeconfig or manifests unreadable, no manifests, or (without findings) a pod template it cannot judge",
     },
-    examples: ["npm run verify-placement -- --stack staging --context staging", "helm template notify-celery ./charts/notify-celery | npm run verify-placement -- --stack staging --manifests -"],
+    examples: [
+        "npm run verify-placement -- --stack staging --context staging",
+        "helm template notify-celery ./charts/notify-celery | npm run verify-placement -- --stack staging --manifests -",
+        "npm run verify-placement -- --stack staging --manifests plan-out/staging/manifests.yaml --json --findings",
+    ],
 };
 
 /** Who may run on ephemeral nodes, and what the program's patches will do to the charts' pod templates. */
@@ -308,14 +315,17 @@ export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Pr
     if (namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace)) {
         return usage(`--namespace must be a Kubernetes namespace name (lowercase letters, digits and -, at most 63 characters) (got "${namespace}")`, VERIFY_PLACEMENT);
     }
+    const mode = outputMode(line);
     const cfg = loadStack(valueOf(line, "stack"), VERIFY_PLACEMENT, deps.dir ?? PROJECT_DIR);
-    if (isResult(cfg)) return cfg;
+    if (isResult(cfg)) return inForm(cfg, mode.json, "verify-placement", valueOf(line, "stack"));
+    let result: CommandResult;
     try {
-        return manifests !== undefined ? await verifyManifests(cfg, manifests, namespace, deps.stdin) : await verifyLive(cfg, context!, deps.kubeConfig ?? loadKubeConfig);
+        result = manifests !== undefined ? await verifyManifests(cfg, manifests, namespace, mode, deps.stdin) : await verifyLive(cfg, context!, deps.kubeConfig ?? loadKubeConfig, mode);
     } catch (e) {
         // Whatever else went wrong, nothing was judged: never let it pass for a finding.
-        return cannotCheck(`${(e as Error).message ?? e}`);
+        result = cannotCheck(`${(e as Error).message ?? e}`);
     }
+    return inForm(result, mode.json, "verify-placement", cfg.stack);
 }
 
 /**
@@ -437,7 +447,7 @@ function poolDifferences(pool: Manifest, stack: Manifest): string[] {
     return out;
 }
 
-async function verifyManifests(cfg: StackConfig, target: string, namespace: string | undefined, stdin = () => readToEnd(process.stdin)): Promise<CommandResult> {
+async function verifyManifests(cfg: StackConfig, target: string, namespace: string | undefined, mode: OutputMode, stdin = () => readToEnd(process.stdin)): Promise<CommandResult> {
     if (target !== "-" && !fs.existsSync(target)) return usage(`--manifests: no such file or directory "${target}"`, VERIFY_PLACEMENT);
     const source = target === "-" ? "standard input" : target;
     let files: string[];
@@ -480,19 +490,54 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace: stri
     }
     const verdicts = [...pools.verdicts, ...judgeTemplates(templates, nodes, rules, pools.others), ...unchecked];
     const failed = [...verdicts.filter((v) => v.status === "fail"), ...differences.filter((d) => d.blocksCapacity)];
+    const exitCode = failed.length ? EXIT.findings : unchecked.length ? EXIT.cannotCheck : EXIT.ok;
+    const verdict = failed.length
+        ? `${plural(failed.length, "finding")}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`
+        : unchecked.length
+          ? `${plural(unchecked.length, "pod template")} not checked (above): the run cannot say nothing is misplaced`
+          : "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes";
+        if (mode.json) {
+        const body = {
+            stack: cfg.stack,
+            exitCode,
+            mode: "manifests",
+            source: target === "-" ? "standard input" : target,
+            files: files.length,
+            objects: objects.length,
+            podTemplates: templates.length + unchecked.length,
+            nodePool: nodes.nodePool,
+            warnings: warnings.map((w) => w.replace(/^Warning: /, "")),
+            notes: notes.map((n) => n.replace(/^Note: /, "")),
+            summary: countStatuses(verdicts),
+            verdicts: verdicts.filter((v) => !mode.findingsOnly || v.status !== "ok").map((v) => ({ status: v.status, subject: v.subject, reason: v.reason })),
+            chartFields: differences.map((d) => ({ status: d.blocksCapacity ? "fail" : "warn", object: d.object, field: d.field, chart: d.chart ?? null, stack: d.stack ?? null, release: d.release ?? null, valuesKey: d.valuesKey ?? null })),
+            verdict,
+        };
+        return { exitCode, format: "json", output: jsonText("verify-placement", body) };
+    }
+    const shown = verdicts.filter((v) => !mode.findingsOnly || v.status !== "ok");
     const lines = [
-        `Manifests ${target === "-" ? "from standard input" : target} (${plural(files.length, "file")}, ${plural(objects.length, "object")}, ${plural(templates.length + unchecked.length, "pod template")}) against the ephemeral nodes of NodePool ${nodes.nodePool}, stack ${cfg.stack}`,
+        `Manifests ${target === "-" ? "from standard input" : target} (${plural(files.length, "file")}, ${plural(objects.length, "object")}, ${plural(templates.length + unchecked.length, "pod template")}) against the ephemeral nodes of NodePool ${nodes.nodePool}, stack ${cfg.stack}${mode.findingsOnly ? `: findings only (${plural(verdicts.length - shown.length, "OK line")} left out)` : ""}`,
         ...warnings,
-        ...notes,
-        ...verdicts.map((v) => `  ${v.status === "unchecked" ? "NOT CHECKED" : v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`),
+        ...(mode.findingsOnly ? [] : notes),
+        ...shown.map((v) => `  ${v.status === "unchecked" ? "NOT CHECKED" : v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`),
         ...differenceLines(differences, cfg.stack),
-        failed.length
-            ? `${plural(failed.length, "finding")}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`
-            : unchecked.length
-              ? `${plural(unchecked.length, "pod template")} not checked (above): the run cannot say nothing is misplaced`
-              : "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes",
+        verdict,
     ];
-    return { exitCode: failed.length ? EXIT.findings : unchecked.length ? EXIT.cannotCheck : EXIT.ok, output: lines.join("\n") };
+    return { exitCode, output: lines.join("\n") };
+}
+
+/** How many verdicts have each status (the JSON report's summary). */
+function countStatuses(verdicts: { status: Verdict["status"] }[]): Record<"ok" | "warn" | "fail" | "unchecked", number> {
+    const n = { ok: 0, warn: 0, fail: 0, unchecked: 0 };
+    for (const v of verdicts) n[v.status]++;
+    return n;
+}
+
+/** The report's form: --json, --findings. */
+interface OutputMode {
+    json: boolean;
+    findingsOnly: boolean;
 }
 
 /**
@@ -529,7 +574,7 @@ function manifestFiles(target: string): string[] {
         .map((f) => path.join(target, f));
 }
 
-async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => KubeConfig): Promise<CommandResult> {
+async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => KubeConfig, mode: OutputMode): Promise<CommandResult> {
     let kc: KubeConfig;
     try {
         kc = kubeConfig();
@@ -547,24 +592,44 @@ async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => K
         return cannotCheck(`could not list the nodes and pods of ${cfg.cluster.name} (context ${context}): ${apiError(e)}`);
     }
     const { onEphemeral, spilled } = judgePods(pods, new Set(nodes.map((n) => n.metadata.name)), rules);
-    const lines = [`Pods on the ephemeral nodes of ${cfg.cluster.name} (context ${context}): ${plural(nodes.length, "node")}, ${plural(onEphemeral.length, "pod")}`];
-    for (const node of nodes) {
-        const l = node.metadata.labels ?? {};
-        lines.push(`${node.metadata.name} (${l["node.kubernetes.io/instance-type"] ?? "?"}, ${l["karpenter.sh/capacity-type"] ?? "?"}):`);
-        for (const v of onEphemeral.filter((p) => p.node === node.metadata.name)) lines.push(`  ${v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`);
-    }
-    if (spilled.length) {
-        lines.push(`Burst pods on stable nodes (${spilled.length}):`);
-        for (const v of spilled) lines.push(`  ${v.status.toUpperCase().padEnd(4)}  ${v.subject} on ${v.node}: ${v.reason}`);
-    }
     const failed = [...onEphemeral, ...spilled].filter((v) => v.status === "fail");
     const misplaced = onEphemeral.filter((v) => v.status === "fail").length;
-    lines.push(
-        failed.length
-            ? `FAILED: ${plural(misplaced, "pod")} on ephemeral nodes that must not be there, ${plural(failed.length - misplaced, "burst pod")} on stable nodes`
-            : `OK: only burst Celery pods and the node agents run on ephemeral nodes${spilled.length ? `; ${plural(spilled.length, "burst pod")} spilled to stable nodes` : ""}`,
-    );
-    return { exitCode: failed.length ? EXIT.findings : EXIT.ok, output: lines.join("\n") };
+    const exitCode = failed.length ? EXIT.findings : EXIT.ok;
+    const verdict = failed.length
+        ? `FAILED: ${plural(misplaced, "pod")} on ephemeral nodes that must not be there, ${plural(failed.length - misplaced, "burst pod")} on stable nodes`
+        : `OK: only burst Celery pods and the node agents run on ephemeral nodes${spilled.length ? `; ${plural(spilled.length, "burst pod")} spilled to stable nodes` : ""}`;
+    const shows = (v: Verdict) => !mode.findingsOnly || v.status !== "ok";
+    if (mode.json) {
+        const body = {
+            stack: cfg.stack,
+            exitCode,
+            mode: "live",
+            context,
+            cluster: cfg.cluster.name,
+            ephemeralNodes: nodes.map((n) => ({ name: n.metadata.name, instanceType: n.metadata.labels?.["node.kubernetes.io/instance-type"] ?? null, capacityType: n.metadata.labels?.["karpenter.sh/capacity-type"] ?? null })),
+            summary: countStatuses([...onEphemeral, ...spilled]),
+            verdicts: [...onEphemeral.map((v) => ({ ...v, on: "ephemeral" })), ...spilled.map((v) => ({ ...v, on: "stable" }))]
+                .filter(shows)
+                .map((v) => ({ status: v.status, subject: v.subject, reason: v.reason, node: v.node, on: v.on })),
+            verdict,
+        };
+        return { exitCode, format: "json", output: jsonText("verify-placement", body) };
+    }
+    const lines = [`Pods on the ephemeral nodes of ${cfg.cluster.name} (context ${context}): ${plural(nodes.length, "node")}, ${plural(onEphemeral.length, "pod")}${mode.findingsOnly ? ": findings only" : ""}`];
+    for (const node of nodes) {
+        const l = node.metadata.labels ?? {};
+        const here = onEphemeral.filter((p) => p.node === node.metadata.name && shows(p));
+        if (mode.findingsOnly && here.length === 0) continue;
+        lines.push(`${node.metadata.name} (${l["node.kubernetes.io/instance-type"] ?? "?"}, ${l["karpenter.sh/capacity-type"] ?? "?"}):`);
+        for (const v of here) lines.push(`  ${v.status.toUpperCase().padEnd(4)}  ${v.subject}: ${v.reason}`);
+    }
+    const spilledShown = spilled.filter(shows);
+    if (spilledShown.length) {
+        lines.push(`Burst pods on stable nodes (${spilled.length}):`);
+        for (const v of spilledShown) lines.push(`  ${v.status.toUpperCase().padEnd(4)}  ${v.subject} on ${v.node}: ${v.reason}`);
+    }
+    lines.push(verdict);
+    return { exitCode, output: lines.join("\n") };
 }
 
 /** An API client error in one line: HTTP refusals by status, connection failures by their reason. */

@@ -1,8 +1,11 @@
 // `npm run plan -- --stack <name> [--out <dir>]`: what the stack would deploy, checked against the policy pack,
 // without AWS or a Pulumi CLI. `npm run plan -- --diff <stack> <stack>`: how two stacks' plans differ.
+// `npm run plan -- --stack <name> --diff-against <git ref | plan directory | last>`: what an edit changes.
 import * as crypto from "crypto";
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
+import { spawnSync } from "child_process";
 import { Policies } from "@pulumi/policy";
 import { policies } from "../policy/policies";
 import { ConfigError, StackConfig } from "../stacks/config";
@@ -15,20 +18,26 @@ import { PROJECT, readStackConfig } from "./offlineRuntime";
 import { cloudwatchAgentFile } from "./cloudwatchAgent";
 import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts";
 import { placementArgs } from "../stacks/componentArgs";
-import { diffStacks, renderDiff } from "./diff";
+import { diffStacks, renderChanges, renderDiff } from "./diff";
 import { PROJECT_DIR, PreviewError, RecordedResource, knownStacks, runOffline, unknownStackMessage } from "./offlineRuntime";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun";
-import { briefSummary, fit, manifestsYaml, previewJson, summary } from "./render";
+import { briefSummary, fit, manifestsYaml, planOverview, previewJson, summary } from "./render";
 import { outDirProblem, writeFiles } from "../ops/outDir";
 import { readInputFile } from "../ops/inputFile";
-import { Command, CommandResult, EXIT, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
+import { Command, CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
+import { elapsed, jsonText, progress } from "../ops/output";
 
 export const PLAN: Command = {
-    usage: ["npm run plan -- --stack <name> [--out <dir>] [--verbose]", "npm run plan -- --diff <stack> <stack>"],
+    usage: [
+        "npm run plan -- --stack <name> [--out <dir>] [--verbose | --json] [--findings]",
+        "npm run plan -- --stack <name> --diff-against <git ref | plan directory | last> [--out <dir>]",
+        "npm run plan -- --diff <stack> <stack>",
+    ],
     summary: [
         "What a stack would deploy, without AWS or a Pulumi CLI: runs the program offline, checks every resource against",
         "the policy pack, and writes preview.json, manifests.yaml, policy-config.json, policy-report.json and summary.txt",
-        "(the full listing); prints a summary of at most 40 lines. With --diff,",
+        "(the full listing); prints a summary of at most 40 lines. With --diff-against, what an edit changes: the stack",
+        "planned now against the same stack at a git ref or in an earlier plan. With --diff,",
         "how two stacks' plans differ (they run the same code and may differ only in values).",
     ].join("\n"),
     flags: {
@@ -36,17 +45,24 @@ export const PLAN: Command = {
         out: { value: "<dir>", meaning: "where to write the plan files", default: "plan-out/<stack>" },
         verbose: { meaning: "print the full listing (every resource's key settings, every violation) instead of the summary" },
         diff: { value: "<stack> <stack>", meaning: "compare two stacks' plans instead (takes two stack names)" },
+        "diff-against": {
+            value: "<git ref | plan directory | last>",
+            meaning:
+                "compare the stack's plan now with the stack at a git ref (its Pulumi.<stack>.yaml there, planned with this working tree's code), with the plan in a directory (its preview.json), or with last: the plan in --out; prints the resources added and removed and every input that changed, writes nothing",
+        },
+        json: OUTPUT_FLAGS.json,
+        findings: { meaning: "print only the findings: the policy pack's violations and the warnings, and the verdict" },
     },
     exits: {
-        0: "planned with no mandatory policy violation (or, with --diff, no resource in only one stack)",
+        0: "planned with no mandatory policy violation (or, with --diff, no resource in only one stack; with --diff-against, compared)",
         1: "a mandatory policy violation, a refused config, or (with --diff) a resource in only one stack",
-        3: "the plan files could not be written to --out",
+        3: "the plan files could not be written to --out; with --diff-against, the baseline could not be read or planned (git missing, its stack file refused)",
     },
-    examples: ["npm run plan -- --stack staging", "npm run plan -- --diff staging production"],
+    examples: ["npm run plan -- --stack staging", "npm run plan -- --stack staging --diff-against main", "npm run plan -- --stack staging --diff-against last", "npm run plan -- --diff staging production"],
     positionals: 1,
 };
 
-type Args = { stack: string; out?: string; verbose: boolean } | { diff: [string, string] };
+type Args = { stack: string; out?: string; verbose: boolean; json: boolean; findingsOnly: boolean; against?: string } | { diff: [string, string] };
 
 /** The most lines `npm run plan` prints without --verbose. */
 const SUMMARY_LINES = 40;
@@ -73,11 +89,17 @@ export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = p
     const out = "diff" in args ? "" : (args.out ?? path.join("plan-out", args.stack));
     const outProblem = "diff" in args ? undefined : outDirProblem(out);
     if (outProblem) return usage(outProblem, PLAN);
+    // --diff-against writes nothing, so a refused config there leaves the plan in --out alone.
+    const removeStale = (o: string) => ("diff" in args || args.against !== undefined ? [] : removeStalePlan(o));
     try {
-        return "diff" in args ? await diff(args.diff, dir) : await planStack(args.stack, out, args.verbose, dir, pack);
+        if ("diff" in args) return await diff(args.diff, dir);
+        if (args.against !== undefined) return await diffAgainst(args.stack, args.against, out, dir);
+        return inForm(await planStack(args.stack, out, args, dir, pack), args.json, "plan", args.stack);
     } catch (e) {
-        if (e instanceof ConfigError) return { exitCode: 1, output: [`invalid config, nothing was planned:`, e.message, ...removeStalePlan(out)].join("\n") };
-        if (e instanceof PreviewError) return { exitCode: 1, output: [`the preview would fail, nothing was planned:`, e.message, ...removeStalePlan(out)].join("\n") };
+        const json = !("diff" in args) && args.json;
+        const stack = "diff" in args ? undefined : args.stack;
+        if (e instanceof ConfigError) return inForm({ exitCode: 1, output: [`invalid config, nothing was planned:`, e.message, ...removeStale(out)].join("\n") }, json, "plan", stack);
+        if (e instanceof PreviewError) return inForm({ exitCode: 1, output: [`the preview would fail, nothing was planned:`, e.message, ...removeStale(out)].join("\n") }, json, "plan", stack);
         throw e;
     }
 }
@@ -162,7 +184,9 @@ function removeStalePlan(out: string): string[] {
 }
 
 /** The program's resources and data-source calls for a stack, with the validated config they came from. */
-async function build(stack: string, dir: string): Promise<{ resources: RecordedResource[]; calls: { token: string }[]; cfg: StackConfig }> {
+async function build(stack: string, dir: string, what = `stack ${stack}`): Promise<{ resources: RecordedResource[]; calls: { token: string }[]; cfg: StackConfig }> {
+    progress(`plan: building ${what} offline`);
+    const started = Date.now();
     const recording = await runOffline(
         stack,
         () => {
@@ -172,13 +196,16 @@ async function build(stack: string, dir: string): Promise<{ resources: RecordedR
         },
         { dir },
     );
+    progress(`plan: built ${what} in ${elapsed(started)}: ${recording.resources.length} resources recorded`);
     return { resources: recording.resources, calls: recording.calls, cfg: recording.outputs };
 }
 
 /** Writes the plan and the policy results, even when a policy fails, so that users can look at what failed. */
-async function planStack(stack: string, out: string, verbose: boolean, dir: string, pack: Policies): Promise<CommandResult> {
+async function planStack(stack: string, out: string, mode: { verbose: boolean; json: boolean; findingsOnly: boolean }, dir: string, pack: Policies): Promise<CommandResult> {
+    const { verbose } = mode;
     const { resources, calls, cfg } = await build(stack, dir);
     const policyConfig = policyConfigFor(cfg);
+    progress(`plan: running the policy pack (${pack.length} policies)`);
     const report = await runPolicies(pack, policyInputs(resources), policyConfig);
     const mandatory = report.violations.filter((v) => v.enforcementLevel === "mandatory").length;
     const byUrn = new Map(resources.map((r) => [r.urn, `${r.type} ${r.name}`]));
@@ -213,7 +240,28 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
         ...(Object.keys(values).length ? [`  ${path.dirname(valuesFilePath("x"))}/: ${Object.keys(values).length} Helm values files, one per GC Notify release (docs/migration.md, step 1)`] : []),
         ...(Object.keys(ciAccess.files).length ? [`  ${CI_ACCESS_DIR}/: CI's GitHub OIDC roles and their cluster access, for GC Notify's Terraform (its README.md)`] : []),
     ];
-    if (verbose) return { exitCode: mandatory > 0 ? 1 : 0, output: [full.trimEnd(), "", `Wrote ${Object.keys(files).join(", ")} to ${out}`, ...valuesLine].join("\n") };
+    const exitCode = mandatory > 0 ? EXIT.findings : EXIT.ok;
+    if (mode.json) {
+        const body = {
+            stack,
+            exitCode,
+            ...overviewJson(planOverview(resources)),
+            policy: {
+                policies: pack.length,
+                mandatory,
+                violations: report.violations.map((v) => ({ policy: v.policy, enforcementLevel: v.enforcementLevel, resource: byUrn.get(v.urn ?? "") ?? null, urn: v.urn ?? null, message: v.message })),
+            },
+            warnings: warnings.map((w) => w.replace(/^warning: /, "")),
+            out,
+            files: Object.keys({ ...files, ...values, ...ciAccess.files }).sort(),
+        };
+        return { exitCode, format: "json", output: jsonText("plan", body) };
+    }
+    if (mode.findingsOnly) {
+        // The findings alone: each violation and warning whole (a terminal wraps them), then the verdict.
+        return { exitCode, output: [`Offline plan of stack ${stack}: findings only (the full listing: ${path.join(out, "summary.txt")})`, ...violations, ...warnings, policyHeading].join("\n") };
+    }
+    if (verbose) return { exitCode, output: [full.trimEnd(), "", `Wrote ${Object.keys(files).join(", ")} to ${out}`, ...valuesLine].join("\n") };
     // The summary: at most SUMMARY_LINES lines of at most TERMINAL_WIDTH columns; as many violations as fit, then where
     // the rest are. Paths are never cut: the user copies them.
     const rest = (n: number, what: string) => [`  ... ${n} more ${what} in ${path.join(out, "summary.txt")}`];
@@ -227,6 +275,86 @@ async function planStack(stack: string, out: string, verbose: boolean, dir: stri
     const quiet = room - shown.length - cut.length >= acknowledged.length ? acknowledged.map((a) => fit(a)) : [];
     const text = [...head, ...shown.map((v) => fit(v)), ...cut, ...tail.slice(0, warningLines.length), ...quiet, ...tail.slice(warningLines.length)];
     return { exitCode: mandatory > 0 ? 1 : 0, output: text.join("\n") };
+}
+
+/** The plan's overview in the JSON report's shape (docs/json-output.md). */
+function overviewJson(o: ReturnType<typeof planOverview>) {
+    return { resources: { total: o.total, byComponent: o.components }, nodePool: o.nodePool ?? null, placement: o.placement };
+}
+
+/**
+ * What an edit changes (--diff-against): the stack planned now against a baseline, compared as the stack diff compares
+ * two stacks. The baseline is a git ref's stack file planned with this working tree's code (only config is taken from
+ * the ref), or an earlier plan's preview.json (as that plan's code planned it). Writes nothing; exit 0 when compared.
+ */
+async function diffAgainst(stack: string, against: string, out: string, dir: string): Promise<CommandResult> {
+    const baseline = await baselinePlan(stack, against, out, dir);
+    if (isResult(baseline)) return baseline;
+    const { resources } = await build(stack, dir);
+    const now = resourcesOf(previewJson(stack, resources));
+    const d = diffStacks({ stack, label: baseline.label, resources: baseline.resources }, { stack, label: "the working tree", resources: now });
+    return { exitCode: EXIT.ok, output: renderChanges(stack, d, baseline.note) };
+}
+
+/** The resources of a plan's preview.json (the stack itself left out), as the diff compares them: URN, type, name, inputs. */
+function resourcesOf(preview: unknown): RecordedResource[] {
+    const steps = (JSON.parse(JSON.stringify(preview)) as { steps?: unknown }).steps;
+    if (!Array.isArray(steps)) throw new Error("it has no steps list");
+    return steps
+        .filter((s: any) => typeof s?.urn === "string" && s.newState?.type !== "pulumi:pulumi:Stack")
+        .map((s: any) => ({ urn: s.urn, type: String(s.newState?.type ?? ""), name: s.urn.split("::").pop(), inputs: s.newState?.inputs ?? {} }) as RecordedResource);
+}
+
+/** The baseline of --diff-against: `last` (the plan in --out), a plan directory, or a git ref; or the result to return. */
+async function baselinePlan(stack: string, against: string, out: string, dir: string): Promise<{ label: string; note: string; resources: RecordedResource[] } | CommandResult> {
+    const planDir = against === "last" ? out : fs.existsSync(against) && fs.statSync(against).isDirectory() ? against : undefined;
+    if (planDir !== undefined) {
+        const file = path.join(planDir, "preview.json");
+        if (!fs.existsSync(file)) {
+            return usage(`--diff-against ${against}: no plan in ${planDir} (no preview.json): run npm run plan -- --stack ${stack}${planDir === out ? "" : ` --out ${planDir}`} first`, PLAN);
+        }
+        try {
+            // A plan's preview.json is a few megabytes; anything far larger is not one.
+            if (!fs.statSync(file).isFile() || fs.statSync(file).size > 200_000_000) throw new Error("not a regular file of at most 200 MB");
+            const preview = JSON.parse(fs.readFileSync(file, "utf8"));
+            const planned = String(preview?.steps?.[0]?.urn ?? "").split("::")[0];
+            if (planned !== `urn:pulumi:${stack}`) return usage(`--diff-against ${against}: ${file} is a plan of ${planned.replace(/^urn:pulumi:/, "stack ") || "no stack"}, not of stack ${stack}`, PLAN);
+            return { label: `the plan in ${planDir}`, note: `the plan written to ${planDir}, as its code planned it then`, resources: resourcesOf(preview) };
+        } catch (e) {
+            return { exitCode: EXIT.cannotCheck, output: `Could not check: ${file} is not a plan's preview.json: ${(e as Error).message}` };
+        }
+    }
+    if (against.startsWith("-") || against.trim() === "") return usage(`--diff-against: "${against}" is not a git ref, a plan directory or last`, PLAN);
+    const git = (...args: string[]) => spawnSync("git", ["-C", dir, ...args], { encoding: "utf8", timeout: 30_000, maxBuffer: 20_000_000 });
+    const commit = git("rev-parse", "--verify", "--quiet", "--end-of-options", `${against}^{commit}`);
+    if (commit.error) return { exitCode: EXIT.cannotCheck, output: `Could not check: --diff-against ${against} needs git: ${(commit.error as NodeJS.ErrnoException).code === "ENOENT" ? "git is not installed" : commit.error.message}` };
+    if (commit.status !== 0) {
+        const inRepo = git("rev-parse", "--show-toplevel").status === 0;
+        return usage(
+            inRepo
+                ? `--diff-against: "${against}" is not a commit of this repository (git rev-parse), a plan directory (with preview.json) or last`
+                : `--diff-against ${against}: ${dir} is in no git repository; give a plan directory or last instead`,
+            PLAN,
+        );
+    }
+    const sha = commit.stdout.trim();
+    const file = `Pulumi.${stack}.yaml`;
+    const shown = git("show", `${sha}:./${file}`);
+    if (shown.status !== 0) return usage(`--diff-against ${against}: ${file} does not exist at ${against} (${sha.slice(0, 12)})`, PLAN);
+    const temp = fs.mkdtempSync(path.join(os.tmpdir(), "notify-karpenter-diff-against-"));
+    try {
+        fs.writeFileSync(path.join(temp, file), shown.stdout);
+        try {
+            const { resources } = await build(stack, temp, `stack ${stack} as it is at ${against}`);
+            return { label: against, note: `${file} as it is at ${against} (${sha.slice(0, 12)}), both planned with this working tree's code`, resources: resourcesOf(previewJson(stack, resources)) };
+        } catch (e) {
+            if (!(e instanceof ConfigError) && !(e instanceof PreviewError)) throw e;
+            const message = e.message.split(path.join(temp, file)).join(`${against}:${file}`);
+            return { exitCode: EXIT.cannotCheck, output: `Could not check: ${file} at ${against} does not plan with this working tree's code, so there is nothing to compare with:\n${message}` };
+        }
+    } finally {
+        fs.rmSync(temp, { recursive: true, force: true });
+    }
 }
 
 /** Exit code 1 when a resource exists in only one stack: the stacks run the same code and may differ only in values. */
@@ -256,15 +384,20 @@ const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 function planArgs(argv: string[]): Args | CommandResult {
     const line = parseCommandLine(argv, PLAN);
     if (isResult(line)) return line;
-    const [stack, out, diff] = [valueOf(line, "stack"), valueOf(line, "out"), valueOf(line, "diff")];
+    const [stack, out, diff, against] = [valueOf(line, "stack"), valueOf(line, "out"), valueOf(line, "diff"), valueOf(line, "diff-against")];
     const verbose = line.flags.verbose === true;
+    const { json, findingsOnly } = outputMode(line);
     if (diff !== undefined) {
         if (stack !== undefined || out !== undefined || verbose) return usage("--diff takes no --stack, --out or --verbose", PLAN);
+        if (against !== undefined) return usage("--diff takes no --diff-against: --diff-against compares one stack with itself at a git ref or in a plan", PLAN);
+        if (json || findingsOnly) return usage("--json and --findings apply to the plan of one stack, not to --diff", PLAN);
         if (line.positionals.length !== 1) return usage("--diff needs two stack names: --diff <stack> <stack>", PLAN);
         return { diff: [diff, line.positionals[0]] };
     }
     if (line.positionals.length) return usage(`unexpected argument "${line.positionals[0]}": the flags are ${Object.keys(PLAN.flags).map((f) => `--${f}`).join(", ")}`, PLAN);
-    return stack !== undefined ? { stack, out, verbose } : usage("--stack or --diff is required", PLAN);
+    if (against !== undefined && (verbose || json || findingsOnly)) return usage("--diff-against prints the changes only: it takes no --verbose, --json or --findings", PLAN);
+    if (json && verbose) return usage("--json and --verbose are two forms of the report: give one", PLAN);
+    return stack !== undefined ? { stack, out, verbose, json, findingsOnly, against } : usage("--stack or --diff is required", PLAN);
 }
 
 if (require.main === module) runMain(() => plan(process.argv.slice(2)));

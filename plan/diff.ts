@@ -5,6 +5,8 @@ import { RecordedResource } from "./offlineRuntime";
 export interface StackPlan {
     stack: string;
     resources: RecordedResource[];
+    /** What to call this side in the report (a stack name by default; "HEAD", "the working tree" for --diff-against). */
+    label?: string;
 }
 
 export interface InputDifference {
@@ -14,6 +16,7 @@ export interface InputDifference {
 }
 
 export interface StackDiff {
+    /** Each side's label: the stack names, or (--diff-against) the baseline and "the working tree". */
     stacks: [string, string];
     /** Resources (`<type> <name>`) present only in the first, and only in the second stack. */
     onlyIn: [string[], string[]];
@@ -38,7 +41,7 @@ export function diffStacks(a: StackPlan, b: StackPlan): StackDiff {
         .map(([id, r]) => ({ resource: label(r), differences: inputDifferences(r.inputs, right.get(id)!.inputs) }))
         .filter((c) => c.differences.length > 0)
         .sort((x, y) => x.resource.localeCompare(y.resource));
-    return { stacks: [a.stack, b.stack], onlyIn: [only(left, right), only(right, left)], changed };
+    return { stacks: [a.label ?? a.stack, b.label ?? b.stack], onlyIn: [only(left, right), only(right, left)], changed };
 }
 
 /**
@@ -139,23 +142,59 @@ function describe(d: InputDifference): string {
 
 export function renderDiff(d: StackDiff): string {
     const [a, b] = d.stacks;
-    const lines = [`Stack diff ${a} → ${b} (offline plans)`, ""];
-    d.onlyIn.forEach((resources, i) => lines.push(`Only in ${d.stacks[i]}:${resources.length === 0 ? " none" : ""}`, ...resources.map((r) => `  ${r}`)));
+    return renderComparison(d, {
+        title: `Stack diff ${a} → ${b} (offline plans)`,
+        only: [`Only in ${a}:`, `Only in ${b}:`],
+        summary: summaryLine(d),
+    });
+}
+
+/** The parts of a comparison that differ between the stack diff and --diff-against: the wording. */
+interface Wording {
+    title: string;
+    /** The headings of the resources only on each side. */
+    only: [string, string];
+    summary: string;
+}
+
+function renderComparison(d: StackDiff, w: Wording): string {
+    const [a, b] = d.stacks;
+    const lines = [w.title, ""];
+    d.onlyIn.forEach((resources, i) => lines.push(`${w.only[i]}${resources.length === 0 ? " none" : ""}`, ...resources.map((r) => `  ${r}`)));
 
     const counts = new Map<string, number>();
     for (const e of d.changed.flatMap((c) => edits(c.differences))) counts.set(e, (counts.get(e) ?? 0) + 1);
     const ranked = [...counts].sort(([x, m], [y, n]) => n - m || x.localeCompare(y));
-    lines.push("", `Changes in values, most frequent first (${a} → ${b}):`, ...ranked.map(([e, n]) => `  ${String(n).padStart(4)}×  ${clip(e)}`));
+    lines.push("", `Changes in values, most frequent first (${a} → ${b}):`, ...(ranked.length ? ranked.map(([e, n]) => `  ${String(n).padStart(4)}×  ${clip(e)}`) : ["  none"]));
 
-    lines.push("", "Inputs that differ, by resource:");
+    lines.push("", "Inputs that differ, by resource:", ...(d.changed.length ? [] : ["  none"]));
     for (const c of d.changed) lines.push(`  ${c.resource}`, ...c.differences.map((diff) => `    ${diff.path}: ${describe(diff)}`));
-    lines.push("", summaryLine(d));
+    lines.push("", w.summary);
     return lines.join("\n");
 }
 
 export function summaryLine(d: StackDiff): string {
     const oneSided = d.onlyIn[0].length + d.onlyIn[1].length;
     const inputs = d.changed.reduce((n, c) => n + c.differences.length, 0);
-    const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
     return `${count(oneSided, "resource")} only in one stack; ${count(inputs, "input")} differ in ${count(d.changed.length, "resource")}`;
+}
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
+/**
+ * What an edit changes in one stack's plan (--diff-against): the resources removed and added, and every input that
+ * differs, from `baseline` (a git ref's stack file, or an earlier plan) to the working tree. `note` says what was
+ * compared (which code planned each side).
+ */
+export function renderChanges(stack: string, d: StackDiff, note: string): string {
+    const [a, b] = d.stacks;
+    const inputs = d.changed.reduce((n, c) => n + c.differences.length, 0);
+    const none = d.onlyIn[0].length + d.onlyIn[1].length + inputs === 0;
+    return renderComparison(d, {
+        title: `Changes to stack ${stack}: ${a} → ${b} (offline plans; ${note})`,
+        only: [`Removed (only in ${a}):`, `Added (only in ${b}):`],
+        summary: none
+            ? `No change: ${b} plans the same resources with the same inputs as ${a}`
+            : `${count(d.onlyIn[1].length, "resource")} added, ${d.onlyIn[0].length} removed; ${count(inputs, "input")} differ${inputs === 1 ? "s" : ""} in ${count(d.changed.length, "resource")}`,
+    });
 }

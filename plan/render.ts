@@ -227,11 +227,28 @@ function wrap(words: string[], indent: string, width = TERMINAL_WIDTH): string[]
     return line ? [...lines, line] : lines;
 }
 
-/**
- * What `npm run plan` prints: resources per component (the program's four, plus anything at the top level), the
- * NodePool, and who may run on ephemeral nodes, in counts; `summary` is the full listing the files keep.
- */
-export function briefSummary(stack: string, resources: RecordedResource[]): string[] {
+/** What the plan's summary says, as data: `briefSummary` prints it, `--json` writes it (docs/json-output.md). */
+export interface PlanOverview {
+    /** Resources planned: custom resources and remote components, not providers. */
+    total: number;
+    /** Each top-level component (or "(top level)") with its resources by short type name. */
+    components: { component: string; total: number; types: Record<string, number> }[];
+    nodePool?: {
+        name: string;
+        instanceTypes: string[];
+        capacityTypes: string[];
+        zones: string[];
+        limits: { cpu: string; memory: string };
+        consolidationPolicy: string;
+        consolidateAfter: string;
+        budgets: number;
+        expireAfter: string;
+    };
+    /** The placement check per NodePool: the pod templates (by owner) that may run on its nodes, and when. */
+    placement: { nodePool: string; podTemplates: number; ephemeral: string[]; beforeStartupTaints: string[]; keptOff: string[] }[];
+}
+
+export function planOverview(resources: RecordedResource[]): PlanOverview {
     const byUrn = new Map(resources.map((r) => [r.urn, r]));
     const planned = resources.filter((r) => (r.custom || r.remote) && !r.type.startsWith("pulumi:providers:"));
     // Each resource under its top-level component: the one whose parent is the stack.
@@ -247,36 +264,70 @@ export function briefSummary(stack: string, resources: RecordedResource[]): stri
         types.set(short, (types.get(short) ?? 0) + 1);
         groups.set(componentOf(r), types);
     }
-    const lines = [fit(`Offline plan of stack ${stack}: ${planned.length} resources (placeholder AWS values; see docs/architecture.md)`), "", "Resources by component:"];
-    for (const [component, types] of groups) {
-        const total = [...types.values()].reduce((a, b) => a + b, 0);
-        lines.push(fit(`  ${component}: ${total}`));
-        lines.push(...wrap([...types].sort(([a], [b]) => a.localeCompare(b)).map(([t, n]) => `${n} ${t}`), "      ").slice(0, 3));
-    }
+    const components = [...groups].map(([component, types]) => ({
+        component,
+        total: [...types.values()].reduce((a, b) => a + b, 0),
+        types: Object.fromEntries([...types].sort(([a], [b]) => a.localeCompare(b))),
+    }));
     const pool = planned.find((r) => r.type === "kubernetes:karpenter.sh/v1:NodePool");
+    let nodePool: PlanOverview["nodePool"];
     if (pool) {
         const t = pool.inputs.spec.template.spec;
-        const types: string[] = t.requirements.find((x: any) => x.key === "node.kubernetes.io/instance-type")?.values ?? [];
-        const capacity: string[] = t.requirements.find((x: any) => x.key === "karpenter.sh/capacity-type")?.values ?? [];
-        const zones: string[] = t.requirements.find((x: any) => x.key === "topology.kubernetes.io/zone")?.values ?? [];
+        const values = (key: string): string[] => t.requirements.find((x: any) => x.key === key)?.values ?? [];
         const d = pool.inputs.spec.disruption;
-        lines.push("", fit(`NodePool ${pool.inputs.metadata.name}: ${types.length} instance types, ${capacity.join("+")} in ${zones.join(" ")}`));
-        lines.push(fit(`  limits cpu ${pool.inputs.spec.limits.cpu} memory ${pool.inputs.spec.limits.memory}; ${d.consolidationPolicy} after ${d.consolidateAfter}; ${d.budgets.length} budgets; expireAfter ${t.expireAfter}`));
+        nodePool = {
+            name: pool.inputs.metadata.name,
+            instanceTypes: values("node.kubernetes.io/instance-type"),
+            capacityTypes: values("karpenter.sh/capacity-type"),
+            zones: values("topology.kubernetes.io/zone"),
+            limits: { cpu: String(pool.inputs.spec.limits.cpu), memory: String(pool.inputs.spec.limits.memory) },
+            consolidationPolicy: d.consolidationPolicy,
+            consolidateAfter: d.consolidateAfter,
+            budgets: d.budgets.length,
+            expireAfter: t.expireAfter,
+        };
     }
     const objects = planned.filter((r) => r.type.startsWith("kubernetes:")).map((r) => r.inputs);
     const templates = podTemplatesOf(objects);
-    for (const nodes of ephemeralNodesOf(objects)) {
+    const placement = ephemeralNodesOf(objects).map((nodes) => {
         const findings = placementFindings(templates, nodes);
-        const ephemeral = findings.filter((f) => f.ephemeral);
-        const kinds = (f: typeof findings) => {
-            const n = new Map<string, number>();
-            for (const x of f) n.set(x.owner.split(" ")[0], (n.get(x.owner.split(" ")[0]) ?? 0) + 1);
-            return [...n].map(([k, c]) => `${c} ${k}${c === 1 ? "" : "s"}`).join(", ") || "none";
+        return {
+            nodePool: nodes.nodePool,
+            podTemplates: templates.length,
+            ephemeral: findings.filter((f) => f.ephemeral).map((f) => f.owner),
+            beforeStartupTaints: findings.filter((f) => f.launched).map((f) => f.owner),
+            keptOff: findings.filter((f) => !f.ephemeral).map((f) => f.owner),
         };
+    });
+    return { total: planned.length, components, nodePool, placement };
+}
+
+/**
+ * What `npm run plan` prints: resources per component (the program's components, plus anything at the top level), the
+ * NodePool, and who may run on ephemeral nodes, in counts; `summary` is the full listing the files keep.
+ */
+export function briefSummary(stack: string, resources: RecordedResource[]): string[] {
+    const o = planOverview(resources);
+    const lines = [fit(`Offline plan of stack ${stack}: ${o.total} resources (placeholder AWS values; see docs/architecture.md)`), "", "Resources by component:"];
+    for (const c of o.components) {
+        lines.push(fit(`  ${c.component}: ${c.total}`));
+        lines.push(...wrap(Object.entries(c.types).map(([t, n]) => `${n} ${t}`), "      ").slice(0, 3));
+    }
+    const p = o.nodePool;
+    if (p) {
+        lines.push("", fit(`NodePool ${p.name}: ${p.instanceTypes.length} instance types, ${p.capacityTypes.join("+")} in ${p.zones.join(" ")}`));
+        lines.push(fit(`  limits cpu ${p.limits.cpu} memory ${p.limits.memory}; ${p.consolidationPolicy} after ${p.consolidateAfter}; ${p.budgets} budgets; expireAfter ${p.expireAfter}`));
+    }
+    const kinds = (owners: string[]) => {
+        const n = new Map<string, number>();
+        for (const x of owners) n.set(x.split(" ")[0], (n.get(x.split(" ")[0]) ?? 0) + 1);
+        return [...n].map(([k, c]) => `${c} ${k}${c === 1 ? "" : "s"}`).join(", ") || "none";
+    };
+    for (const x of o.placement) {
         lines.push(
             "",
-            fit(`Placement check (${templates.length} pod templates): ${ephemeral.length} may run on ephemeral nodes (${kinds(ephemeral)}),`),
-            fit(`  ${findings.filter((f) => f.launched).length} before a new node's startup taints are removed, ${findings.length - ephemeral.length} kept off (${kinds(findings.filter((f) => !f.ephemeral))})`),
+            fit(`Placement check (${x.podTemplates} pod templates): ${x.ephemeral.length} may run on ephemeral nodes (${kinds(x.ephemeral)}),`),
+            fit(`  ${x.beforeStartupTaints.length} before a new node's startup taints are removed, ${x.keptOff.length} kept off (${kinds(x.keptOff)})`),
         );
     }
     return lines;

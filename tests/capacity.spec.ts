@@ -8,6 +8,7 @@ import { parse, stringify } from "yaml";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { STACKS, rawConfig, stackConfig } from "./helpers";
 import { readSeries, tempDir } from "./opsHelpers";
+import { documentedFields } from "./jsonSchemaDoc";
 
 /** Round numbers a reader can check by hand: no reservations, 1-cpu pods, one HPA adding 4 pods a minute. */
 const base = (): CapacityInputs => ({
@@ -441,6 +442,40 @@ describe("npm run capacity", () => {
         // 40 cpu is 10 nodes of 4 vCPU; c6a.xlarge (4 pods each) needs 16 nodes for 62 pods (64 cpu), r6a.xlarge 13 nodes of 29.6 GiB.
         expect(r.output).to.match(/^NodePool limits allow 10 nodes of m6a\.xlarge \(50 pods\): NOT ENOUGH for 62 pods, not even with m6a\.xlarge\. Limits of cpu 64 and memory 385Gi allow the peak with every approved type\.$/m);
         expect(r.output).to.match(/^The HPAs ask for 60 pods at t=225 s, but only 50 ever run: the NodePool limits stop Karpenter\.$/m);
+        // --findings: the finding and the verdict alone; --json: the same finding in the report's list.
+        const findings = await capacity(["--stack", "staging", "--out", path.join(dir, "out"), "--findings"], dir);
+        expect(findings.exitCode).to.equal(1);
+        expect(findings.output.split("\n")).to.deep.equal([
+            "Capacity of stack staging: findings only",
+            "FAIL  NodePool limits allow 10 nodes of m6a.xlarge (50 pods): NOT ENOUGH for 62 pods, not even with m6a.xlarge. Limits of cpu 64 and memory 385Gi allow the peak with every approved type.",
+            "FAILED: the NodePool limits fall short of the peak",
+        ]);
+        const json = JSON.parse((await capacity(["--stack", "staging", "--out", path.join(dir, "out"), "--json"], dir)).output);
+        expect(json.findings).to.deep.equal([{ status: "fail", message: findings.output.split("\n")[1].slice(6) }]);
+        expect(json.limits).to.deep.include({ cpu: "40", enough: false, allowedNodes: 10 });
+        expect(json.ramp.allRunningAtSeconds).to.equal(null);
+    });
+
+    it("--json: the model in the documented schema (docs/json-output.md), the same figures as the text", async () => {
+        const out = tempDir();
+        const text = await capacity(["--stack", "production", "--out", out]);
+        const r = await capacity(["--stack", "production", "--out", out, "--json"]);
+        expect(r).to.deep.include({ exitCode: 0, format: "json" });
+        const report = JSON.parse(r.output);
+        expect(Object.keys(report)).to.deep.equal(["schemaVersion", "command", "stack", "cluster", "exitCode", "currency", "pricesAsOf", "modelledType", "instanceTypes", "notModelled", "peak", "limits", "ramp", "hourly", "daily", "goal", "expiry", "findings", "files"]);
+        expect(Object.keys(report), "docs/json-output.md's table for capacity").to.deep.equal(documentedFields("capacity"));
+        expect(report).to.deep.include({ schemaVersion: 1, command: "capacity", stack: "production", currency: "USD", modelledType: "m6a.2xlarge", findings: [], expiry: null });
+        const usd = (n: number) => `USD ${n.toFixed(2)}`;
+        for (const [name, day] of [["configured", report.daily.configured], ["WhenEmpty", report.daily.whenEmpty], ["back to baseline", report.daily.backToBaseline]]) {
+            expect(text.output, name).to.match(new RegExp(`^  ${name === "configured" ? "configured: " : name === "WhenEmpty" ? "WhenEmpty, " : "back to baseline "}.* ${usd(day.perDay).replace(".", "\\.")}$`, "m"));
+        }
+        expect(text.output).to.include(`static group ${usd(report.daily.static)}`);
+        expect(report.peak).to.deep.equal({ burstPods: 100, headroomPods: 6, nodes: 9, podsPerNode: 13 });
+        expect(report.goal).to.deep.include({ withinPercent: 15, met: true });
+        expect(report.instanceTypes[0]).to.have.keys("type", "vcpu", "memoryGiB", "podsPerNode", "boundBy", "onDemandHourly", "spotHourly", "spotPerPodHourly", "peakNodes", "limitNodes");
+        expect(report.files).to.deep.equal([path.join(out, "ramp.svg"), path.join(out, "ramp.csv")]);
+        // No finding: --findings says so in one verdict line.
+        expect((await capacity(["--stack", "production", "--out", out, "--findings"])).output).to.equal("Capacity of stack production: findings only\nOK: the limits allow the peak");
     });
 
     it("refuses bad arguments and unknown stacks with usage, exit 2", async () => {
@@ -448,6 +483,6 @@ describe("npm run capacity", () => {
         expect((await capacity(["--stack", "prod"])).output).to.match(/^--stack: unknown stack "prod": known stacks are .*production.*staging; did you mean "production"\?\nusage: npm run capacity/);
         expect((await capacity([])).output).to.match(/^--stack is required/);
         expect((await capacity(["--stack"])).output).to.match(/^--stack needs a value/);
-        expect((await capacity(["--stak", "staging"])).output).to.match(/^unknown flag --stak: the flags are --stack, --out\n/);
+        expect((await capacity(["--stak", "staging"])).output).to.match(/^unknown flag --stak: the flags are --stack, --out, --json, --findings\n/);
     });
 });

@@ -2,7 +2,9 @@
 import { expect } from "chai";
 import { spawnSync } from "child_process";
 import * as path from "path";
-import { Command, CommandResult, helpText, parseCommandLine } from "../ops/args";
+import { Command, CommandResult, OUTPUT_FLAGS, didYouMean, helpText, parseCommandLine } from "../ops/args";
+import { SCHEMA_VERSION } from "../ops/output";
+import { tempDir } from "./opsHelpers";
 import { CAPACITY, capacity } from "../ops/capacityCli";
 import { PREFLIGHT, preflight } from "../ops/preflight";
 import { DRILL, drill } from "../ops/drill";
@@ -70,13 +72,42 @@ describe("every command's flags (util.parseArgs)", () => {
     }
 
     it("a bare argument is a usage error, and a switch that takes no value refuses one", async () => {
-        expect((await capacity(["staging"])).output.split("\n")[0]).to.equal('unexpected argument "staging": the flags are --stack, --out');
+        expect((await capacity(["staging"])).output.split("\n")[0]).to.equal('unexpected argument "staging": the flags are --stack, --out, --json, --findings');
         expect((await lintWorkflowsCommand(["--help=yes"])).exitCode).to.equal(0);
         const withSwitch: Command = { usage: ["x"], summary: "x", flags: { verbose: { meaning: "more" } }, exits: { 0: "ok" }, examples: ["npm run x"] };
         expect(parseCommandLine(["--verbose=yes"], withSwitch)).to.deep.include({ exitCode: 2, output: "--verbose takes no value\nusage: x\n(--help lists every flag)" });
         expect(parseCommandLine(["--verbose"], withSwitch)).to.deep.equal({ flags: { verbose: true }, positionals: [] });
         // A name that every object has is no flag either.
         expect(parseCommandLine(["--constructor"], withSwitch)).to.deep.include({ exitCode: 2 });
+    });
+
+    it("--json and --findings: every command with a report takes both, --json with the one meaning, and prints JSON with the schema version", async () => {
+        for (const command of [PLAN, CAPACITY, VERIFY_PLACEMENT, SCALE_TEST, PREFLIGHT]) {
+            expect(command.flags.json, command.usage[0]).to.deep.equal(OUTPUT_FLAGS.json);
+            expect(command.flags.findings?.meaning, command.usage[0]).to.match(/^print only /);
+            expect(command.usage.join(" "), command.usage[0]).to.include("--json").and.to.include("--findings");
+        }
+        const r = await capacity(["--stack", "staging", "--out", tempDir(), "--json"]);
+        expect(JSON.parse(r.output)).to.deep.include({ schemaVersion: SCHEMA_VERSION, command: "capacity" });
+    });
+
+    it("a repeatable flag takes each value, comma-joined; a name off by a letter or two gets a did-you-mean", () => {
+        const listed: Command = { usage: ["x"], summary: "x", flags: { only: { value: "<a,...>", meaning: "some", repeatable: true } }, exits: { 0: "ok" }, examples: ["npm run x"] };
+        expect(parseCommandLine(["--only", "a,b", "--only=c"], listed)).to.deep.equal({ flags: { only: "a,b,c" }, positionals: [] });
+        expect(didYouMean("subnet", ["ami", "subnets"])).to.equal(" (did you mean subnets?)");
+        expect(didYouMean("amis-and-more", ["ami", "subnets"])).to.equal("");
+    });
+
+    it("as a process, colours OK, WARN and FAIL when FORCE_COLOR asks even into a pipe, and never JSON", function () {
+        this.timeout(30000);
+        const tsNode = path.join(PROJECT_DIR, "node_modules", "ts-node", "dist", "bin.js");
+        const out = tempDir();
+        const run = (env: Record<string, string>, ...argv: string[]) =>
+            spawnSync(process.execPath, [tsNode, "--transpile-only", path.join(PROJECT_DIR, "ops", "capacityCli.ts"), "--stack", "production", "--out", out, ...argv], { cwd: PROJECT_DIR, encoding: "utf8", env: { ...process.env, ...env } });
+        const coloured = run({ FORCE_COLOR: "1" }, "--findings");
+        expect([coloured.status, coloured.stdout]).to.deep.equal([0, "Capacity of stack production: findings only\n\u001b[32mOK\u001b[39m: the limits allow the peak\n"]);
+        const json = run({ FORCE_COLOR: "1" }, "--json");
+        expect(JSON.parse(json.stdout)).to.deep.include({ schemaVersion: SCHEMA_VERSION, command: "capacity" });
     });
 
     it("as a process: --help goes to standard output with exit 0, a usage error to standard error with exit 2, on Node 22 or later", function () {

@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import { integerFlag } from "../ops/args";
+import { colourEnabled, colourStatuses, plainText, progress, setProgressSink } from "../ops/output";
 import { toCsv } from "../ops/csv";
 import { lineChart, steps } from "../ops/svg";
 import { readSeries } from "./opsHelpers";
@@ -24,6 +25,46 @@ describe("ops output and flags", () => {
         // Axes end on round numbers: 10 s of 0 to 4 spans the whole plot; 2000 s likewise.
         expect(series[0].pixels).to.deep.equal([[60, 370], [780, 60]]);
         expect(series[1].pixels).to.deep.equal([[60, 60], [780, 370]]);
+    });
+
+    it("colours only where Node would: FORCE_COLOR first (1, 2, 3, true or empty on; anything else off), then NO_COLOR, NODE_DISABLE_COLORS, TERM=dumb, then a terminal", () => {
+        const tty = { isTTY: true };
+        const pipe = { isTTY: false };
+        expect(colourEnabled(tty, {})).to.equal(true);
+        expect(colourEnabled(pipe, {})).to.equal(false);
+        expect(colourEnabled(tty, { NO_COLOR: "1" })).to.equal(false);
+        expect(colourEnabled(tty, { NO_COLOR: "" })).to.equal(false);
+        expect(colourEnabled(tty, { NODE_DISABLE_COLORS: "1" })).to.equal(false);
+        expect(colourEnabled(tty, { TERM: "dumb" })).to.equal(false);
+        for (const on of ["", "1", "2", "3", "true"]) expect(colourEnabled(pipe, { FORCE_COLOR: on, NO_COLOR: "1" }), on).to.equal(true);
+        for (const off of ["0", "false", "yes"]) expect(colourEnabled(tty, { FORCE_COLOR: off }), off).to.equal(false);
+    });
+
+    it("colours the status word that starts a line, and nothing else; the plain text comes back whole", () => {
+        const report = ["Preflight of stack staging: OK so far", "OK    ami  ami-1 is OK", "WARN  subnets  x", "FAIL  aws-names  WARN inside", "NOT RUN  stable-nodes  y", "  FAIL  Deployment a/b: z", "FAILED: 1 problem", "Result: OK", "Could not check: x"].join("\n");
+        const coloured = colourStatuses(report);
+        expect(coloured.split("\n")).to.deep.equal([
+            "Preflight of stack staging: OK so far",
+            "\u001b[32mOK\u001b[39m    ami  ami-1 is OK",
+            "\u001b[33mWARN\u001b[39m  subnets  x",
+            "\u001b[31mFAIL\u001b[39m  aws-names  WARN inside",
+            "\u001b[35mNOT RUN\u001b[39m  stable-nodes  y",
+            "  \u001b[31mFAIL\u001b[39m  Deployment a/b: z",
+            "\u001b[31mFAILED\u001b[39m: 1 problem",
+            "\u001b[32mResult: OK\u001b[39m",
+            "\u001b[35mCould not check\u001b[39m: x",
+        ]);
+        expect(plainText(coloured)).to.equal(report);
+    });
+
+    it("sends progress lines where runMain points them, and nowhere by default (in-process, as the tests call commands)", () => {
+        const lines: string[] = [];
+        progress("unheard");
+        const before = setProgressSink((l) => lines.push(l));
+        progress("heard");
+        setProgressSink(before);
+        progress("unheard again");
+        expect(lines).to.deep.equal(["heard"]);
     });
 
     it("says when a number flag is not a whole number in range", () => {

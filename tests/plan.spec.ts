@@ -10,6 +10,8 @@ import { GC_NOTIFY_FACTS, policies } from "../policy/policies";
 import { policyConfigFor } from "../stacks/policyConfig";
 import { STACKS, buildStack, patchSections, stackConfig } from "./helpers";
 import { tempDir } from "./opsHelpers";
+import { documentedFields } from "./jsonSchemaDoc";
+import { setProgressSink } from "../ops/output";
 
 describe("offline plan (npm run plan)", () => {
     for (const stack of STACKS) {
@@ -131,6 +133,72 @@ describe("offline plan (npm run plan)", () => {
         expect(result.exitCode).to.equal(1);
         expect(result.output).to.include('staging: notify-karpenter:controller.replicas must be an integer from 1 to 10 (got "two")');
         expect(fs.existsSync(out)).to.equal(false);
+    });
+
+    it("--json: the summary in the documented schema (docs/json-output.md), the same counts as the text; --findings: violations and warnings alone", async () => {
+        const out = tempDir();
+        const text = await plan(["--stack", "staging", "--out", out]);
+        const r = await plan(["--stack", "staging", "--out", out, "--json"]);
+        expect(r).to.deep.include({ exitCode: 0, format: "json" });
+        const report = JSON.parse(r.output);
+        expect(Object.keys(report)).to.deep.equal(["schemaVersion", "command", "stack", "exitCode", "resources", "nodePool", "placement", "policy", "warnings", "out", "files"]);
+        expect(Object.keys(report), "docs/json-output.md's table for plan").to.deep.equal(documentedFields("plan"));
+        expect(report).to.deep.include({ schemaVersion: 1, command: "plan", stack: "staging", exitCode: 0, out });
+        expect(text.output).to.include(`Offline plan of stack staging: ${report.resources.total} resources`);
+        for (const c of report.resources.byComponent) {
+            expect(text.output).to.include(`  ${c.component}: ${c.total}\n`);
+            expect(Object.values(c.types).reduce((a: number, b) => a + (b as number), 0)).to.equal(c.total);
+        }
+        expect(report.nodePool).to.deep.include({ name: "notify-karpenter", capacityTypes: ["spot"], zones: ["ca-central-1a", "ca-central-1b", "ca-central-1d"] });
+        expect(report.policy).to.deep.equal({ policies: policies.length, mandatory: 0, violations: [] });
+        expect(report.placement[0]).to.have.keys("nodePool", "podTemplates", "ephemeral", "beforeStartupTaints", "keptOff");
+        expect(report.files).to.include.members(["preview.json", "manifests.yaml", "summary.txt"]);
+
+        const pack: ResourceValidationPolicy = {
+            name: "no-nodepools",
+            description: "test",
+            enforcementLevel: "mandatory",
+            validateResource: (args, report) => (args.type === "kubernetes:karpenter.sh/v1:NodePool" ? report("NodePools are not allowed here") : args.notApplicable()),
+        };
+        const failing = JSON.parse((await plan(["--stack", "staging", "--out", out, "--json", "--findings"], undefined, [pack])).output);
+        expect(failing.exitCode).to.equal(1);
+        expect(failing.policy.violations).to.deep.equal([
+            {
+                policy: "no-nodepools",
+                enforcementLevel: "mandatory",
+                resource: "kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool",
+                urn: failing.policy.violations[0].urn,
+                message: "NodePools are not allowed here",
+            },
+        ]);
+        const findings = await plan(["--stack", "staging", "--out", out, "--findings"], undefined, [pack]);
+        expect(findings.exitCode).to.equal(1);
+        expect(findings.output.split("\n")).to.deep.equal([
+            `Offline plan of stack staging: findings only (the full listing: ${path.join(out, "summary.txt")})`,
+            "  [mandatory] no-nodepools: kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool",
+            "      NodePools are not allowed here",
+            ...report.warnings.map((w: string) => `warning: ${w}`),
+            "Policy pack: 1 violation (1 mandatory)",
+        ]);
+        // A refused config is JSON too (nothing was planned); --json and --verbose are two forms: refused.
+        expect((await plan(["--stack", "staging", "--json", "--verbose"])).output.split("\n")[0]).to.equal("--json and --verbose are two forms of the report: give one");
+        expect((await plan(["--diff", "staging", "production", "--json"])).output.split("\n")[0]).to.equal("--json and --findings apply to the plan of one stack, not to --diff");
+    });
+
+    it("says what it is doing on standard error while it runs (progress), never in the report", async () => {
+        const lines: string[] = [];
+        const before = setProgressSink((l) => lines.push(l));
+        try {
+            const r = await plan(["--stack", "staging", "--out", tempDir()]);
+            expect(r.output).to.not.include("plan: building");
+        } finally {
+            setProgressSink(before);
+        }
+        expect(lines.map((l) => l.replace(/[0-9.]+ s\b/, "<t> s").replace(/\d+ resources/, "<n> resources"))).to.deep.equal([
+            "plan: building stack staging offline",
+            "plan: built stack staging in <t> s: <n> resources recorded",
+            `plan: running the policy pack (${policies.length} policies)`,
+        ]);
     });
 
     it("refuses an unknown stack and bad arguments with usage", async () => {

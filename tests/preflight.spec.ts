@@ -8,7 +8,7 @@ import * as path from "path";
 import { gzipSync } from "zlib";
 import { parseDocument } from "yaml";
 import { helpText } from "../ops/args";
-import { CHECKS, PREFLIGHT, crdReleaseImport, keyLetsCloudWatch, policyAllows, preflight, sameOrOneBehind, selectorSelects, stackNames, surgePods } from "../ops/preflight";
+import { CHECKS, CHECK_NEEDS, PREFLIGHT, crdReleaseImport, keyLetsCloudWatch, policyAllows, preflight, sameOrOneBehind, selectorSelects, stackNames, surgePods } from "../ops/preflight";
 import { NO_PERMISSION_NEEDED, PREFLIGHT_ACTIONS, PolicyDocument, previewActions, previewPolicy } from "../plan/ciAccess";
 import { buildStack } from "./helpers";
 import { DEPLOYMENT_LABEL, burstBudgetName, nidhoggValues } from "../components/celeryWorkloadPlacement";
@@ -20,6 +20,9 @@ import { STACK_TAG } from "../stacks/createStack";
 import { PROJECT, PROJECT_DIR, readStackConfig } from "../plan/offlineRuntime";
 import { FakeAwsApi, FakeAwsState } from "./fakeAwsApi";
 import { FakeClock, FakeKubeApi, FakeKubeApiOptions } from "./fakeKubeApi";
+import { tempDir } from "./opsHelpers";
+import { documentedFields } from "./jsonSchemaDoc";
+import { setProgressSink } from "../ops/output";
 import { KubeConfig } from "@kubernetes/client-node";
 
 const NOW = Date.UTC(2026, 11, 1, 0, 0, 0);
@@ -174,6 +177,17 @@ async function run(world: World, argv = ["--stack", "staging", "--context", "sta
 
 const linesOf = (output: string, status: string) => output.split("\n").filter((l) => l.startsWith(status.padEnd(4) + "  "));
 const checkOf = (l: string) => l.slice(6).trim().split(/\s+/)[0];
+/** The checks a report names with a status ("NOT RUN" included), in order, without repeats. */
+const checksWith = (output: string, status: string) => [...new Set(linesOf(output, status).map((l) => l.slice(status.padEnd(4).length + 2).trim().split(/\s+/)[0]))];
+/** The checks that need each half of the reads (CHECK_NEEDS), in report order. */
+const needing = (half: "aws" | "cluster" | "both") => CHECKS.map(([id]) => id).filter((id) => CHECK_NEEDS[id] === half);
+/** The one "Could not check:" line of a report that exits 3. */
+function couldNotCheck(r: { exitCode: number; output: string }): string {
+    expect(r.exitCode, r.output).to.equal(3);
+    const lines = r.output.split("\n").filter((l) => l.startsWith("Could not check: "));
+    expect(lines, r.output).to.have.length(1);
+    return lines[0];
+}
 
 describe("npm run preflight", function () {
     this.timeout(20000);
@@ -560,15 +574,141 @@ describe("npm run preflight", function () {
         expect(unknown.exitCode).to.equal(1);
     });
 
-    it("exits 3 when AWS refuses a read (HTTP 403) or cannot be reached, naming the call", async () => {
+    it("exits 3 when AWS refuses a read (HTTP 403) or cannot be reached, naming the call, and still runs the cluster's checks", async () => {
         const w = goodWorld(cfg);
         w.aws.deny = ["ec2:DescribeSubnets"];
         const denied = await run(w);
-        expect(denied.exitCode).to.equal(3);
-        expect(denied.output).to.match(/^Could not check: ec2:DescribeSubnets: HTTP 403 UnauthorizedOperation: .*the credentials lack ec2:DescribeSubnets/);
+        expect(couldNotCheck(denied)).to.match(/^Could not check: ec2:DescribeSubnets: HTTP 403 UnauthorizedOperation: .*the credentials lack ec2:DescribeSubnets/);
         const down = await run(goodWorld(cfg), undefined, { awsDown: true });
-        expect(down.exitCode).to.equal(3);
-        expect(down.output).to.match(/^Could not check: sts:GetCallerIdentity: .*ECONNREFUSED/);
+        expect(couldNotCheck(down)).to.match(/^Could not check: sts:GetCallerIdentity: .*ECONNREFUSED/);
+        // The reverse of an unreachable cluster: the cluster's checks run, every check that reads AWS is NOT RUN.
+        expect(checksWith(down.output, "OK")).to.deep.equal(needing("cluster"));
+        expect(checksWith(down.output, "NOT RUN")).to.deep.equal([...needing("aws"), ...needing("both")].sort((a, b) => CHECKS.findIndex(([id]) => id === a) - CHECKS.findIndex(([id]) => id === b)));
+        expect(down.output.split("\n")[0]).to.equal("Preflight of stack staging: cluster notification-canada-ca-staging-eks-cluster in ca-central-1 (account not read), context staging");
+        expect(down.output.split("\n").at(-1)).to.equal(`COULD NOT CHECK: ${CHECKS.length - needing("cluster").length} checks not run (AWS could not be read); in the checks that ran: 0 problems, 0 warnings`);
+    });
+
+    it("runs the AWS checks while the cluster is unreachable, says which half could not run, and exits 3 even with a FAIL", async () => {
+        const w = goodWorld(cfg);
+        w.aws.images[0].Architecture = "arm64";
+        const r = await run(w, undefined, { kubeDown: true });
+        expect(couldNotCheck(r)).to.match(/^Could not check: cluster notification-canada-ca-staging-eks-cluster \(context staging\) is unreachable/);
+        expect(checksWith(r.output, "OK")).to.deep.equal(needing("aws").filter((c) => c !== "ami"));
+        expect(checksWith(r.output, "FAIL")).to.deep.equal(["ami"]);
+        expect(checksWith(r.output, "NOT RUN")).to.deep.equal(CHECKS.map(([id]) => id).filter((id) => CHECK_NEEDS[id] !== "aws"));
+        expect(linesOf(r.output, "NOT RUN")[0]).to.equal("NOT RUN  cluster-access            needs AWS and the cluster, which could not be read (below)");
+        expect(r.output.split("\n").at(-1)).to.equal(`COULD NOT CHECK: ${CHECKS.length - needing("aws").length} checks not run (the cluster could not be read); in the checks that ran: 1 problem, 0 warnings`);
+        // A partial report goes to standard output; its exit code is still 3.
+        expect(r).to.deep.include({ exitCode: 3, stream: "stdout" });
+    });
+
+    it("names every check in CHECK_NEEDS, and reads only the half a --only selection needs", async () => {
+        expect(Object.keys(CHECK_NEEDS).sort()).to.deep.equal(CHECKS.map(([id]) => id).sort());
+        // AWS checks only: no kubeconfig is loaded, the cluster is never asked, exit 0.
+        const api = await new FakeAwsApi(goodWorld(cfg).aws).start();
+        const kubeConfig = () => {
+            throw new Error("the kubeconfig was loaded");
+        };
+        const awsOnly = await preflight(["--stack", "staging", "--only", "ami,subnets", "--only", "instance-types"], { dir: stackDir(), kubeConfig, aws: api.clientConfig(), now: () => NOW }).finally(() => api.stop());
+        expect(awsOnly.exitCode, awsOnly.output).to.equal(0);
+        expect(awsOnly.output.split("\n")[0]).to.equal("Preflight of stack staging: cluster notification-canada-ca-staging-eks-cluster in ca-central-1 (account 123456789012), context not read; only ami, subnets, instance-types");
+        expect(checksWith(awsOnly.output, "OK")).to.deep.equal(["ami", "subnets", "instance-types"]);
+        // Cluster checks only: no AWS call at all.
+        const clusterOnly = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--only", "helm-releases,stable-nodes"]);
+        expect(clusterOnly.exitCode, clusterOnly.output).to.equal(0);
+        expect(clusterOnly.awsRequests).to.deep.equal([]);
+        expect(checksWith(clusterOnly.output, "OK")).to.deep.equal(["helm-releases", "stable-nodes"]);
+        // The cluster down, and the endpoint's access not read: said so, not guessed.
+        const down = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--only", "stable-nodes"], { kubeDown: true });
+        expect(couldNotCheck(down)).to.match(/is unreachable \(.*\): the endpoint's access was not read \(the checks selected need no AWS read\); cluster\.access is client-vpn$/);
+    });
+
+    it("says on standard error what it reads and how long each half took (progress), never in the report", async () => {
+        const lines: string[] = [];
+        const before = setProgressSink((l) => lines.push(l));
+        let r;
+        try {
+            r = await run(goodWorld(cfg));
+        } finally {
+            setProgressSink(before);
+        }
+        expect(r.output).to.not.include("preflight: reading");
+        const shown = lines.map((l) => l.replace(/[0-9.]+ s\b/, "<t> s").replace(/\d+ calls/, "<n> calls"));
+        expect(shown[0]).to.equal("preflight: reading AWS (account, ca-central-1) and cluster notification-canada-ca-staging-eks-cluster");
+        expect(shown.slice(1).sort()).to.deep.equal(["preflight: AWS read in <t> s (<n> calls)", "preflight: cluster read in <t> s"]);
+        expect(Number(/(\d+) calls/.exec(lines.join("\n"))![1])).to.equal(r.awsRequests.length);
+    });
+
+    it("refuses an unknown --only check with a did-you-mean, and a --region other than the stack's, in one line (exit 2)", async () => {
+        const typo = await run(goodWorld(cfg), ["--stack", "staging", "--only", "ami,subnet"]);
+        expect(typo.exitCode).to.equal(2);
+        expect(typo.output.split("\n")[0]).to.equal(`--only: unknown check "subnet" (did you mean subnets?): the checks are ${CHECKS.map(([id]) => id).join(", ")}`);
+        expect((await run(goodWorld(cfg), ["--stack", "staging", "--only", "ami,,subnets"])).output.split("\n")[0]).to.match(/^--only needs check names separated by commas \(got "ami,,subnets"\)/);
+        const region = await run(goodWorld(cfg), ["--stack", "staging", "--region", "us-east-1"]);
+        expect(region.exitCode).to.equal(2);
+        expect(region.output.split("\n")[0]).to.equal("--region us-east-1: stack staging's cluster is in ca-central-1 (notify-karpenter:cluster.region), and preflight reads that region only");
+        const same = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--region", "ca-central-1", "--only", "ami"]);
+        expect(same.exitCode, same.output).to.equal(0);
+    });
+
+    it("--profile reaches the SDK clients: the profile's keys are found where the default chain finds none, and a profile that does not exist is refused, named (exit 2)", async () => {
+        const dir = tempDir("aws-profile-");
+        fs.writeFileSync(path.join(dir, "credentials"), "[notify-staging]\naws_access_key_id = AKIDPROFILE\naws_secret_access_key = secret\n");
+        fs.writeFileSync(path.join(dir, "config"), "[profile notify-staging]\nregion = ca-central-1\n");
+        const changed = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"];
+        const saved = Object.fromEntries(changed.map((k) => [k, process.env[k]]));
+        for (const k of changed) delete process.env[k];
+        Object.assign(process.env, { AWS_CONFIG_FILE: path.join(dir, "config"), AWS_SHARED_CREDENTIALS_FILE: path.join(dir, "credentials"), AWS_EC2_METADATA_DISABLED: "true" });
+        const aws = await new FakeAwsApi(goodWorld(cfg).aws).start();
+        try {
+            const argv = (profile: string) => ["--stack", "staging", "--only", "ami", "--profile", profile];
+            const ok = await preflight(argv("notify-staging"), { dir: stackDir(), aws: { endpoint: aws.url, maxAttempts: 1 }, now: () => NOW });
+            expect(ok.exitCode, ok.output).to.equal(0);
+            expect(aws.requests).to.include.members(["sts:GetCallerIdentity", "ec2:DescribeImages"]);
+            // The same files without --profile: the default profile has no keys.
+            const none = await preflight(["--stack", "staging", "--only", "ami"], { dir: stackDir(), aws: { endpoint: aws.url, maxAttempts: 1 }, now: () => NOW });
+            expect(couldNotCheck(none)).to.match(/^Could not check: sts:GetCallerIdentity: CredentialsProviderError: /);
+            const missing = await preflight(argv("notify-stagin"), { dir: stackDir(), aws: { endpoint: aws.url, maxAttempts: 1 }, now: () => NOW });
+            expect(missing.exitCode).to.equal(2);
+            expect(missing.output.split("\n")[0]).to.equal(`--profile notify-stagin: no such profile in ${path.join(dir, "config")} or ${path.join(dir, "credentials")} (did you mean notify-staging?): the profiles are notify-staging`);
+        } finally {
+            for (const [k, v] of Object.entries(saved)) {
+                if (v === undefined) delete process.env[k];
+                else process.env[k] = v;
+            }
+            await aws.stop();
+        }
+    });
+
+    it("--json: one object in the documented schema (docs/json-output.md), --findings keeps WARN and FAIL only", async () => {
+        const w = goodWorld(cfg);
+        w.aws.offerings = w.aws.offerings.filter((o) => !(o.zone === "ca-central-1d" && o.type === "c7a.xlarge"));
+        const r = await run(w, ["--stack", "staging", "--context", "staging", "--json"]);
+        expect(r).to.deep.include({ exitCode: 0, format: "json" });
+        const report = JSON.parse(r.output);
+        expect(Object.keys(report)).to.deep.equal(["schemaVersion", "command", "stack", "exitCode", "cluster", "region", "account", "context", "checks", "summary", "verdicts", "notRead", "verdict"]);
+        expect(Object.keys(report), "docs/json-output.md's table for preflight").to.deep.equal(documentedFields("preflight"));
+        expect(report).to.deep.include({ schemaVersion: 1, command: "preflight", stack: "staging", exitCode: 0, account: "123456789012", context: "staging", notRead: [], verdict: "OK: no check failed (1 warning)" });
+        expect(report.checks).to.deep.equal(CHECKS.map(([id]) => id));
+        expect(report.summary).to.deep.equal({ ok: report.verdicts.length - 1, warn: 1, fail: 0, notRun: 0 });
+        expect(report.verdicts[0]).to.have.keys("check", "status", "message");
+        const findings = JSON.parse((await run(w, ["--stack", "staging", "--context", "staging", "--json", "--findings"])).output);
+        expect(findings.verdicts).to.deep.equal([{ check: "instance-types", status: "warn", message: "ca-central-1d: c7a.xlarge not offered (the others are)" }]);
+        expect(findings.summary).to.deep.equal(report.summary);
+        // Text: the WARN line and the verdict, no OK line.
+        const text = await run(w, ["--stack", "staging", "--context", "staging", "--findings"]);
+        expect(text.output.split("\n").slice(1)).to.deep.equal(["WARN  instance-types            ca-central-1d: c7a.xlarge not offered (the others are)", "OK: no check failed (1 warning)"]);
+        // Could not check, as JSON on standard output: the half that was read, and why the other was not.
+        const down = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--json"], { kubeDown: true });
+        const partial = JSON.parse(down.output);
+        expect(partial.exitCode).to.equal(3);
+        expect(partial.notRead).to.have.length(1);
+        expect(partial.notRead[0]).to.deep.include({ half: "cluster", checks: CHECKS.map(([id]) => id).filter((id) => CHECK_NEEDS[id] !== "aws") });
+        expect(partial.summary.notRun).to.equal(partial.notRead[0].checks.length);
+        // A refused config is JSON too; a usage error stays text.
+        const refused = await run(goodWorld(cfg), ["--stack", "staging", "--json"], { stackFile: (yaml) => yaml.replace(/replicas: 2/, "replicas: two") });
+        expect(JSON.parse(refused.output)).to.deep.include({ schemaVersion: 1, command: "preflight", exitCode: 1 });
+        expect((await run(goodWorld(cfg), ["--stack", "staging", "--json", "--only", "nope"])).output).to.match(/^--only: unknown check "nope"/);
     });
 
     it("exits 3 without AWS credentials (the default chain finds none)", async () => {
@@ -581,8 +721,7 @@ describe("npm run preflight", function () {
         const kube = await new FakeKubeApi(new FakeClock(NOW), goodWorld(cfg).kube).start();
         try {
             const r = await preflight(["--stack", "staging", "--context", "staging"], { aws: { endpoint: aws.url, maxAttempts: 1 }, kubeConfig: () => kube.kubeConfig(), now: () => NOW });
-            expect(r.exitCode, r.output).to.equal(3);
-            expect(r.output).to.match(/^Could not check: sts:GetCallerIdentity: CredentialsProviderError: /);
+            expect(couldNotCheck(r)).to.match(/^Could not check: sts:GetCallerIdentity: CredentialsProviderError: /);
             expect(aws.requests).to.deep.equal([]);
         } finally {
             for (const [k, v] of Object.entries(saved)) {
@@ -598,11 +737,9 @@ describe("npm run preflight", function () {
         const w = goodWorld(cfg);
         w.kube.listStatus = 403;
         const forbidden = await run(w);
-        expect(forbidden.exitCode).to.equal(3);
-        expect(forbidden.output).to.include("Could not check: cluster notification-canada-ca-staging-eks-cluster (context staging): HTTP 403 Forbidden");
+        expect(couldNotCheck(forbidden)).to.include("Could not check: cluster notification-canada-ca-staging-eks-cluster (context staging): HTTP 403 Forbidden");
         const down = await run(goodWorld(cfg), undefined, { kubeDown: true });
-        expect(down.exitCode).to.equal(3);
-        expect(down.output).to.match(/^Could not check: cluster notification-canada-ca-staging-eks-cluster \(context staging\) is unreachable \(.*ECONNREFUSED.*\): /);
+        expect(couldNotCheck(down)).to.match(/^Could not check: cluster notification-canada-ca-staging-eks-cluster \(context staging\) is unreachable \(.*ECONNREFUSED.*\): /);
         const other = await run(goodWorld(cfg), ["--stack", "staging", "--context", "other"]);
         expect(other.exitCode).to.equal(2);
         expect(other.output.split("\n")[0]).to.match(/^--context other is cluster "kind-scratch" .* refusing to touch it$/);
@@ -616,11 +753,7 @@ describe("npm run preflight", function () {
             if (!/access: client-vpn/.test(yaml)) throw new Error("no cluster.access line in the stack file");
             return yaml.replace(/access: client-vpn/, `access: ${to}`);
         };
-        const oneLine = (r: { exitCode: number; output: string }) => {
-            expect(r.exitCode, r.output).to.equal(3);
-            expect(r.output.split("\n"), r.output).to.have.length(1);
-            return r.output;
-        };
+        const oneLine = couldNotCheck;
 
         it("a private endpoint with no route (the fake cluster down): exit 3, one line, join the Client VPN", async () => {
             const r = await run(goodWorld(cfg), undefined, { kubeDown: true });
@@ -701,7 +834,7 @@ describe("npm run preflight", function () {
                 `Could not check: cluster ${CLUSTER} (context staging): HTTP 401 Unauthorized: the cluster does not know this identity: refresh the credentials (aws eks update-kubeconfig, aws sso login), or map its role in aws-auth (authentication mode CONFIG_MAP: notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: plan-out/staging/ci-access/aws-auth-roles.hcl)`,
             );
             w.aws.clusters[CLUSTER].authenticationMode = "API";
-            expect((await run(w)).output).to.match(/or give its role an access entry \(authentication mode API: plan-out\/staging\/ci-access\/access-entries\.tf\)$/);
+            expect(couldNotCheck(await run(w))).to.match(/or give its role an access entry \(authentication mode API: plan-out\/staging\/ci-access\/access-entries\.tf\)$/);
             const forbidden = goodWorld(cfg);
             forbidden.kube.listStatus = 403;
             expect(oneLine(await run(forbidden))).to.include("CI's preview role reads through group notify-karpenter-preview, which the stack's PreviewReadAccess component binds: before the stack's first up, run preflight as its up role or an operator");

@@ -8,6 +8,8 @@ import { Recorder, percentile, scaleDownState, scaleTest, testDeployment } from 
 import { FakeClock, FakeKubeApi, FakeKubeApiOptions, Step, iso } from "./fakeKubeApi";
 import { stackConfig } from "./helpers";
 import { readSeries, tempDir } from "./opsHelpers";
+import { documentedFields } from "./jsonSchemaDoc";
+import { PROJECT_DIR } from "../plan/offlineRuntime";
 
 const POOL = { "karpenter.sh/nodepool": "notify-karpenter" };
 
@@ -175,6 +177,13 @@ async function harness(opts: FakeKubeApiOptions): Promise<Harness> {
     return { api, clock, out: tempDir("scale-test-"), progress: [], signals: new EventEmitter() };
 }
 
+/** The lines of the n-th fenced example in docs/scale-test.md. */
+function docExample(n: number): string[] {
+    const doc = fs.readFileSync(path.join(PROJECT_DIR, "docs", "scale-test.md"), "utf8");
+    const blocks = [...doc.matchAll(/^```\n([\s\S]*?)^```$/gm)].map((m) => m[1].trimEnd().split("\n"));
+    return blocks[n] ?? [];
+}
+
 const run = (h: Harness, argv: string[]) =>
     scaleTest(argv, { kubeConfig: () => h.api.kubeConfig(), clock: h.clock, progress: (l) => h.progress.push(l), signals: h.signals });
 
@@ -291,6 +300,8 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
             "1945,down,0,0,1,1",
         ]);
         expect(h.api.namespaces.size).to.equal(0);
+        // docs/scale-test.md quotes this summary: its first example is this run's output, line for line.
+        expect(docExample(0), "docs/scale-test.md's first example is not what this replay prints now").to.deep.equal(lines.slice(0, -1));
     });
 
     it("a node the test emptied that Karpenter never removes fails the scale-down, named with why", async () => {
@@ -309,7 +320,41 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
             "Result: FAILED: scale-down did not finish within 2700 s",
             "Cleanup: deleted namespace notify-karpenter-scale-test-20261130-051000",
         ]);
+        expect(docExample(1), "docs/scale-test.md's second example is not what this replay prints now").to.deep.equal(lines.slice(6, 14));
         expect(h.progress[h.progress.length - 1]).to.match(/scale-down: 0 pods running; nodes the test used: 1 gone, 1 kept by other burst pods, 1 empty; ephemeral nodes 2, NodeClaims launching 0$/);
+    });
+
+    it("--json: the run in the documented schema (docs/json-output.md); --findings: what went wrong and the result", async () => {
+        h = await harness(preempting({ stuck: true }));
+        const r = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "8", "--out", h.out, "--json"]);
+        expect(r).to.deep.include({ exitCode: 1, format: "json" });
+        const report = JSON.parse(r.output);
+        expect(Object.keys(report)).to.deep.equal(["schemaVersion", "command", "stack", "cluster", "namespace", "pods", "result", "cleanup", "scaleUp", "scaleDown", "exitCode", "files"]);
+        expect(Object.keys(report), "docs/json-output.md's table for scale-test").to.deep.equal(documentedFields("scale-test"));
+        expect(report).to.deep.include({ schemaVersion: 1, command: "scale-test", stack: "staging", pods: 8, exitCode: 1 });
+        expect(report.result).to.deep.equal({ ok: false, message: "FAILED: scale-down did not finish within 2700 s" });
+        expect(report.cleanup).to.equal("Cleanup: deleted namespace notify-karpenter-scale-test-20261130-051000");
+        expect(report.scaleUp).to.deep.include({ running: 8, allRunningAfter: 94, timeToScheduled: { p50: 3, p95: 90, max: 90, pods: 8 }, ephemeralNodes: { before: 1, atMost: 3, launched: 2 } });
+        expect(report.scaleUp.nodeClaimReady).to.deep.equal({ p50: 86, max: 86, modelled: 120 });
+        expect(report.scaleDown).to.deep.include({ at: 94, complete: false, consolidateAfterSeconds: 1800, nodes: 3, ephemeralNodesAfter: 2 });
+        expect(report.scaleDown.empty).to.deep.equal([{ name: "ip-10-0-2-2", instanceType: "c6a.xlarge", launchedAt: 60, emptySince: 95 }]);
+        expect(report.scaleDown.kept.map((k: any) => [k.name, k.headroomPods])).to.deep.equal([["ip-10-0-3-3", 2]]);
+        expect(report.files).to.deep.equal(["pods.csv", "timeline.csv", "chart.svg", "summary.txt"].map((f) => path.join(h.out, f)));
+        await h.api.stop();
+
+        h = await harness(preempting({ stuck: true }));
+        const text = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "8", "--out", h.out, "--findings"]);
+        expect(text.exitCode).to.equal(1);
+        expect(text.output.split("\n").slice(0, -1)).to.deep.equal([
+            "Scale test of stack staging on notification-canada-ca-staging-eks-cluster: findings only (the full summary: summary.txt)",
+            "Scale-down (8 -> 0 at t=94 s): NOT complete after 2700 s; consolidateAfter is 1800 s",
+            "  empty but still up: no burst pod holds them, yet Karpenter has not removed them; kubectl describe node shows other pods and Karpenter's events:",
+            "    ip-10-0-2-2 (c6a.xlarge, launched at t=60 s): no burst pod since t=95 s",
+            "Result: FAILED: scale-down did not finish within 2700 s",
+            "Cleanup: deleted namespace notify-karpenter-scale-test-20261130-051000",
+        ]);
+        // The summary file keeps the whole summary.
+        expect(fs.readFileSync(path.join(h.out, "summary.txt"), "utf8")).to.include("time to running: p50");
     });
 
     it("a watch that fails mid-run fails the test, and the namespace is still deleted", async () => {

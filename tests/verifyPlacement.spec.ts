@@ -9,6 +9,7 @@ import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { FakeClock, FakeKubeApi } from "./fakeKubeApi";
 import { stackConfig } from "./helpers";
 import { tempDir } from "./opsHelpers";
+import { documentedFields } from "./jsonSchemaDoc";
 
 const FIXTURES = path.join(__dirname, "fixtures");
 
@@ -57,6 +58,38 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
             "  FAIL  CronJob notification-canada-ca/notify-cleanup: the admission policy (deny, namespace notification-canada-ca) would reject its pods: it tolerates the taint notification-canada-ca/ephemeral without the label notification-canada-ca/celery-burst=true; the chart must drop that",
             SUMMARY_FINDINGS(2),
         ]);
+    });
+
+    it("--json: one object in the documented schema (docs/json-output.md); --findings leaves the OK lines out, text or JSON", async () => {
+        const file = path.join(FIXTURES, "helm-template-notify.yaml");
+        const r = await verifyPlacement(["--stack", "staging", "--manifests", file, "--json"]);
+        expect(r).to.deep.include({ exitCode: 1, format: "json" });
+        const report = JSON.parse(r.output);
+        expect(Object.keys(report)).to.deep.equal(["schemaVersion", "command", "stack", "exitCode", "mode", "source", "files", "objects", "podTemplates", "nodePool", "warnings", "notes", "summary", "verdicts", "chartFields", "verdict"]);
+        expect(Object.keys(report), "docs/json-output.md's table for verify-placement").to.deep.equal(documentedFields("verify-placement"));
+        expect(report).to.deep.include({ schemaVersion: 1, command: "verify-placement", stack: "staging", exitCode: 1, mode: "manifests", source: file, files: 1, objects: 5, podTemplates: 4, nodePool: "notify-karpenter", verdict: SUMMARY_FINDINGS(2) });
+        expect(report.summary).to.deep.equal({ ok: 2, warn: 0, fail: 2, unchecked: 0 });
+        expect(report.verdicts.map((v: any) => [v.status, v.subject])).to.deep.equal([
+            ["fail", "Deployment notification-canada-ca/notify-api"],
+            ["ok", "Deployment notification-canada-ca/notify-documentation"],
+            ["ok", "Deployment notification-canada-ca/notify-celery-email-send-burst"],
+            ["fail", "CronJob notification-canada-ca/notify-cleanup"],
+        ]);
+        const findings = JSON.parse((await verifyPlacement(["--stack", "staging", "--manifests", file, "--json", "--findings"])).output);
+        expect(findings.verdicts.map((v: any) => v.status)).to.deep.equal(["fail", "fail"]);
+        expect(findings.summary).to.deep.equal(report.summary);
+        const text = await verifyPlacement(["--stack", "staging", "--manifests", file, "--findings"]);
+        expect(text.exitCode).to.equal(1);
+        expect(text.output.split("\n").map((l) => l.slice(0, 60))).to.deep.equal([
+            `Manifests ${file} (1 file, 5 objects, 4 pod templates) against the ephemeral nodes of NodePool notify-karpenter, stack staging: findings only (2 OK lines left out)`.slice(0, 60),
+            "  FAIL  Deployment notification-canada-ca/notify-api: stable",
+            "  FAIL  CronJob notification-canada-ca/notify-cleanup: the a",
+            SUMMARY_FINDINGS(2).slice(0, 60),
+        ]);
+        // What could not be checked is JSON too, with the reason; a usage error stays text.
+        const empty = JSON.parse((await verifyText("", "staging", ["--json"])).output);
+        expect(empty).to.deep.include({ schemaVersion: 1, command: "verify-placement", stack: "staging", exitCode: 3 });
+        expect(empty.error).to.match(/^Could not check: no Kubernetes objects in standard input/);
     });
 
     it("reads a directory of .yaml and .yml files (and Lists); the stack's node agents are allowed, other daemonsets are not", async () => {
@@ -390,7 +423,7 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
     it("usage errors exit 2 and name the flag", async () => {
         expect(await verifyPlacement(["--stack", "staging"])).to.deep.equal({
             exitCode: 2,
-            output: "give exactly one of --context (a live cluster) and --manifests (rendered files)\nusage: npm run verify-placement -- --stack <name> --context <kubecontext>\n       npm run verify-placement -- --stack <name> --manifests <file, directory or -> [--namespace <name>]\n(--help lists every flag)",
+            output: "give exactly one of --context (a live cluster) and --manifests (rendered files)\nusage: npm run verify-placement -- --stack <name> --context <kubecontext> [--json] [--findings]\n       npm run verify-placement -- --stack <name> --manifests <file, directory or -> [--namespace <name>] [--json] [--findings]\n(--help lists every flag)",
         });
         expect((await verifyPlacement(["--stack", "staging", "--manifests", "nowhere.yaml"])).output).to.match(/^--manifests: no such file or directory "nowhere\.yaml"/);
         expect((await verifyPlacement(["--stack", "staging", "--context", "x", "--namespace", "y"])).output).to.match(/^--namespace only applies to --manifests/);
@@ -452,6 +485,38 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
             "FAILED: 3 pods on ephemeral nodes that must not be there, 1 burst pod on stable nodes",
         ]);
         expect(api.requests).to.deep.equal(["GET /api/v1/nodes", "GET /api/v1/pods"]);
+    });
+
+    it("--json lists each pod's verdict with its node and where it runs; --findings only the failures", async () => {
+        const pods = [
+            pod("notification-canada-ca", "notify-celery-email-send-burst-7c-a", "ip-10-0-1-1", { labels: BURST, owner: ["ReplicaSet", "notify-celery-email-send-burst-7c"] }),
+            pod("notification-canada-ca", "notify-documentation-5c-b", "ip-10-0-1-2", { owner: ["ReplicaSet", "notify-documentation-5c"] }),
+            pod("notification-canada-ca", "notify-celery-sms-send-burst-9d-c", "ip-10-0-9-9", { labels: BURST, owner: ["ReplicaSet", "notify-celery-sms-send-burst-9d"] }),
+        ];
+        api = await new FakeKubeApi(new FakeClock(), { nodes: [node("ip-10-0-1-1", true), node("ip-10-0-1-2", true), node("ip-10-0-9-9", false)], pods }).start();
+        const run = (...extra: string[]) => verifyPlacement(["--stack", "staging", "--context", "staging", ...extra], { kubeConfig: () => api.kubeConfig() });
+        const report = JSON.parse((await run("--json")).output);
+        expect(Object.keys(report)).to.deep.equal(["schemaVersion", "command", "stack", "exitCode", "mode", "context", "cluster", "ephemeralNodes", "summary", "verdicts", "verdict"]);
+        expect(report.ephemeralNodes).to.deep.equal([
+            { name: "ip-10-0-1-1", instanceType: "m6a.xlarge", capacityType: "spot" },
+            { name: "ip-10-0-1-2", instanceType: "m6a.xlarge", capacityType: "spot" },
+        ]);
+        expect(report.verdicts.map((v: any) => [v.status, v.subject, v.node, v.on])).to.deep.equal([
+            ["ok", "notification-canada-ca/notify-celery-email-send-burst-7c-a", "ip-10-0-1-1", "ephemeral"],
+            ["fail", "notification-canada-ca/notify-documentation-5c-b", "ip-10-0-1-2", "ephemeral"],
+            ["fail", "notification-canada-ca/notify-celery-sms-send-burst-9d-c", "ip-10-0-9-9", "stable"],
+        ]);
+        expect(report.summary).to.deep.equal({ ok: 1, warn: 0, fail: 2, unchecked: 0 });
+        expect(report.verdict).to.equal("FAILED: 1 pod on ephemeral nodes that must not be there, 1 burst pod on stable nodes");
+        const text = await run("--findings");
+        expect(text.output.split("\n").map((l) => l.split(":")[0])).to.deep.equal([
+            "Pods on the ephemeral nodes of notification-canada-ca-staging-eks-cluster (context staging)",
+            "ip-10-0-1-2 (m6a.xlarge, spot)",
+            "  FAIL  notification-canada-ca/notify-documentation-5c-b",
+            "Burst pods on stable nodes (1)",
+            "  FAIL  notification-canada-ca/notify-celery-sms-send-burst-9d-c on ip-10-0-9-9",
+            "FAILED",
+        ]);
     });
 
     it("exits 0 when only burst pods and node agents run there", async () => {
