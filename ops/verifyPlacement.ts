@@ -15,7 +15,7 @@ import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { EphemeralNodes, KubeObject as Manifest, PodTemplate, ephemeralNodesOf, holdsPodTemplate, patchedScheduling, podTemplatesOf, uncheckedTemplatesOf } from "../plan/placementCheck";
 import { CeleryWorkloadPlacementArgs, NodeDaemonSet, burstPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement";
 import { Command, CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args";
-import { jsonText } from "./output";
+import { elapsed, jsonText, progress } from "./output";
 import { KubeConfig, KubeObject, clusterOf, loadKubeConfig, useContext } from "./kube";
 import { plural } from "./table";
 import { ChartDifference, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts";
@@ -585,9 +585,12 @@ async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => K
     if (refused) return usage(refused, VERIFY_PLACEMENT);
     const rules = placementRules(cfg);
     let nodes: KubeObject[], pods: KubeObject[];
+    const started = Date.now();
+    progress(`verify-placement: listing the ephemeral nodes and every pod of ${cfg.cluster.name} (context ${context})`);
     try {
         const cluster = clusterOf(kc);
         [nodes, pods] = await Promise.all([cluster.listNodes(`${rules.ephemeralKey}=true`), cluster.listPods()]);
+        progress(`verify-placement: listed ${plural(nodes.length, "node")} and ${plural(pods.length, "pod")} in ${elapsed(started)}`);
     } catch (e) {
         return cannotCheck(`could not list the nodes and pods of ${cfg.cluster.name} (context ${context}): ${apiError(e)}`);
     }

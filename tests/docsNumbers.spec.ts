@@ -167,6 +167,35 @@ const CLAIMS: Claim[] = [
         command: `${plans("staging")}, ${plans("production")}`,
         now: (o) => [ofType(o, "staging", "MetricAlarm") === ofType(o, "production", "MetricAlarm") ? ofType(o, "staging", "MetricAlarm") : `${ofType(o, "staging", "MetricAlarm")} and ${ofType(o, "production", "MetricAlarm")}`],
     },
+    // docs/alarms.md's thresholds, "default (both stacks)": each rule's alarm as the plan lists it in summary.txt.
+    ...(
+        [
+            ["unschedulablePods", "karpenter-unschedulable-pods"],
+            ["launchFailures", "karpenter-launch-failures"],
+            ["lifecycleErrors", "karpenter-nodeclaim-lifecycle-errors"],
+            ["nodePoolNotReady", "karpenter-nodepool-not-ready"],
+            ["logHeartbeat", "karpenter-log-heartbeat"],
+            ["heartbeat", "karpenter-metrics-heartbeat"],
+            ["nodeClaimNotInitialized`, `nodeNotReady", "karpenter-nodeclaim-not-initialized"],
+            ["nodePoolLimit", "karpenter-nodepool-near-limit"],
+        ] as const
+    ).map(
+        ([rule, alarm]): Claim => ({
+            file: "docs/alarms.md",
+            pattern: new RegExp(`^\\| \`${rule}\` \\| (\\d+) s, \\**(\\d+) of (\\d+)\\**[^,|]*, \\**(<|>=) (\\d+)`, "m"),
+            what: `${rule.split("`")[0]}: period, datapoints of periods, comparison, threshold`,
+            command: `${plans("staging")}, ${plans("production")} (summary.txt)`,
+            now: (o) => {
+                const of = (stack: string) => {
+                    const line = o.plan[stack].summaryTxt.split("\n").find((l) => l.includes(`-${alarm}: `));
+                    const m = line && / (<|>=) ([0-9.]+) in (\d+) of (\d+) x (\d+)s,/.exec(line);
+                    return m ? [Number(m[5]), Number(m[3]), Number(m[4]), m[1], Number(m[2])] : [`no alarm ${alarm} in ${stack}'s plan`];
+                };
+                const [staging, production] = [of("staging"), of("production")];
+                return staging.map((v, i) => (v === production[i] ? v : `${v} (production: ${production[i]})`));
+            },
+        }),
+    ),
     // docs/guardrails.md
     { file: "docs/guardrails.md", pattern: /It prints `Policy pack: (\d+) policies, no\s+violations`/, what: "policies in the pack", command: plans("staging"), now: (o) => [o.plan.staging.json.policy.policies] },
     {

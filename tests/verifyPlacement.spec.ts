@@ -10,6 +10,7 @@ import { FakeClock, FakeKubeApi } from "./fakeKubeApi";
 import { stackConfig } from "./helpers";
 import { tempDir } from "./opsHelpers";
 import { documentedFields } from "./jsonSchemaDoc";
+import { setProgressSink } from "../ops/output";
 
 const FIXTURES = path.join(__dirname, "fixtures");
 
@@ -495,7 +496,14 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
         ];
         api = await new FakeKubeApi(new FakeClock(), { nodes: [node("ip-10-0-1-1", true), node("ip-10-0-1-2", true), node("ip-10-0-9-9", false)], pods }).start();
         const run = (...extra: string[]) => verifyPlacement(["--stack", "staging", "--context", "staging", ...extra], { kubeConfig: () => api.kubeConfig() });
-        const report = JSON.parse((await run("--json")).output);
+        // While it lists, it says so on standard error (progress), never in the report.
+        const progressLines: string[] = [];
+        const before = setProgressSink((l) => progressLines.push(l));
+        const report = JSON.parse((await run("--json").finally(() => setProgressSink(before))).output);
+        expect(progressLines.map((l) => l.replace(/[0-9.]+ s$/, "<t> s"))).to.deep.equal([
+            "verify-placement: listing the ephemeral nodes and every pod of notification-canada-ca-staging-eks-cluster (context staging)",
+            "verify-placement: listed 2 nodes and 3 pods in <t> s",
+        ]);
         expect(Object.keys(report)).to.deep.equal(["schemaVersion", "command", "stack", "exitCode", "mode", "context", "cluster", "ephemeralNodes", "summary", "verdicts", "verdict"]);
         expect(report.ephemeralNodes).to.deep.equal([
             { name: "ip-10-0-1-1", instanceType: "m6a.xlarge", capacityType: "spot" },
