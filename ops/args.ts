@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, StackConfig, configSections } from "../stacks/config";
 import { parseStackConfig } from "../stacks/validatedConfig";
+import { closest } from "../stacks/schema";
 import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig, unknownStackMessage } from "../plan/offlineRuntime";
 import { colourEnabled, colourStatuses, jsonText, setProgressSink } from "./output";
 
@@ -122,26 +123,8 @@ export function valueOf(line: CommandLine, name: string): string | undefined {
 
 /** The known name within edit distance 2 of `name` (case aside), as " (did you mean x?)", or "". */
 export function didYouMean(name: string, known: string[]): string {
-    let best: { k: string; d: number } | undefined;
-    for (const k of known) {
-        const d = editDistance(name.toLowerCase(), k.toLowerCase());
-        if (d <= 2 && (!best || d < best.d)) best = { k, d };
-    }
-    return best ? ` (did you mean ${best.k}?)` : "";
-}
-
-function editDistance(a: string, b: string): number {
-    const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-    for (let i = 1; i <= a.length; i++) {
-        let prev = row[0];
-        row[0] = i;
-        for (let j = 1; j <= b.length; j++) {
-            const cur = row[j];
-            row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-            prev = cur;
-        }
-    }
-    return row[b.length];
+    const k = closest(name, known);
+    return k ? ` (did you mean ${k}?)` : "";
 }
 
 /** The shared output switches: --json (one JSON object, docs/json-output.md) and --findings (the findings alone). */

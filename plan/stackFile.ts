@@ -6,6 +6,7 @@
 // otherwise (its resolve.go keeps YAML 1.1's octal 0755, 0b binary, _ digit separators and timestamps), where the CLI
 // refuses the file (a key that is not a string, an infinity JSON cannot hold) or merges maps (<<), the file is
 // refused, naming the file, line, column and key.
+import { editDistance } from "../stacks/schema";
 import { CONFIG_KEY_NAMESPACES as CONFIG_NAMESPACES, PULUMI_CONFIG_KEYS as PULUMI_KEYS } from "../stacks/configKeys";
 import { Alias, Document, isAlias, isMap, isScalar, isSeq, LineCounter, Node, parseDocument, Scalar } from "yaml";
 
@@ -105,21 +106,6 @@ function sameValue(go: GoScalar, ours: unknown): boolean {
         default:
             return go.value === ours;
     }
-}
-
-/** The edit distance of two strings (for did-you-mean). */
-export function editDistance(a: string, b: string): number {
-    const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-    for (let i = 1; i <= a.length; i++) {
-        let prev = row[0];
-        row[0] = i;
-        for (let j = 1; j <= b.length; j++) {
-            const cur = row[j];
-            row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-            prev = cur;
-        }
-    }
-    return row[b.length];
 }
 
 /** The candidate nearest `word` (case and punctuation aside, within a third of its length), if any. */

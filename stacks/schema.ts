@@ -186,7 +186,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** The known key within edit distance 2 of `key`, if any: catches "replica" for "replicas". */
-function closest(key: string, known: string[]): string | undefined {
+export function closest(key: string, known: string[]): string | undefined {
     let best: { k: string; d: number } | undefined;
     for (const k of known) {
         const d = editDistance(key.toLowerCase(), k.toLowerCase());
@@ -195,7 +195,8 @@ function closest(key: string, known: string[]): string | undefined {
     return best?.k;
 }
 
-function editDistance(a: string, b: string): number {
+/** The edit distance of two strings (for did-you-mean). */
+export function editDistance(a: string, b: string): number {
     const row = Array.from({ length: b.length + 1 }, (_, i) => i);
     for (let i = 1; i <= a.length; i++) {
         let prev = row[0];
