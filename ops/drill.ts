@@ -23,7 +23,7 @@ import { STACK_TAG } from "../stacks/createStack";
 import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { Command, CommandResult, EXIT, integerFlag, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
 import { toCsv } from "./csv";
-import { Cluster, KubeConfig, KubeObject, WatchEventType, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
+import { Cluster, KubeConfig, KubeObject, WatchEventType, WatchSet, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
 import { outDirProblem, writeFiles } from "./outDir";
 import { AwsClientConfig } from "./preflight";
 import { Clock, systemClock } from "./scaleTest";
@@ -752,38 +752,14 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     const rec = run.record;
     const e = rec.experiment;
     const signals = env.deps.signals ?? process;
-    let stopReason: string | undefined;
+    const watches = new WatchSet(cluster);
     const interrupt = (signal: Signal) => () => {
-        stopReason ??= `interrupted (${signal})`;
+        watches.stop(`interrupted (${signal})`);
         progress(`${signal}: stopping the experiment and cleaning up`);
     };
     const handlers = { SIGINT: interrupt("SIGINT"), SIGTERM: interrupt("SIGTERM") };
     for (const s of ["SIGINT", "SIGTERM"] as const) signals.on(s, handlers[s]);
 
-    const watches: (() => void)[] = [];
-    let stopping = false;
-    const watch = async (what: string, url: string, query: Record<string, string>, onEvent: (type: WatchEventType, o: KubeObject) => void) => {
-        let version: string | undefined;
-        const start = async (): Promise<void> => {
-            const stop = await cluster.watch(
-                url,
-                version ? { ...query, resourceVersion: version, allowWatchBookmarks: "true" } : { ...query, allowWatchBookmarks: "true" },
-                (type, obj) => {
-                    if (type === "ERROR") return void (stopReason ??= `the ${what} watch failed: ${(obj as any).message ?? JSON.stringify(obj)}`);
-                    version = obj.metadata?.resourceVersion ?? version;
-                    if (type !== "BOOKMARK") onEvent(type, obj);
-                },
-                (err) => {
-                    if (stopping || stopReason) return;
-                    if (err) stopReason = `the ${what} watch failed: ${err.message}`;
-                    else start().catch((x) => (stopReason ??= `the ${what} watch could not resume: ${x.message}`));
-                },
-            );
-            if (stopping) stop();
-            else watches.push(stop);
-        };
-        await start();
-    };
 
     let lastProgress = -Infinity;
     let lastPoll = -Infinity;
@@ -803,7 +779,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         for (;;) {
             await poll();
             await each();
-            if (stopReason) throw new Stop(stopReason);
+            if (watches.stopReason) throw new Stop(watches.stopReason);
             if (done()) return;
             if (clock.now() >= deadline) throw new Stop(`${phase} did not finish within ${timeoutSeconds} s`);
             if (clock.now() - lastProgress >= PROGRESS_EVERY_MS) {
@@ -853,9 +829,9 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     const cleanup: string[] = [];
     try {
         // Everything that runs on the pool's nodes, and the pool's nodes and NodeClaims.
-        await watch("pods", "/api/v1/pods", {}, (t, obj) => rec.pod(t, obj));
-        await watch("nodes", "/api/v1/nodes", { labelSelector: `${NODEPOOL_TAG}=${cfg.nodePool.name}` }, (t, obj) => rec.node(t, obj));
-        await watch("NodeClaims", "/apis/karpenter.sh/v1/nodeclaims", { labelSelector: `${NODEPOOL_TAG}=${cfg.nodePool.name}` }, (t, obj) => rec.claim(t, obj));
+        await watches.watch("pods", "/api/v1/pods", {}, (t, obj) => rec.pod(t, obj));
+        await watches.watch("nodes", "/api/v1/nodes", { labelSelector: `${NODEPOOL_TAG}=${cfg.nodePool.name}` }, (t, obj) => rec.node(t, obj));
+        await watches.watch("NodeClaims", "/apis/karpenter.sh/v1/nodeclaims", { labelSelector: `${NODEPOOL_TAG}=${cfg.nodePool.name}` }, (t, obj) => rec.claim(t, obj));
 
         if (synthetic) {
             const visibility = String(cfg.placement.burst.queueVisibilityTimeoutSeconds);
@@ -922,8 +898,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     } catch (err) {
         run.stopped = err instanceof Stop ? err.message : (err as Error).message;
     } finally {
-        stopping = true;
-        watches.forEach((stop) => stop());
+        watches.stopAll();
         for (const sig of ["SIGINT", "SIGTERM"] as const) signals.off(sig, handlers[sig]);
         run.end = clock.now();
         if (e.id && !["completed", "stopped", "failed", "cancelled"].includes(e.status ?? "")) {

@@ -45,6 +45,52 @@ export interface Cluster {
 }
 
 /**
+ * The watches of one command run, and why it must stop: a stream the server ends is resumed from the last
+ * resourceVersion seen (with bookmarks, so that version stays fresh); an ERROR event, a failed stream or a failed
+ * resume records the first reason, which the run's loop reads. `stopAll` ends every watch, a late one included.
+ */
+export class WatchSet {
+    stopReason: string | undefined;
+    private stopping = false;
+    private readonly stops: (() => void)[] = [];
+
+    constructor(private readonly cluster: Cluster) {}
+
+    /** Records why the run must stop, unless a reason is already there. */
+    stop(reason: string): void {
+        this.stopReason ??= reason;
+    }
+
+    async watch(what: string, url: string, query: Record<string, string>, onEvent: (type: WatchEventType, o: KubeObject) => void): Promise<void> {
+        let version: string | undefined;
+        const start = async (): Promise<void> => {
+            const stop = await this.cluster.watch(
+                url,
+                { ...query, ...(version ? { resourceVersion: version } : {}), allowWatchBookmarks: "true" },
+                (type, o) => {
+                    if (type === "ERROR") return this.stop(`the ${what} watch failed: ${(o as { message?: string }).message ?? JSON.stringify(o)}`);
+                    version = o.metadata?.resourceVersion ?? version;
+                    if (type !== "BOOKMARK") onEvent(type, o);
+                },
+                (err) => {
+                    if (this.stopping || this.stopReason) return;
+                    if (err) this.stop(`the ${what} watch failed: ${err.message}`);
+                    else start().catch((e: Error) => this.stop(`the ${what} watch could not resume: ${e.message}`));
+                },
+            );
+            if (this.stopping) stop();
+            else this.stops.push(stop);
+        };
+        await start();
+    }
+
+    stopAll(): void {
+        this.stopping = true;
+        this.stops.forEach((stop) => stop());
+    }
+}
+
+/**
  * The kubeconfig of $KUBECONFIG or ~/.kube/config. Throws when there is none: client-node's loadFromDefault then
  * falls back to a made-up context of http://localhost:8080, which would read as "another cluster".
  */

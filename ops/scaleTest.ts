@@ -18,7 +18,7 @@ import { PROJECT_DIR } from "../plan/offlineRuntime";
 import { Command, CommandResult, EXIT, OUTPUT_FLAGS, inForm, integerFlag, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args";
 import { jsonText } from "./output";
 import { toCsv } from "./csv";
-import { Cluster, KubeConfig, KubeObject, WatchEventType, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
+import { Cluster, KubeConfig, KubeObject, WatchEventType, WatchSet, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
 import { lineChart, steps } from "./svg";
 import { apiError } from "./verifyPlacement";
 import { plural } from "./table";
@@ -522,42 +522,14 @@ async function scaleTestRun(line: CommandLine, deps: ScaleTestDeps, mode: { json
 /** Creates, scales, watches and always cleans up; returns how it ended. */
 async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Clock, progress: (line: string) => void, deps: ScaleTestDeps): Promise<{ ok: boolean; message: string }> {
     const signals = deps.signals ?? process;
-    let stopReason: string | undefined;
+    const watches = new WatchSet(cluster);
     const interrupt = (signal: Signal) => () => {
-        stopReason ??= `interrupted (${signal})`;
+        watches.stop(`interrupted (${signal})`);
         progress(`${signal}: stopping and deleting namespace ${run.namespace}`);
     };
     const handlers = { SIGINT: interrupt("SIGINT"), SIGTERM: interrupt("SIGTERM") };
     for (const s of ["SIGINT", "SIGTERM"] as const) signals.on(s, handlers[s]);
 
-    const watches: (() => void)[] = [];
-    let stopping = false;
-    /** Watches `path`; a stream the server ends is resumed from the last version seen, an error stops the run. */
-    const watch = async (what: string, url: string, query: Record<string, string>, onEvent: (type: WatchEventType, o: KubeObject) => void) => {
-        let version: string | undefined;
-        const start = async (): Promise<void> => {
-            const stop = await cluster.watch(
-                url,
-                version ? { ...query, resourceVersion: version, allowWatchBookmarks: "true" } : { ...query, allowWatchBookmarks: "true" },
-                (type, o) => {
-                    if (type === "ERROR") {
-                        stopReason ??= `the ${what} watch failed: ${(o as any).message ?? JSON.stringify(o)}`;
-                        return;
-                    }
-                    version = o.metadata?.resourceVersion ?? version;
-                    if (type !== "BOOKMARK") onEvent(type, o);
-                },
-                (err) => {
-                    if (stopping || stopReason) return;
-                    if (err) stopReason = `the ${what} watch failed: ${err.message}`;
-                    else start().catch((e) => (stopReason ??= `the ${what} watch could not resume: ${e.message}`));
-                },
-            );
-            if (stopping) stop();
-            else watches.push(stop);
-        };
-        await start();
-    };
 
     const rec = run.record;
     let lastProgress = -Infinity;
@@ -566,7 +538,7 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
         const deadline = clock.now() + timeoutSeconds * 1000;
         for (;;) {
             run.end = clock.now();
-            if (stopReason) throw new Stop(stopReason);
+            if (watches.stopReason) throw new Stop(watches.stopReason);
             if (done()) return;
             if (clock.now() >= deadline) throw new Stop(`${phase} did not finish within ${timeoutSeconds} s`);
             if (clock.now() - lastProgress >= PROGRESS_EVERY_MS) {
@@ -588,11 +560,11 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
         await cluster.createNamespace(run.namespace, { "app.kubernetes.io/managed-by": "notify-karpenter-scale-test" });
         created = true;
         await cluster.createDeployment(run.namespace, testDeployment(cfg, run.namespace));
-        await watch("pods", `/api/v1/namespaces/${run.namespace}/pods`, {}, (t, o) => rec.pod(t, o));
+        await watches.watch("pods", `/api/v1/namespaces/${run.namespace}/pods`, {}, (t, o) => rec.pod(t, o));
         // The other burst-labelled pods (headroom, real workers): what keeps an ephemeral node from being empty.
-        await watch("burst pods", "/api/v1/pods", { labelSelector: `${cfg.placement.burstPodLabel}=true` }, (t, o) => o.metadata.namespace !== run.namespace && rec.otherPod(t, o));
-        await watch("nodes", "/api/v1/nodes", { labelSelector: `${cfg.nodePool.ephemeralKey}=true` }, (t, o) => rec.node(t, o));
-        await watch("NodeClaims", "/apis/karpenter.sh/v1/nodeclaims", { labelSelector: `karpenter.sh/nodepool=${cfg.nodePool.name}` }, (t, o) => rec.claim(t, o));
+        await watches.watch("burst pods", "/api/v1/pods", { labelSelector: `${cfg.placement.burstPodLabel}=true` }, (t, o) => o.metadata.namespace !== run.namespace && rec.otherPod(t, o));
+        await watches.watch("nodes", "/api/v1/nodes", { labelSelector: `${cfg.nodePool.ephemeralKey}=true` }, (t, o) => rec.node(t, o));
+        await watches.watch("NodeClaims", "/apis/karpenter.sh/v1/nodeclaims", { labelSelector: `karpenter.sh/nodepool=${cfg.nodePool.name}` }, (t, o) => rec.claim(t, o));
 
         run.up = clock.now();
         await cluster.scaleDeployment(run.namespace, DEPLOYMENT, run.pods);
@@ -612,8 +584,7 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
     } catch (e) {
         outcome = { ok: false, message: `Result: FAILED: ${e instanceof Stop ? e.message : (e as Error).message}` };
     } finally {
-        stopping = true;
-        watches.forEach((stop) => stop());
+        watches.stopAll();
         for (const s of ["SIGINT", "SIGTERM"] as const) signals.off(s, handlers[s]);
         run.end = clock.now();
         if (created) {
