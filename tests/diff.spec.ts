@@ -19,6 +19,17 @@ function fixture(stack: string, edit: (doc: ReturnType<typeof parseDocument>) =>
     return dir;
 }
 
+/** The spot interruption drill's resources, which staging has and production does not (drill.enabled). */
+const DRILL_ONLY = [
+    "  aws:cloudwatch/logGroup:LogGroup spot-interruption-drill-log-group",
+    "  aws:eks/podIdentityAssociation:PodIdentityAssociation spot-interruption-drill-workload-pod-identity",
+    "  aws:fis/experimentTemplate:ExperimentTemplate spot-interruption-drill-template",
+    "  aws:iam/role:Role spot-interruption-drill-experiment-role",
+    "  aws:iam/role:Role spot-interruption-drill-workload-role",
+    "  aws:iam/rolePolicy:RolePolicy spot-interruption-drill-experiment-policy",
+    "  aws:iam/rolePolicy:RolePolicy spot-interruption-drill-workload-policy",
+];
+
 describe("stack diff (npm run plan -- --diff)", () => {
     it("shows that staging and production differ only in values: no resource in one stack only, and what the values are", async () => {
         const { exitCode, output } = await plan(["--diff", "staging", "production"]);
@@ -27,13 +38,7 @@ describe("stack diff (npm run plan -- --diff)", () => {
         expect(output).to.include(
             [
                 "Only in staging:",
-                "  aws:cloudwatch/logGroup:LogGroup spot-interruption-drill-log-group",
-                "  aws:eks/podIdentityAssociation:PodIdentityAssociation spot-interruption-drill-workload-pod-identity",
-                "  aws:fis/experimentTemplate:ExperimentTemplate spot-interruption-drill-template",
-                "  aws:iam/role:Role spot-interruption-drill-experiment-role",
-                "  aws:iam/role:Role spot-interruption-drill-workload-role",
-                "  aws:iam/rolePolicy:RolePolicy spot-interruption-drill-experiment-policy",
-                "  aws:iam/rolePolicy:RolePolicy spot-interruption-drill-workload-policy",
+                ...DRILL_ONLY,
                 "  notify-karpenter:index:SpotInterruptionDrill spot-interruption-drill",
                 "Only in production: none",
             ].join("\n"),
@@ -59,13 +64,7 @@ describe("stack diff (npm run plan -- --diff)", () => {
         expect(output).to.include(
             [
                 "Only in staging:",
-                "  aws:cloudwatch/logGroup:LogGroup spot-interruption-drill-log-group",
-                "  aws:eks/podIdentityAssociation:PodIdentityAssociation spot-interruption-drill-workload-pod-identity",
-                "  aws:fis/experimentTemplate:ExperimentTemplate spot-interruption-drill-template",
-                "  aws:iam/role:Role spot-interruption-drill-experiment-role",
-                "  aws:iam/role:Role spot-interruption-drill-workload-role",
-                "  aws:iam/rolePolicy:RolePolicy spot-interruption-drill-experiment-policy",
-                "  aws:iam/rolePolicy:RolePolicy spot-interruption-drill-workload-policy",
+                ...DRILL_ONLY,
                 "  aws:kms/alias:Alias karpenter-alarms-topics-key-alias",
                 "  aws:kms/key:Key karpenter-alarms-topics-key",
                 "  aws:sns/topic:Topic karpenter-alarms-critical-topic",
