@@ -592,7 +592,7 @@ const placement = object(
             scaleDownOrder: optional(
                 object({
                     /** An image with Node.js 18 or later as `node` and a user 1000: Node's official alpine image, pinned. */
-                    image: text("a container image with a tag or digest, such as public.ecr.aws/docker/library/node:24-alpine", /^[a-z0-9]([a-z0-9._\/:-]*[a-z0-9])?(:[\w][\w.-]{0,127}|@sha256:[a-f0-9]{64})$/, 512),
+                    image: pinnedImage,
                     /** Seconds between passes: a pod gets its cost within this long of starting. */
                     intervalSeconds: optional(integer(1, 300), 15),
                 }),
