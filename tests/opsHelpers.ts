@@ -1,4 +1,6 @@
-// Helpers for the ops command tests: read a chart back, make temporary output directories.
+// Helpers for the ops command tests: read a chart back, make temporary output directories, check a script's ConfigMap.
+import { expect } from "chai";
+import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -34,4 +36,18 @@ export function tempDir(prefix = "ops-"): string {
 export function removeTempDirs(): void {
     if (root) fs.rmSync(root, { recursive: true, force: true });
     root = undefined;
+}
+
+/**
+ * An in-cluster script's ConfigMap, checked as the pod sees it: it carries the script and the API client it requires,
+ * byte for byte, and mounted alone (as /app is) the script starts: without settings it says so and exits 2.
+ */
+export function expectScriptConfigMap(data: Record<string, string>, script: string): void {
+    const components = path.join(__dirname, "..", "components");
+    const files = [script, "inClusterApi.js"];
+    expect(data).to.deep.equal(Object.fromEntries(files.map((f) => [f, fs.readFileSync(path.join(components, f), "utf8")])));
+    const mounted = tempDir("configmap-");
+    for (const [file, text] of Object.entries(data)) fs.writeFileSync(path.join(mounted, file), text);
+    const run = spawnSync(process.execPath, [path.join(mounted, script)], { env: {}, encoding: "utf8", timeout: 10000 });
+    expect([run.status, JSON.parse(run.stdout).msg]).to.deep.equal([2, "bad settings"]);
 }

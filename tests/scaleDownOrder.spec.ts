@@ -1,16 +1,15 @@
 import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
-import { ChildProcess, spawn, spawnSync } from "child_process";
+import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
 import * as http from "http";
 import * as net from "net";
-import * as os from "os";
 import * as path from "path";
 import { DELETION_COST_ANNOTATION, annotationOnlyPolicySpec, serviceAccountUser } from "../components/burstScaleDownOrder";
 import { DEPLOYMENT_LABEL } from "../components/celeryWorkloadPlacement";
 import { FakeClock, FakeKubeApi, iso } from "./fakeKubeApi";
 import { STACKS, buildStack, configErrorOf, rawConfig } from "./helpers";
-import { tempDir } from "./opsHelpers";
+import { tempDir, expectScriptConfigMap } from "./opsHelpers";
 
 // The script runs in the cluster as plain JavaScript; its functions are tested here as they are.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -277,19 +276,7 @@ describe("scale-down order: what the stacks deploy (components/burstScaleDownOrd
             expect(spec.containers[0].ports).to.deep.equal([{ name: "health", containerPort: 8080 }]);
             expect(spec.containers[0].command).to.deep.equal(["node", "/app/deletionCostAnnotator.js"]);
             expect(spec.containers[0].securityContext).to.deep.equal({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
-            // The ConfigMap carries the tested files, byte for byte: the script and the API client it requires.
-            const data = r.get("kubernetes:core/v1:ConfigMap", `${NAME}-script`).inputs.data;
-            const client = path.join(path.dirname(SCRIPT), "inClusterApi.js");
-            expect(data).to.deep.equal({ "deletionCostAnnotator.js": fs.readFileSync(SCRIPT, "utf8"), "inClusterApi.js": fs.readFileSync(client, "utf8") });
-            // Mounted alone, as /app is, the script starts: without settings it says so and exits 2 (no missing module).
-            const mounted = fs.mkdtempSync(path.join(os.tmpdir(), "configmap-"));
-            try {
-                for (const [file, text] of Object.entries(data as Record<string, string>)) fs.writeFileSync(path.join(mounted, file), text);
-                const run = spawnSync(process.execPath, [path.join(mounted, "deletionCostAnnotator.js")], { env: {}, encoding: "utf8", timeout: 10000 });
-                expect([run.status, JSON.parse(run.stdout).msg]).to.deep.equal([2, "bad settings"]);
-            } finally {
-                fs.rmSync(mounted, { recursive: true, force: true });
-            }
+            expectScriptConfigMap(r.get("kubernetes:core/v1:ConfigMap", `${NAME}-script`).inputs.data, "deletionCostAnnotator.js");
 
             expect(r.get("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", `${NAME}-read-nodes`).inputs.rules).to.deep.equal([{ apiGroups: [""], resources: ["nodes"], verbs: ["list"] }]);
             const role = r.get("kubernetes:rbac.authorization.k8s.io/v1:Role", `${NAME}-annotate-pods`).inputs;
