@@ -1,5 +1,5 @@
 // Entry point for `pulumi up`: read and validate this stack's config once, then build the stack from it.
-import { loadConfig } from "./stacks/validatedConfig";
-import { createStack } from "./stacks/createStack";
+import { loadConfig } from "./stacks/validatedConfig.ts";
+import { createStack } from "./stacks/createStack.ts";
 
-export = createStack(loadConfig());
+export default createStack(loadConfig());

@@ -1,7 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
-import { scriptFiles } from "./inClusterScript";
+import { scriptFiles } from "./inClusterScript.ts";
 import * as pulumi from "@pulumi/pulumi";
-import { DEPLOYMENT_LABEL, NOT_ON_KARPENTER_NODES } from "./celeryWorkloadPlacement";
+import { DEPLOYMENT_LABEL, NOT_ON_KARPENTER_NODES } from "./celeryWorkloadPlacement.ts";
 
 const SCRIPT = "deletionCostAnnotator.js";
 /** The annotation the ReplicaSet controller reads (kubernetes pkg/controller/controller_utils.go, PodDeletionCost). */

@@ -1,7 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { RELEASE_HISTORY } from "./karpenterController";
-import { NodeSelectorRequirement, PodScheduling, Taint, Toleration, requireInEveryTerm } from "./scheduling";
+import { RELEASE_HISTORY } from "./karpenterController.ts";
+import { type NodeSelectorRequirement, type PodScheduling, type Taint, type Toleration, requireInEveryTerm } from "./scheduling.ts";
 
 /** Pinned like Karpenter: GC Notify's version, whose taint keys and config format this file was written for. */
 export const NIDHOGG_CHART = "oci://ghcr.io/pelotech/charts/nidhogg";

@@ -2,8 +2,8 @@ import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as eks from "@pulumi/eks";
 import * as pulumi from "@pulumi/pulumi";
-import { ClusterFacts, clusterFacts, lookedUpAttributes } from "./clusterFacts";
-import { NODE_ROLE_POLICIES, dnsSuffix } from "./karpenterController";
+import { type ClusterFacts, clusterFacts, lookedUpAttributes } from "./clusterFacts.ts";
+import { NODE_ROLE_POLICIES, dnsSuffix } from "./karpenterController.ts";
 
 /** Name of the stable node group; EKS labels its nodes with it and with their capacity type. */
 const STABLE_NODE_GROUP = "stable";

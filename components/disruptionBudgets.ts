@@ -2,8 +2,8 @@
 // they must protect. Used by config validation (a budget that forbids Underutilized throughout sending hours, an
 // expireAfter that never lands a node in them, whatever minute it was launched) and by the capacity model (when
 // nodes kept after a burst go).
-import { Cron, parseCron } from "./cron";
-import { DisruptionBudget } from "./ephemeralNodePool";
+import { type Cron, parseCron } from "./cron.ts";
+import { type DisruptionBudget } from "./ephemeralNodePool.ts";
 
 export type DisruptionReason = "Underutilized" | "Empty" | "Drifted";
 

@@ -102,7 +102,10 @@ function evaluate(e: Expr, doc: unknown): boolean {
 
 class Parser {
     private i = 0;
-    constructor(private readonly s: string) {}
+    private readonly s: string;
+    constructor(s: string) {
+        this.s = s;
+    }
 
     private fail(what: string): never {
         throw new Error(`filter pattern: expected ${what} at character ${this.i + 1} of ${JSON.stringify(this.s)}`);

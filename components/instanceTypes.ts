@@ -16,7 +16,7 @@ export interface InstanceTypeFacts {
 }
 
 // Read as data rather than imported, so the compiler does not type 1,300 entries.
-const table: { source: string; types: Record<string, [string, number, number, number, number]> } = JSON.parse(fs.readFileSync(path.join(__dirname, "ec2InstanceTypes.json"), "utf8"));
+const table: { source: string; types: Record<string, [string, number, number, number, number]> } = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "ec2InstanceTypes.json"), "utf8"));
 const TYPES = table.types;
 export const INSTANCE_TYPE_SOURCE = table.source;
 

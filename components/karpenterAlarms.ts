@@ -2,21 +2,21 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import {
     FAILURE_CLASSES,
-    FailureClass,
+    type FailureClass,
     KARPENTER_CONTAINER,
     KARPENTER_METRICS,
-    LogSignal,
+    type LogSignal,
     NODEPOOL_CONDITION_LABEL,
     PROMETHEUS_NAMESPACE,
     SPOT_INTERRUPTED_REASON,
     STUCK_CONDITIONS,
     STUCK_KINDS,
-    StuckKind,
+    type StuckKind,
     TIMEOUT_REASONS,
     logSignalPatterns,
     prometheusLogGroup,
     logSignalProblems,
-} from "./karpenterSignals";
+} from "./karpenterSignals.ts";
 
 /** Which notification target an alarm goes to (GC Notify: the alert-warning or alert-critical SNS topic). */
 export type AlarmSeverity = "warning" | "critical";

@@ -1,7 +1,7 @@
 // What Karpenter v1.14.1 writes and exports when it cannot provision, as CloudWatch sees it. Facts from the source at
 // tag v1.14.1: kubernetes-sigs/karpenter (K) and aws/karpenter-provider-aws (A); GC Notify's log and metric pipeline
 // from cds-snc/notification-manifests (M, 609853e2).
-import { MAX_FILTER_PATTERN, parseJsonPattern } from "./filterPattern";
+import { MAX_FILTER_PATTERN, parseJsonPattern } from "./filterPattern.ts";
 
 /**
  * The chart's controller container (A charts/karpenter/values.yaml:124 `containerName: controller`). Fluent Bit's

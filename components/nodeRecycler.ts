@@ -1,9 +1,9 @@
 import * as k8s from "@pulumi/kubernetes";
-import { scriptFiles } from "./inClusterScript";
+import { scriptFiles } from "./inClusterScript.ts";
 import * as pulumi from "@pulumi/pulumi";
-import { NOT_ON_KARPENTER_NODES } from "./celeryWorkloadPlacement";
-import { DisruptionReason, MODEL_YEAR, SPAN_DAYS, SPAN_FROM, SendingHours, forbiddenInSpan, forbiddenMinutes, sendingWindow, utcClock } from "./disruptionBudgets";
-import { DisruptionBudget } from "./ephemeralNodePool";
+import { NOT_ON_KARPENTER_NODES } from "./celeryWorkloadPlacement.ts";
+import { type DisruptionReason, MODEL_YEAR, SPAN_DAYS, SPAN_FROM, type SendingHours, forbiddenInSpan, forbiddenMinutes, sendingWindow, utcClock } from "./disruptionBudgets.ts";
+import { type DisruptionBudget } from "./ephemeralNodePool.ts";
 
 const SCRIPT = "recycleNodeClaims.js";
 /** The label Karpenter puts on every NodeClaim and node of a NodePool (kubernetes-sigs/karpenter v1.14.1 pkg/apis/v1/labels.go). */

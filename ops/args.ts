@@ -1,11 +1,11 @@
 // What the commands share: one argument parser (Node's util.parseArgs) with --help, the stack's validated config,
 // and exit codes that fit CI.
 import { parseArgs } from "node:util";
-import { ConfigError, StackConfig, configSections } from "../stacks/config";
-import { parseStackConfig } from "../stacks/validatedConfig";
-import { closest } from "../stacks/schema";
-import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig, unknownStackMessage } from "../plan/offlineRuntime";
-import { colourEnabled, colourStatuses, jsonText, setProgressSink } from "./output";
+import { ConfigError, type StackConfig, configSections } from "../stacks/config.ts";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
+import { closest } from "../stacks/schema.ts";
+import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig, unknownStackMessage } from "../plan/offlineRuntime.ts";
+import { colourEnabled, colourStatuses, jsonText, setProgressSink } from "./output.ts";
 
 /**
  * 0: all good; 1: findings, a failed run or a refused config; 2: the command was called wrongly; 3: the check could

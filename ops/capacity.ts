@@ -2,10 +2,10 @@
 // holds, how many nodes the peak needs and whether the NodePool limits allow them, how fast a burst ramps up, and
 // what the burst capacity costs with Karpenter and spot against a static on-demand group, under the NodePool's
 // disruption policy and budgets. Pure functions of config.
-import { DisruptionBudget, NodeResources, nodeResources, quantityValue } from "../components/ephemeralNodePool";
-import { SPAN_FROM, SendingHours, forbiddenInSpan, sendingWindow, yearDays } from "../components/disruptionBudgets";
-import { CapacityConfig, StackConfig, approvedInstanceTypes, durationSeconds } from "../stacks/config";
-import { recycleWindow } from "../components/nodeRecycler";
+import { type DisruptionBudget, type NodeResources, nodeResources, quantityValue } from "../components/ephemeralNodePool.ts";
+import { SPAN_FROM, type SendingHours, forbiddenInSpan, sendingWindow, yearDays } from "../components/disruptionBudgets.ts";
+import { type CapacityConfig, type StackConfig, approvedInstanceTypes, durationSeconds } from "../stacks/config.ts";
+import { recycleWindow } from "../components/nodeRecycler.ts";
 
 export interface CapacityInputs {
     instanceTypes: string[];

@@ -1,17 +1,17 @@
 // `npm run capacity -- --stack <name> [--out <dir>]`: the capacity and cost model of a stack, from config alone.
 import * as path from "path";
-import { VM_MEMORY_OVERHEAD, instanceShape } from "../components/ephemeralNodePool";
-import { StackConfig } from "../stacks/config";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { MODEL_YEAR, utcClock } from "../components/disruptionBudgets";
-import { CapacityReport, Daily, PolicyDay, capacityInputs, capacityReport } from "./capacity";
-import { Command, CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args";
-import { jsonText } from "./output";
-import { outDirProblem, writeFiles } from "./outDir";
-import { toCsv } from "./csv";
-import { lineChart, steps } from "./svg";
-import { plural, table } from "./table";
-import type { CommandLine } from "./args";
+import { VM_MEMORY_OVERHEAD, instanceShape } from "../components/ephemeralNodePool.ts";
+import { type StackConfig } from "../stacks/config.ts";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { MODEL_YEAR, utcClock } from "../components/disruptionBudgets.ts";
+import { type CapacityReport, type Daily, type PolicyDay, capacityInputs, capacityReport } from "./capacity.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { jsonText } from "./output.ts";
+import { outDirProblem, writeFiles } from "./outDir.ts";
+import { toCsv } from "./csv.ts";
+import { lineChart, steps } from "./svg.ts";
+import { plural, table } from "./table.ts";
+import type { CommandLine } from "./args.ts";
 
 export const CAPACITY: Command = {
     usage: ["npm run capacity -- --stack <name> [--out <dir>] [--json] [--findings]"],
@@ -311,4 +311,4 @@ function rampChart(stack: string, r: CapacityReport): string {
 const fixed = (n: number, digits = 2) => n.toFixed(digits);
 const fmtMap = (m: Record<string, string>) => Object.entries(m).map(([k, v]) => `${k} ${v}`).join(", ");
 
-if (require.main === module) runMain(() => capacity(process.argv.slice(2)));
+if (import.meta.main) runMain(() => capacity(process.argv.slice(2)));

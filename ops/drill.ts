@@ -13,23 +13,23 @@ import { CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand } from "@
 import { FisClient, GetExperimentCommand, GetExperimentTemplateCommand, ListExperimentResolvedTargetsCommand, ListExperimentTemplatesCommand, StartExperimentCommand, StopExperimentCommand } from "@aws-sdk/client-fis";
 import { CreateQueueCommand, DeleteMessageCommand, DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, ReceiveMessageCommand, SQSClient, SendMessageCommand } from "@aws-sdk/client-sqs";
 import * as k8s from "@kubernetes/client-node";
-import { burstPodTemplate } from "../components/celeryWorkloadPlacement";
-import { KARPENTER_METRICS, PROMETHEUS_NAMESPACE, SPOT_INTERRUPTED_REASON } from "../components/karpenterSignals";
-import { alarmNames, heartbeatMetric } from "../components/karpenterAlarms";
-import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT, NODEPOOL_TAG, SPOT_INSTANCE_RESOURCE_TYPE, SPOT_INSTANCES_TARGET_KEY, SPOT_INTERRUPTION_ACTION, drillNames, isoDurationSeconds } from "../components/spotInterruptionDrill";
-import { placementArgs } from "../stacks/componentArgs";
-import { StackConfig } from "../stacks/config";
-import { STACK_TAG } from "../stacks/createStack";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { Command, CommandResult, EXIT, integerFlag, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args";
-import { toCsv } from "./csv";
-import { Cluster, KubeConfig, KubeObject, WatchEventType, WatchSet, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
-import { outDirProblem, writeFiles } from "./outDir";
-import { AwsClientConfig } from "./preflight";
-import { Clock, systemClock } from "./scaleTest";
-import { lineChart, steps } from "./svg";
-import { plural } from "./table";
-import { apiError } from "./verifyPlacement";
+import { burstPodTemplate } from "../components/celeryWorkloadPlacement.ts";
+import { KARPENTER_METRICS, PROMETHEUS_NAMESPACE, SPOT_INTERRUPTED_REASON } from "../components/karpenterSignals.ts";
+import { alarmNames, heartbeatMetric } from "../components/karpenterAlarms.ts";
+import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT, NODEPOOL_TAG, SPOT_INSTANCE_RESOURCE_TYPE, SPOT_INSTANCES_TARGET_KEY, SPOT_INTERRUPTION_ACTION, drillNames, isoDurationSeconds } from "../components/spotInterruptionDrill.ts";
+import { placementArgs } from "../stacks/componentArgs.ts";
+import { type StackConfig } from "../stacks/config.ts";
+import { STACK_TAG } from "../stacks/createStack.ts";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { type Command, type CommandResult, EXIT, integerFlag, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { toCsv } from "./csv.ts";
+import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube.ts";
+import { outDirProblem, writeFiles } from "./outDir.ts";
+import { type AwsClientConfig } from "./preflight.ts";
+import { type Clock, systemClock } from "./scaleTest.ts";
+import { lineChart, steps } from "./svg.ts";
+import { plural } from "./table.ts";
+import { apiError } from "./verifyPlacement.ts";
 
 export const DRILL: Command = {
     usage: ["npm run drill -- --stack <name> --context <kubecontext> [--nodes <N>] [--workload synthetic|live] [--out <dir>] [--production]"],
@@ -73,7 +73,7 @@ const WORK_EMPTY_SECONDS = 10;
 /** The taint Karpenter puts on a node it is draining (kubernetes-sigs/karpenter v1.14.1 pkg/apis/v1/taints.go). */
 export const DISRUPTED_TAINT = "karpenter.sh/disrupted";
 /** The worker: ops/drillWorker.sh, run by bash in the AWS CLI image. */
-export const WORKER_SCRIPT = fs.readFileSync(path.join(__dirname, "drillWorker.sh"), "utf8");
+export const WORKER_SCRIPT = fs.readFileSync(path.join(import.meta.dirname, "drillWorker.sh"), "utf8");
 
 type Signal = "SIGINT" | "SIGTERM";
 
@@ -169,11 +169,15 @@ export class DrillRecord {
     readonly depths: { at: number; queue: string; visible: number; inFlight: number }[] = [];
     metric?: { interruptions: number; samples: number };
 
-    constructor(
-        private readonly now: () => number,
-        readonly experiment: ExperimentRecord,
-        private readonly burstLabel: string,
-    ) {}
+    private readonly now: () => number;
+    readonly experiment: ExperimentRecord;
+    private readonly burstLabel: string;
+
+    constructor(now: () => number, experiment: ExperimentRecord, burstLabel: string) {
+        this.now = now;
+        this.experiment = experiment;
+        this.burstLabel = burstLabel;
+    }
 
     pod(type: WatchEventType, o: KubeObject): void {
         const key = `${o.metadata.namespace}/${o.metadata.name}`;
@@ -978,4 +982,4 @@ async function deleteNamespace(cluster: Cluster, clock: Clock): Promise<string> 
     }
 }
 
-if (require.main === module) runMain(() => drill(process.argv.slice(2)));
+if (import.meta.main) runMain(() => drill(process.argv.slice(2)));

@@ -6,8 +6,10 @@ import * as fs from "fs";
 
 /** Why a file cannot be read, in one line; `code` tells a missing file from the rest. */
 export class InputFileError extends Error {
-    constructor(message: string, readonly code: "missing" | "not-regular" | "too-large" | "unreadable") {
+    readonly code: "missing" | "not-regular" | "too-large" | "unreadable";
+    constructor(message: string, code: InputFileError["code"]) {
         super(message);
+        this.code = code;
         this.name = "InputFileError";
     }
 }

@@ -54,7 +54,11 @@ export class WatchSet {
     private stopping = false;
     private readonly stops: (() => void)[] = [];
 
-    constructor(private readonly cluster: Cluster) {}
+    private readonly cluster: Cluster;
+
+    constructor(cluster: Cluster) {
+        this.cluster = cluster;
+    }
 
     /** Records why the run must stop, unless a reason is already there. */
     stop(reason: string): void {

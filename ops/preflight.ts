@@ -15,22 +15,22 @@ import { DescribeKeyCommand, GetKeyPolicyCommand, KMSClient } from "@aws-sdk/cli
 import { GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, SNSClient } from "@aws-sdk/client-sns";
 import { GetQueueUrlCommand, ListQueueTagsCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
-import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames, releaseDescription } from "../components/karpenterController";
-import { NIDHOGG_RELEASE, burstBudgetName, burstPodTemplate, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement";
-import { quantityValue } from "../components/ephemeralNodePool";
-import { placementArgs } from "../stacks/componentArgs";
-import { StackConfig, approvedInstanceTypes } from "../stacks/config";
-import { STACK_TAG } from "../stacks/createStack";
-import { PROJECT, PROJECT_DIR } from "../plan/offlineRuntime";
-import { ANNOTATOR_NAME, serviceAccountUser } from "../components/burstScaleDownOrder";
-import { CAPACITY_TYPE_KEY, ChartDifference, GC_NOTIFY_WORKLOADS, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts";
-import { Command, CommandResult, EXIT, OUTPUT_FLAGS, didYouMean, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args";
-import { elapsed, jsonText, progress } from "./output";
+import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames, releaseDescription } from "../components/karpenterController.ts";
+import { NIDHOGG_RELEASE, burstBudgetName, burstPodTemplate, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
+import { quantityValue } from "../components/ephemeralNodePool.ts";
+import { placementArgs } from "../stacks/componentArgs.ts";
+import { type StackConfig, approvedInstanceTypes } from "../stacks/config.ts";
+import { STACK_TAG } from "../stacks/createStack.ts";
+import { PROJECT, PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { ANNOTATOR_NAME, serviceAccountUser } from "../components/burstScaleDownOrder.ts";
+import { CAPACITY_TYPE_KEY, type ChartDifference, GC_NOTIFY_WORKLOADS, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, didYouMean, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { elapsed, jsonText, progress } from "./output.ts";
 import { VersionApi } from "@kubernetes/client-node";
-import { CI_ACCESS_DIR, CI_ACCESS_FILES, PREVIEW_GROUP, PREVIEW_READ_ACCESS } from "../plan/ciAccess";
-import { KubeConfig, KubeObject, ListObjects, listerOf, loadKubeConfig, useContext } from "./kube";
-import { plural } from "./table";
-import type { CommandLine } from "./args";
+import { CI_ACCESS_DIR, CI_ACCESS_FILES, PREVIEW_GROUP, PREVIEW_READ_ACCESS } from "../plan/ciAccess.ts";
+import { type KubeConfig, type KubeObject, type ListObjects, listerOf, loadKubeConfig, useContext } from "./kube.ts";
+import { plural } from "./table.ts";
+import type { CommandLine } from "./args.ts";
 
 /** Every check, in the order of the report. */
 export const CHECKS: [string, string][] = [
@@ -1283,8 +1283,10 @@ export const REACH_TIMEOUT_MS = 15_000;
 
 /** A request that failed otherwise than by getting no answer: an HTTP error (401, 403...), a credential plugin's failure. */
 class KubeRefusal extends Error {
-    constructor(readonly error: unknown) {
+    readonly error: unknown;
+    constructor(error: unknown) {
         super("a Kubernetes request failed");
+        this.error = error;
     }
 }
 
@@ -1347,4 +1349,4 @@ function kubeError(e: unknown, cfg: StackConfig, endpoint: EndpointAccess | unde
     return err?.cause?.message ? `${err.message}: ${err.cause.message}` : `${err?.message ?? e}`;
 }
 
-if (require.main === module) runMain(() => preflight(process.argv.slice(2)));
+if (import.meta.main) runMain(() => preflight(process.argv.slice(2)));

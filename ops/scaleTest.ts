@@ -11,19 +11,19 @@
 // the test left empty; the nodes that stay are listed with the pods that keep them.
 import * as fs from "fs";
 import * as path from "path";
-import { burstPodTemplate, headroomDeployment } from "../components/celeryWorkloadPlacement";
-import { placementArgs } from "../stacks/componentArgs";
-import { StackConfig, durationSeconds } from "../stacks/config";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { Command, CommandResult, EXIT, OUTPUT_FLAGS, inForm, integerFlag, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args";
-import { jsonText } from "./output";
-import { toCsv } from "./csv";
-import { Cluster, KubeConfig, KubeObject, WatchEventType, WatchSet, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube";
-import { lineChart, steps } from "./svg";
-import { apiError } from "./verifyPlacement";
-import { plural } from "./table";
-import { outDirProblem, writeFiles } from "./outDir";
-import type { CommandLine } from "./args";
+import { burstPodTemplate, headroomDeployment } from "../components/celeryWorkloadPlacement.ts";
+import { placementArgs } from "../stacks/componentArgs.ts";
+import { type StackConfig, durationSeconds } from "../stacks/config.ts";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, integerFlag, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { jsonText } from "./output.ts";
+import { toCsv } from "./csv.ts";
+import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube.ts";
+import { lineChart, steps } from "./svg.ts";
+import { apiError } from "./verifyPlacement.ts";
+import { plural } from "./table.ts";
+import { outDirProblem, writeFiles } from "./outDir.ts";
+import type { CommandLine } from "./args.ts";
 
 export const SCALE_TEST: Command = {
     usage: ["npm run scale-test -- --stack <name> --context <kubecontext> [--pods <N>] [--out <dir>] [--json] [--findings]"],
@@ -141,10 +141,13 @@ export class Recorder {
     readonly others = new Map<string, OtherPodRecord>();
 
     /** `headroomPriorityClass` tells headroom pods from real burst workers. */
-    constructor(
-        private readonly now: () => number,
-        private readonly headroomPriorityClass?: string,
-    ) {}
+    private readonly now: () => number;
+    private readonly headroomPriorityClass?: string;
+
+    constructor(now: () => number, headroomPriorityClass?: string) {
+        this.now = now;
+        this.headroomPriorityClass = headroomPriorityClass;
+    }
 
     pod(type: WatchEventType, o: KubeObject): void {
         const r = this.pods.get(o.metadata.name) ?? { name: o.metadata.name };
@@ -610,4 +613,4 @@ async function deleteNamespace(cluster: Cluster, namespace: string, clock: Clock
     }
 }
 
-if (require.main === module) runMain(() => scaleTest(process.argv.slice(2)));
+if (import.meta.main) runMain(() => scaleTest(process.argv.slice(2)));

@@ -5,20 +5,20 @@
 // manifests unreadable or empty), so CI can tell a placement problem from a broken check.
 import * as fs from "fs";
 import * as path from "path";
-import { InputFileError, readInputFile, readStream } from "./inputFile";
+import { InputFileError, readInputFile, readStream } from "./inputFile.ts";
 import { parseAllDocuments } from "yaml";
-import { NodeModel, PodScheduling, Taint, schedulingProblems, tolerates } from "../components/scheduling";
-import { renderNodePool } from "../components/ephemeralNodePool";
-import { nodePoolArgs, placementArgs } from "../stacks/componentArgs";
-import { StackConfig } from "../stacks/config";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { EphemeralNodes, KubeObject as Manifest, PodTemplate, ephemeralNodesOf, holdsPodTemplate, patchedScheduling, podTemplatesOf, uncheckedTemplatesOf } from "../plan/placementCheck";
-import { CeleryWorkloadPlacementArgs, NodeDaemonSet, burstPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement";
-import { Command, CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args";
-import { elapsed, jsonText, progress } from "./output";
-import { KubeConfig, KubeObject, clusterOf, loadKubeConfig, useContext } from "./kube";
-import { plural } from "./table";
-import { ChartDifference, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts";
+import { type NodeModel, type PodScheduling, type Taint, schedulingProblems, tolerates } from "../components/scheduling.ts";
+import { renderNodePool } from "../components/ephemeralNodePool.ts";
+import { nodePoolArgs, placementArgs } from "../stacks/componentArgs.ts";
+import { type StackConfig } from "../stacks/config.ts";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { type EphemeralNodes, type KubeObject as Manifest, type PodTemplate, ephemeralNodesOf, holdsPodTemplate, patchedScheduling, podTemplatesOf, uncheckedTemplatesOf } from "../plan/placementCheck.ts";
+import { type CeleryWorkloadPlacementArgs, type NodeDaemonSet, burstPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { elapsed, jsonText, progress } from "./output.ts";
+import { type KubeConfig, type KubeObject, clusterOf, loadKubeConfig, useContext } from "./kube.ts";
+import { plural } from "./table.ts";
+import { type ChartDifference, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts.ts";
 
 export const VERIFY_PLACEMENT: Command = {
     usage: [
@@ -648,4 +648,4 @@ export function apiError(e: unknown): string {
     return cause ? `${messageOf(e)}: ${messageOf(cause)}` : messageOf(e);
 }
 
-if (require.main === module) runMain(() => verifyPlacement(process.argv.slice(2)));
+if (import.meta.main) runMain(() => verifyPlacement(process.argv.slice(2)));

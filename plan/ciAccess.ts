@@ -8,11 +8,11 @@
 //   roles are mapped (authentication mode CONFIG_MAP, GC Notify's: aws_eks_cluster has no access_config);
 // - access-entries.tf -> aws/eks/ instead, when the cluster's mode is API or API_AND_CONFIG_MAP;
 // - preview-policy.json, up-policy.json: the two policies as IAM reads them, for review.
-import { NODE_ROLE_POLICIES, controllerNames } from "../components/karpenterController";
-import { PREVIEW_GROUP } from "../components/previewReadAccess";
-import { SPOT_INTERRUPTION_ACTION, drillNames } from "../components/spotInterruptionDrill";
-import { StackConfig } from "../stacks/config";
-import { RecordedResource } from "./offlineRuntime";
+import { NODE_ROLE_POLICIES, controllerNames } from "../components/karpenterController.ts";
+import { PREVIEW_GROUP } from "../components/previewReadAccess.ts";
+import { SPOT_INTERRUPTION_ACTION, drillNames } from "../components/spotInterruptionDrill.ts";
+import { type StackConfig } from "../stacks/config.ts";
+import { type RecordedResource } from "./offlineRuntime.ts";
 
 export { PREVIEW_GROUP };
 

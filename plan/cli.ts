@@ -6,26 +6,26 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { spawnSync } from "child_process";
-import { Policies } from "@pulumi/policy";
-import { policies } from "../policy/policies";
-import { ConfigError, StackConfig } from "../stacks/config";
-import { warningLine } from "../stacks/warnings";
-import { loadConfig } from "../stacks/validatedConfig";
-import { createStack } from "../stacks/createStack";
-import { policyConfigFor } from "../stacks/policyConfig";
-import { CI_ACCESS_DIR, CI_ACCESS_PATHS, ciAccessFiles } from "./ciAccess";
-import { PROJECT, readStackConfig } from "./offlineRuntime";
-import { cloudwatchAgentFile } from "./cloudwatchAgent";
-import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts";
-import { placementArgs } from "../stacks/componentArgs";
-import { diffStacks, renderChanges, renderDiff } from "./diff";
-import { PROJECT_DIR, PreviewError, RecordedResource, knownStacks, runOffline, unknownStackMessage } from "./offlineRuntime";
-import { formatViolations, policyInputs, runPolicies } from "./policyRun";
-import { briefSummary, fit, manifestsYaml, planOverview, previewJson, summary } from "./render";
-import { outDirProblem, writeFiles } from "../ops/outDir";
-import { readInputFile } from "../ops/inputFile";
-import { Command, CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
-import { elapsed, jsonText, progress } from "../ops/output";
+import { type Policies } from "@pulumi/policy";
+import { policies } from "../policy/policies.ts";
+import { ConfigError, type StackConfig } from "../stacks/config.ts";
+import { warningLine } from "../stacks/warnings.ts";
+import { loadConfig } from "../stacks/validatedConfig.ts";
+import { createStack } from "../stacks/createStack.ts";
+import { policyConfigFor } from "../stacks/policyConfig.ts";
+import { CI_ACCESS_DIR, CI_ACCESS_PATHS, ciAccessFiles } from "./ciAccess.ts";
+import { PROJECT, readStackConfig } from "./offlineRuntime.ts";
+import { cloudwatchAgentFile } from "./cloudwatchAgent.ts";
+import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts.ts";
+import { placementArgs } from "../stacks/componentArgs.ts";
+import { diffStacks, renderChanges, renderDiff } from "./diff.ts";
+import { PROJECT_DIR, PreviewError, type RecordedResource, knownStacks, runOffline, unknownStackMessage } from "./offlineRuntime.ts";
+import { formatViolations, policyInputs, runPolicies } from "./policyRun.ts";
+import { briefSummary, fit, manifestsYaml, planOverview, previewJson, summary } from "./render.ts";
+import { outDirProblem, writeFiles } from "../ops/outDir.ts";
+import { readInputFile } from "../ops/inputFile.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, runMain, usage, valueOf } from "../ops/args.ts";
+import { elapsed, jsonText, progress } from "../ops/output.ts";
 
 export const PLAN: Command = {
     usage: [
@@ -400,4 +400,4 @@ function planArgs(argv: string[]): Args | CommandResult {
     return stack !== undefined ? { stack, out, verbose, json, findingsOnly, against } : usage("--stack or --diff is required", PLAN);
 }
 
-if (require.main === module) runMain(() => plan(process.argv.slice(2)));
+if (import.meta.main) runMain(() => plan(process.argv.slice(2)));

@@ -8,8 +8,8 @@
 // for the releases, the chart or override named beside each) and checked by rendering the charts with a real Helm
 // (docs/migration.md, step 1).
 import { stringify } from "yaml";
-import { CeleryWorkloadPlacementArgs, burstPodTemplate, daemonSetPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement";
-import { Taint, Toleration, tolerates } from "../components/scheduling";
+import { type CeleryWorkloadPlacementArgs, burstPodTemplate, daemonSetPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
+import { type Taint, type Toleration, tolerates } from "../components/scheduling.ts";
 
 export const GC_NOTIFY_MANIFESTS = "cds-snc/notification-manifests@609853e2";
 

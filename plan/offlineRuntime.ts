@@ -1,22 +1,21 @@
 // Runs the real program under Pulumi's mock runtime: no Pulumi CLI, AWS account or Kubernetes API needed.
 // Both the offline plan (`npm run plan`) and the tests use it, so what the tests check is what the plan shows.
 import * as pulumi from "@pulumi/pulumi";
-import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
-import { setMockOptions } from "@pulumi/pulumi/runtime/settings";
+import { MockMonitor } from "@pulumi/pulumi/runtime/mocks.js";
+import * as settings from "@pulumi/pulumi/runtime/settings.js";
 import * as fs from "fs";
 import * as path from "path";
-import { StackFileError } from "../stacks/config";
-import { collectConfigWarnings } from "../stacks/validatedConfig";
-import { InputFileError, readInputFile } from "../ops/inputFile";
-import { STACK_FILE_MAX_BYTES, nearest, parseStackFile } from "./stackFile";
+import { StackFileError } from "../stacks/config.ts";
+import { collectConfigWarnings } from "../stacks/validatedConfig.ts";
+import { InputFileError, readInputFile } from "../ops/inputFile.ts";
+import { STACK_FILE_MAX_BYTES, nearest, parseStackFile } from "./stackFile.ts";
 
 // Internal to the SDK (runtime/settings.js) and absent from its typings, but the only way to know that every
 // registration has finished; @pulumi/pulumi is pinned, so it cannot move under us.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { waitForRPCs } = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs(): Promise<void> };
+const { setMockOptions, waitForRPCs } = settings as typeof settings & { waitForRPCs(): Promise<void> };
 
 export const PROJECT = "notify-karpenter";
-export const PROJECT_DIR = path.join(__dirname, "..");
+export const PROJECT_DIR = path.join(import.meta.dirname, "..");
 
 /**
  * Stand-ins for what only AWS knows. They are documented in docs/architecture.md, and they look like real values so
@@ -108,8 +107,11 @@ class RecordingMonitor extends MockMonitor {
     readonly errors: string[] = [];
     private readonly urns = new Set<string>();
 
-    constructor(mocks: pulumi.runtime.Mocks, private readonly record: (r: RecordedResource) => void) {
+    private readonly record: (r: RecordedResource) => void;
+
+    constructor(mocks: pulumi.runtime.Mocks, record: (r: RecordedResource) => void) {
         super(mocks);
+        this.record = record;
     }
 
     async registerResource(req: any, callback: (err: any, resp: any) => void) {

@@ -1,8 +1,11 @@
 // Runs policy-pack policies the way the engine's analyzer does, without the engine: each resource policy on every
 // resource, each stack policy once on all of them. The offline plan runs the pack on its recording with it, and the
 // policy tests on hand-built resources, so both see exactly what `pulumi preview --policy-pack` would report.
-import { EnforcementLevel, Policies, PolicyPackConfig, PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs } from "@pulumi/policy";
-import { RecordedResource } from "./offlineRuntime";
+import { createRequire } from "node:module";
+import { type EnforcementLevel, type Policies, type PolicyPackConfig, type PolicyResource, type ReportViolation, type ResourceValidationArgs, type StackValidationArgs } from "@pulumi/policy";
+import { type RecordedResource } from "./offlineRuntime.ts";
+// Modules without types (or an internal of one), loaded as CommonJS.
+const require = createRequire(import.meta.url);
 
 // Runtime exports of @pulumi/policy (pinned) that its typings mark internal: the proxy the analyzer wraps every
 // resource's properties in, which throws UnknownValueError when a policy reads a value unknown at preview.

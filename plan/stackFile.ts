@@ -6,9 +6,9 @@
 // otherwise (its resolve.go keeps YAML 1.1's octal 0755, 0b binary, _ digit separators and timestamps), where the CLI
 // refuses the file (a key that is not a string, an infinity JSON cannot hold) or merges maps (<<), the file is
 // refused, naming the file, line, column and key.
-import { editDistance } from "../stacks/schema";
-import { CONFIG_KEY_NAMESPACES as CONFIG_NAMESPACES, PULUMI_CONFIG_KEYS as PULUMI_KEYS } from "../stacks/configKeys";
-import { Alias, Document, isAlias, isMap, isScalar, isSeq, LineCounter, Node, parseDocument, Scalar } from "yaml";
+import { editDistance } from "../stacks/schema.ts";
+import { CONFIG_KEY_NAMESPACES as CONFIG_NAMESPACES, PULUMI_CONFIG_KEYS as PULUMI_KEYS } from "../stacks/configKeys.ts";
+import { Alias, Document, isAlias, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar } from "yaml";
 
 /** The top-level keys of a stack file (sdk/go/common/workspace/project.go ProjectStack); the CLI ignores any other. */
 export const STACK_FILE_KEYS = ["config", "encryptedkey", "encryptionsalt", "environment", "secretsprovider"];

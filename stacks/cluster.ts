@@ -1,9 +1,9 @@
 import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as eks from "@pulumi/eks";
-import { ClusterFacts, clusterFacts, lookedUpAttributes } from "../components/clusterFacts";
-import { CreatedCluster } from "../components/createdCluster";
-import { ClusterConfig } from "./config";
+import { type ClusterFacts, clusterFacts, lookedUpAttributes } from "../components/clusterFacts.ts";
+import { CreatedCluster } from "../components/createdCluster.ts";
+import { type ClusterConfig } from "./config.ts";
 
 /** The cluster the stack installs on, by `cluster.mode`: looked up, or created with its VPC. */
 export function clusterFor(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {

@@ -2,12 +2,12 @@
 // mapping, so what is validated is exactly what is deployed.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { CeleryWorkloadPlacementArgs, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement";
-import { EphemeralNodePoolArgs } from "../components/ephemeralNodePool";
-import { NodeRecyclerArgs, recycleWindow } from "../components/nodeRecycler";
-import { SpotInterruptionDrillArgs } from "../components/spotInterruptionDrill";
-import { alarmNames } from "../components/karpenterAlarms";
-import { StackConfig, approvedInstanceTypes, durationSeconds } from "./config";
+import { type CeleryWorkloadPlacementArgs, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
+import { type EphemeralNodePoolArgs } from "../components/ephemeralNodePool.ts";
+import { type NodeRecyclerArgs, recycleWindow } from "../components/nodeRecycler.ts";
+import { type SpotInterruptionDrillArgs } from "../components/spotInterruptionDrill.ts";
+import { alarmNames } from "../components/karpenterAlarms.ts";
+import { type StackConfig, approvedInstanceTypes, durationSeconds } from "./config.ts";
 
 export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string>, dependsOn?: pulumi.Resource[]): EphemeralNodePoolArgs {
     const p = cfg.nodePool;

@@ -2,19 +2,19 @@
 // once (stacks/validatedConfig.ts, the only reader of Pulumi config) into one typed, validated object; components
 // receive plain values from it and never see config keys.
 import * as pulumi from "@pulumi/pulumi";
-import { ConfigWarning, fitsCeleryPod, nodeResources, quantityValue } from "../components/ephemeralNodePool";
-import { WARNING_IDS } from "./warnings";
-import { disruptionProblems, isTimeZone } from "../components/disruptionBudgets";
-import { recycleWindow } from "../components/nodeRecycler";
-import { AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms";
-import { STABLE_NODE_LABELS } from "../components/createdCluster";
-import { controllerNameProblems } from "../components/karpenterController";
-import { SHUTDOWN_MARGIN_SECONDS } from "../components/celeryWorkloadPlacement";
-import { Infer, Issue, Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema";
-import { cron, durationAtLeast, durationSeconds } from "./schema";
-import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/instanceTypes";
-import { regionProblem, zoneProblems } from "./awsRegions";
-import { drillNameProblems, durationBeforeInterruptionProblem } from "../components/spotInterruptionDrill";
+import { type ConfigWarning, fitsCeleryPod, nodeResources, quantityValue } from "../components/ephemeralNodePool.ts";
+import { WARNING_IDS } from "./warnings.ts";
+import { disruptionProblems, isTimeZone } from "../components/disruptionBudgets.ts";
+import { recycleWindow } from "../components/nodeRecycler.ts";
+import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms.ts";
+import { STABLE_NODE_LABELS } from "../components/createdCluster.ts";
+import { controllerNameProblems } from "../components/karpenterController.ts";
+import { SHUTDOWN_MARGIN_SECONDS } from "../components/celeryWorkloadPlacement.ts";
+import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema.ts";
+import { cron, durationAtLeast, durationSeconds } from "./schema.ts";
+import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/instanceTypes.ts";
+import { regionProblem, zoneProblems } from "./awsRegions.ts";
+import { drillNameProblems, durationBeforeInterruptionProblem } from "../components/spotInterruptionDrill.ts";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
 export const KARPENTER_VERSION = "1.14.1";
@@ -897,8 +897,12 @@ export type CapacityConfig = NonNullable<StackConfig["capacity"]>;
  * for RunErrors").
  */
 export class ConfigError extends pulumi.RunError {
-    constructor(readonly stack: string, readonly issues: Issue[], project: string) {
+    readonly stack: string;
+    readonly issues: Issue[];
+    constructor(stack: string, issues: Issue[], project: string) {
         super(issues.map((i) => `${stack}: ${project}:${i.path} ${i.message}`).join("\n"));
+        this.stack = stack;
+        this.issues = issues;
         this.name = "ConfigError";
     }
 }

@@ -2,19 +2,19 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { interruptionRules } from "../components/controllerPolicy";
-import { ANNOTATOR_NAME, BurstScaleDownOrder } from "../components/burstScaleDownOrder";
-import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement";
-import { EphemeralNodePool } from "../components/ephemeralNodePool";
-import { KarpenterAlarms } from "../components/karpenterAlarms";
-import { KarpenterController } from "../components/karpenterController";
-import { PreviewReadAccess } from "../components/previewReadAccess";
-import { NodeRecycler } from "../components/nodeRecycler";
-import { SpotInterruptionDrill } from "../components/spotInterruptionDrill";
-import { drillArgs, drillStopAlarmNames, nodePoolArgs, nodeRecyclerArgs, placementArgs } from "./componentArgs";
-import { clusterFor } from "./cluster";
-import { StackConfig, durationSeconds } from "./config";
-import { checkedKubeconfig, logGroupArn, nodeAmiId } from "./lookups";
+import { interruptionRules } from "../components/controllerPolicy.ts";
+import { ANNOTATOR_NAME, BurstScaleDownOrder } from "../components/burstScaleDownOrder.ts";
+import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement.ts";
+import { EphemeralNodePool } from "../components/ephemeralNodePool.ts";
+import { KarpenterAlarms } from "../components/karpenterAlarms.ts";
+import { KarpenterController } from "../components/karpenterController.ts";
+import { PreviewReadAccess } from "../components/previewReadAccess.ts";
+import { NodeRecycler } from "../components/nodeRecycler.ts";
+import { SpotInterruptionDrill } from "../components/spotInterruptionDrill.ts";
+import { drillArgs, drillStopAlarmNames, nodePoolArgs, nodeRecyclerArgs, placementArgs } from "./componentArgs.ts";
+import { clusterFor } from "./cluster.ts";
+import { type StackConfig, durationSeconds } from "./config.ts";
+import { checkedKubeconfig, logGroupArn, nodeAmiId } from "./lookups.ts";
 
 /** The tag (through the provider's defaultTags) that marks every AWS resource as this stack's. */
 export const STACK_TAG = "notify-karpenter:stack";

@@ -1,8 +1,8 @@
 // The policy pack's config for a stack, derived from its validated config: one source of truth for what the
 // policies enforce. `npm run plan` writes it to plan-out/<stack>/policy-config.json for `--policy-pack-config`.
-import { PolicyPackConfig } from "@pulumi/policy";
-import { StackFacts, packConfig } from "../policy/policies";
-import { StackConfig, approvedInstanceTypes } from "./config";
+import { type PolicyPackConfig } from "@pulumi/policy";
+import { type StackFacts, packConfig } from "../policy/policies.ts";
+import { type StackConfig, approvedInstanceTypes } from "./config.ts";
 
 export function stackFacts(cfg: StackConfig): StackFacts {
     return {

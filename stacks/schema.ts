@@ -1,7 +1,7 @@
 // A small validator for stack config. Every rule knows how to describe what it accepts, so every error reads
 // "<key path> must be <what is allowed> (got <value>)". A library such as zod reports *why* a value failed
 // ("too small") but not the whole allowed range, which is what a platform engineer needs at 2 a.m.
-import { CRON_DESCRIPTORS, parseCron } from "../components/cron";
+import { CRON_DESCRIPTORS, parseCron } from "../components/cron.ts";
 
 /** One way a config value is wrong; `path` is the dotted key path below the project namespace. */
 export interface Issue {

@@ -3,12 +3,12 @@
 // validated is exactly what is deployed. Kept apart from both so that neither imports the other's caller. It also
 // gathers the config's warnings (stacks/warnings.ts), less those the stack file acknowledges.
 import * as pulumi from "@pulumi/pulumi";
-import { placementProblems } from "../components/celeryWorkloadPlacement";
-import { ConfigWarning, nodePoolFindings, nodePoolProblems } from "../components/ephemeralNodePool";
-import { nodePoolArgs, placementArgs } from "./componentArgs";
-import { ConfigError, StackConfig, StackFileError, capacityWarnings, configSections, parseConfigSchema } from "./config";
-import { CONFIG_KEY_NAMESPACES, PULUMI_CONFIG_KEYS, foreignConfigKeys } from "./configKeys";
-import { warningLine } from "./warnings";
+import { placementProblems } from "../components/celeryWorkloadPlacement.ts";
+import { type ConfigWarning, nodePoolFindings, nodePoolProblems } from "../components/ephemeralNodePool.ts";
+import { nodePoolArgs, placementArgs } from "./componentArgs.ts";
+import { ConfigError, type StackConfig, StackFileError, capacityWarnings, configSections, parseConfigSchema } from "./config.ts";
+import { CONFIG_KEY_NAMESPACES, PULUMI_CONFIG_KEYS, foreignConfigKeys } from "./configKeys.ts";
+import { warningLine } from "./warnings.ts";
 
 /** A stack's validated config; throws a ConfigError naming the stack and each full key path. */
 export function parseStackConfig(stack: string, raw: Record<string, unknown>, project = "notify-karpenter"): StackConfig {

@@ -1,14 +1,14 @@
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
-import { parseStackConfig } from "../stacks/validatedConfig";
-import { CapacityInputs, capacityInputs, capacityReport, costs, chosenType, limitCheck, rampUp, typeFits } from "../ops/capacity";
-import { capacity } from "../ops/capacityCli";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
+import { type CapacityInputs, capacityInputs, capacityReport, costs, chosenType, limitCheck, rampUp, typeFits } from "../ops/capacity.ts";
+import { capacity } from "../ops/capacityCli.ts";
 import { parse, stringify } from "yaml";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { STACKS, rawConfig, stackConfig } from "./helpers";
-import { readSeries, tempDir } from "./opsHelpers";
-import { documentedFields } from "./jsonSchemaDoc";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { STACKS, rawConfig, stackConfig } from "./helpers.ts";
+import { readSeries, tempDir } from "./opsHelpers.ts";
+import { documentedFields } from "./jsonSchemaDoc.ts";
 
 /** Round numbers a reader can check by hand: no reservations, 1-cpu pods, one HPA adding 4 pods a minute. */
 const base = (): CapacityInputs => ({

@@ -9,24 +9,24 @@ import * as os from "os";
 import * as path from "path";
 import { execFileSync } from "child_process";
 import { parse as parseYaml } from "yaml";
-import { plan } from "../plan/cli";
+import { plan } from "../plan/cli.ts";
 import {
     CI_ACCESS_DIR,
     CI_ACCESS_FILES,
     MAX_SESSION_SECONDS,
     PREVIEW_GROUP,
-    PolicyDocument,
-    PolicyStatement,
+    type PolicyDocument,
+    type PolicyStatement,
     REPOSITORY,
     ciEnvironments,
     ciRoleNames,
     environmentSubject,
     previewPolicy,
     upPolicy,
-} from "../plan/ciAccess";
-import { policyAllows } from "../ops/preflight";
-import { PLACEHOLDERS, PROJECT_DIR } from "../plan/offlineRuntime";
-import { buildStack, stackConfig } from "./helpers";
+} from "../plan/ciAccess.ts";
+import { policyAllows } from "../ops/preflight.ts";
+import { PLACEHOLDERS, PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { buildStack, stackConfig } from "./helpers.ts";
 
 const STACKS = ["staging", "production"];
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "ci-access-"));

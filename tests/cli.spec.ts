@@ -2,19 +2,19 @@
 import { expect } from "chai";
 import { spawnSync } from "child_process";
 import * as path from "path";
-import { Command, CommandResult, OUTPUT_FLAGS, didYouMean, helpText, parseCommandLine } from "../ops/args";
-import { SCHEMA_VERSION } from "../ops/output";
-import { tempDir } from "./opsHelpers";
-import { CAPACITY, capacity } from "../ops/capacityCli";
-import { PREFLIGHT, preflight } from "../ops/preflight";
-import { DRILL, drill } from "../ops/drill";
-import { SCALE_TEST, scaleTest } from "../ops/scaleTest";
-import { VERIFY_PLACEMENT, verifyPlacement } from "../ops/verifyPlacement";
-import { PLAN, plan } from "../plan/cli";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { LINT_WORKFLOWS, lintWorkflowsCommand } from "../scripts/lint-workflows";
-import { DOCS_CONFIG, docsConfig } from "../scripts/config-reference";
-import { GENERATE_KARPENTER, generateKarpenter } from "../scripts/generate-karpenter-schema";
+import { type Command, type CommandResult, OUTPUT_FLAGS, didYouMean, helpText, parseCommandLine } from "../ops/args.ts";
+import { SCHEMA_VERSION } from "../ops/output.ts";
+import { tempDir } from "./opsHelpers.ts";
+import { CAPACITY, capacity } from "../ops/capacityCli.ts";
+import { PREFLIGHT, preflight } from "../ops/preflight.ts";
+import { DRILL, drill } from "../ops/drill.ts";
+import { SCALE_TEST, scaleTest } from "../ops/scaleTest.ts";
+import { VERIFY_PLACEMENT, verifyPlacement } from "../ops/verifyPlacement.ts";
+import { PLAN, plan } from "../plan/cli.ts";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { LINT_WORKFLOWS, lintWorkflowsCommand } from "../scripts/lint-workflows.ts";
+import { DOCS_CONFIG, docsConfig } from "../scripts/config-reference.ts";
+import { GENERATE_KARPENTER, generateKarpenter } from "../scripts/generate-karpenter-schema.ts";
 
 const commands: [string, Command, (argv: string[]) => Promise<CommandResult>][] = [
     ["plan", PLAN, (argv) => plan(argv)],
@@ -100,10 +100,9 @@ describe("every command's flags (util.parseArgs)", () => {
 
     it("as a process, colours OK, WARN and FAIL when FORCE_COLOR asks even into a pipe, and never JSON", function () {
         this.timeout(30000);
-        const tsNode = path.join(PROJECT_DIR, "node_modules", "ts-node", "dist", "bin.js");
         const out = tempDir();
         const run = (env: Record<string, string>, ...argv: string[]) =>
-            spawnSync(process.execPath, [tsNode, "--transpile-only", path.join(PROJECT_DIR, "ops", "capacityCli.ts"), "--stack", "production", "--out", out, ...argv], { cwd: PROJECT_DIR, encoding: "utf8", env: { ...process.env, ...env } });
+            spawnSync(process.execPath, [path.join(PROJECT_DIR, "ops", "capacityCli.ts"), "--stack", "production", "--out", out, ...argv], { cwd: PROJECT_DIR, encoding: "utf8", env: { ...process.env, ...env } });
         const coloured = run({ FORCE_COLOR: "1" }, "--findings");
         expect([coloured.status, coloured.stdout]).to.deep.equal([0, "Capacity of stack production: findings only\n\u001b[32mOK\u001b[39m: the limits allow the peak\n"]);
         const json = run({ FORCE_COLOR: "1" }, "--json");
@@ -112,8 +111,7 @@ describe("every command's flags (util.parseArgs)", () => {
 
     it("as a process: --help goes to standard output with exit 0, a usage error to standard error with exit 2, on Node 22 or later", function () {
         this.timeout(30000);
-        const tsNode = path.join(PROJECT_DIR, "node_modules", "ts-node", "dist", "bin.js");
-        const run = (...argv: string[]) => spawnSync(process.execPath, [tsNode, "--transpile-only", path.join(PROJECT_DIR, "ops", "capacityCli.ts"), ...argv], { cwd: PROJECT_DIR, encoding: "utf8" });
+        const run = (...argv: string[]) => spawnSync(process.execPath, [path.join(PROJECT_DIR, "ops", "capacityCli.ts"), ...argv], { cwd: PROJECT_DIR, encoding: "utf8" });
         const help = run("--help");
         expect([help.status, help.stdout.trim(), help.stderr]).to.deep.equal([0, helpText(CAPACITY), ""]);
         const bad = run("--stack", "staging", "--stack", "production");
@@ -124,7 +122,7 @@ describe("every command's flags (util.parseArgs)", () => {
 
 describe("kubeconfig loading (preflight, verify-placement, scale-test)", () => {
     it("says there is no kubeconfig instead of falling back to client-node's made-up localhost context", async () => {
-        const { loadKubeConfig } = await import("../ops/kube");
+        const { loadKubeConfig } = await import("../ops/kube.ts");
         const missing = path.join(PROJECT_DIR, "no-such-dir", "config");
         expect(() => loadKubeConfig({ KUBECONFIG: missing }, "/nowhere")).to.throw(`no kubeconfig (${missing} not found): run aws eks update-kubeconfig --name <cluster> --alias <context>`);
         expect(() => loadKubeConfig({}, "/nowhere")).to.throw("no kubeconfig (/nowhere/.kube/config not found)");

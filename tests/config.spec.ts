@@ -1,8 +1,8 @@
 import { expect } from "chai";
-import { expiresInSendingHours, expiryInSendingHours } from "../components/disruptionBudgets";
-import { parseStackConfig } from "../stacks/validatedConfig";
-import { readStackConfig } from "../plan/offlineRuntime";
-import { STACKS, configErrorOf, errorOf, patchSections, rawConfig, section } from "./helpers";
+import { expiresInSendingHours, expiryInSendingHours } from "../components/disruptionBudgets.ts";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
+import { readStackConfig } from "../plan/offlineRuntime.ts";
+import { STACKS, configErrorOf, errorOf, patchSections, rawConfig, section } from "./helpers.ts";
 
 describe("stack config", () => {
     for (const stack of STACKS) {

@@ -1,10 +1,10 @@
 import { expect } from "chai";
-import { PLACEHOLDERS, runOffline } from "../plan/offlineRuntime";
-import { loadConfig } from "../stacks/validatedConfig";
-import { createStack } from "../stacks/createStack";
-import { RELEASE_HISTORY, releaseDescription } from "../components/karpenterController";
-import { CHART_VALUE_KEYS } from "./chartValueKeys";
-import { STACKS, buildStack, customResources, parseJson, patchSections } from "./helpers";
+import { PLACEHOLDERS, runOffline } from "../plan/offlineRuntime.ts";
+import { loadConfig } from "../stacks/validatedConfig.ts";
+import { createStack } from "../stacks/createStack.ts";
+import { RELEASE_HISTORY, releaseDescription } from "../components/karpenterController.ts";
+import { CHART_VALUE_KEYS } from "./chartValueKeys.ts";
+import { STACKS, buildStack, customResources, parseJson, patchSections } from "./helpers.ts";
 
 const ACCOUNT = PLACEHOLDERS.accountId;
 const REGION = "ca-central-1";

@@ -2,10 +2,10 @@ import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
 import { parseDocument } from "yaml";
-import { plan } from "../plan/cli";
-import { edits, inputDifferences } from "../plan/diff";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { tempDir } from "./opsHelpers";
+import { plan } from "../plan/cli.ts";
+import { edits, inputDifferences } from "../plan/diff.ts";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { tempDir } from "./opsHelpers.ts";
 import { spawnSync } from "child_process";
 
 /** A project directory with copies of Pulumi.yaml and the stack files, `edit` applied to one stack file. */

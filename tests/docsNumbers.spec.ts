@@ -6,13 +6,14 @@
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
-import { capacity } from "../ops/capacityCli";
-import { capacityInputs, capacityReport } from "../ops/capacity";
-import { REACH_TIMEOUT_MS } from "../ops/preflight";
-import { plan } from "../plan/cli";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { stackConfig } from "./helpers";
-import { tempDir } from "./opsHelpers";
+import { pathToFileURL } from "url";
+import { capacity } from "../ops/capacityCli.ts";
+import { capacityInputs, capacityReport } from "../ops/capacity.ts";
+import { REACH_TIMEOUT_MS } from "../ops/preflight.ts";
+import { plan } from "../plan/cli.ts";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { stackConfig } from "./helpers.ts";
+import { tempDir } from "./opsHelpers.ts";
 
 type Value = string | number;
 
@@ -417,8 +418,8 @@ function says(doc: string, value: Value): boolean {
 const lineAt = (text: string, offset: number) => text.slice(0, offset).split("\n").length;
 
 /** Runs the `it` that prints "bad inputs: N" in tests/badInput.spec.ts, with mocha's globals stood in, and reads N. */
-function badInputCount(): number {
-    const file = require.resolve("./badInput.spec");
+async function badInputCount(): Promise<number> {
+    const file = path.join(import.meta.dirname, "badInput.spec.ts");
     const g = globalThis as any;
     const names = ["describe", "it", "before", "after", "beforeEach", "afterEach", "context", "specify"];
     const saved = Object.fromEntries(names.map((n) => [n, g[n]]));
@@ -426,12 +427,11 @@ function badInputCount(): number {
     const suite = Object.assign((_t: string, fn: () => void) => fn(), { skip: () => undefined, only: (_t: string, fn: () => void) => fn() });
     const test = Object.assign((title: string, fn: () => unknown) => tests.push({ title, fn }), { skip: () => undefined, only: (title: string, fn: () => unknown) => tests.push({ title, fn }) });
     Object.assign(g, { describe: suite, context: suite, it: test, specify: test, before: () => undefined, after: () => undefined, beforeEach: () => undefined, afterEach: () => undefined });
-    delete require.cache[file];
     try {
-        require(file);
+        // A fresh instance of the module (ES modules are cached by URL), evaluated against the stand-ins.
+        await import(`${pathToFileURL(file).href}?count=${Date.now()}`);
     } finally {
         Object.assign(g, saved);
-        delete require.cache[file];
     }
     const counting = tests.find((t) => t.fn.toString().includes("bad inputs:"));
     if (!counting) throw new Error('tests/badInput.spec.ts has no test that prints "bad inputs: N" any more');
@@ -454,7 +454,7 @@ describe("numbers in the docs are what the commands print (README.md, docs/)", f
     /** Runs the commands once for every test below. */
     async function gather(): Promise<Outputs> {
         if (outputs) return outputs;
-        const o: Outputs = { plan: {}, diff: "", capacity: {}, badInputs: badInputCount() };
+        const o: Outputs = { plan: {}, diff: "", capacity: {}, badInputs: await badInputCount() };
         for (const s of STACKS) {
             const out = tempDir(`docs-${s}-`);
             const r = await plan(["--stack", s, "--out", out, "--json"]);

@@ -29,8 +29,8 @@
 //   and AccessConfigResponse.
 import * as crypto from "crypto";
 import * as http from "http";
-import { filterPatternMatches } from "../components/filterPattern";
-import { AddressInfo } from "net";
+import { filterPatternMatches } from "../components/filterPattern.ts";
+import { type AddressInfo } from "net";
 
 export type Tags = Record<string, string>;
 
@@ -112,7 +112,11 @@ export class FakeAwsApi {
     private server = http.createServer((req, res) => this.handle(req, res));
     url = "";
 
-    constructor(readonly state: FakeAwsState) {}
+    readonly state: FakeAwsState;
+
+    constructor(state: FakeAwsState) {
+        this.state = state;
+    }
 
     async start(): Promise<this> {
         await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));

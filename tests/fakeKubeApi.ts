@@ -4,7 +4,7 @@
 // sequence of watch events, released by a fake clock rather than wall time, so a test replays a 30-minute scale test
 // in milliseconds and every time it reads is exact.
 import * as http from "http";
-import { AddressInfo } from "net";
+import { type AddressInfo } from "net";
 import { KubeConfig } from "@kubernetes/client-node";
 
 export type Resource = "pods" | "nodes" | "nodeclaims";
@@ -22,7 +22,11 @@ export const iso = (ms: number) => new Date(ms).toISOString();
 export class FakeClock {
     private listeners: ((now: number) => Promise<void>)[] = [];
 
-    constructor(private t = Date.UTC(2026, 10, 30, 5, 10, 0)) {}
+    private t: number;
+
+    constructor(t = Date.UTC(2026, 10, 30, 5, 10, 0)) {
+        this.t = t;
+    }
 
     now(): number {
         return this.t;
@@ -104,7 +108,12 @@ export class FakeKubeApi {
     private server = http.createServer((req, res) => this.handle(req, res));
     url = "";
 
-    constructor(private readonly clock: FakeClock, private readonly opts: FakeKubeApiOptions = {}) {
+    private readonly clock: FakeClock;
+    private readonly opts: FakeKubeApiOptions;
+
+    constructor(clock: FakeClock, opts: FakeKubeApiOptions = {}) {
+        this.clock = clock;
+        this.opts = opts;
         for (const r of ["pods", "nodes", "nodeclaims"] as const) for (const o of opts[r] ?? []) this.objects[r].set(key(o), this.versioned(o));
         clock.onAdvance((now) => this.release(now));
     }

@@ -2,11 +2,11 @@ import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
 import { parse, parseAllDocuments } from "yaml";
-import { plan } from "../plan/cli";
-import { GC_NOTIFY_RELEASES, chartDifferences, gcNotifyValues } from "../plan/gcNotifyCharts";
-import { placementArgs } from "../stacks/componentArgs";
-import { STACKS, stackConfig } from "./helpers";
-import { tempDir } from "./opsHelpers";
+import { plan } from "../plan/cli.ts";
+import { GC_NOTIFY_RELEASES, chartDifferences, gcNotifyValues } from "../plan/gcNotifyCharts.ts";
+import { placementArgs } from "../stacks/componentArgs.ts";
+import { STACKS, stackConfig } from "./helpers.ts";
+import { tempDir } from "./opsHelpers.ts";
 
 /** GC Notify's releases rendered with Helm 4.1.4 at notification-manifests 609853e2 (shared reference data; CI sets it). */
 const RENDERED = process.env.GC_NOTIFY_RENDERED_DIR;

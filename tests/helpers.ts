@@ -1,9 +1,9 @@
 // Shared test helpers: build a stack offline from its real stack file, with optional config changes.
 import { expect } from "chai";
-import { ConfigError, StackConfig, configSections } from "../stacks/config";
-import { loadConfig, parseStackConfig } from "../stacks/validatedConfig";
-import { createStack } from "../stacks/createStack";
-import { PROJECT, RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime";
+import { ConfigError, type StackConfig, configSections } from "../stacks/config.ts";
+import { loadConfig, parseStackConfig } from "../stacks/validatedConfig.ts";
+import { createStack } from "../stacks/createStack.ts";
+import { PROJECT, type RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime.ts";
 
 export const STACKS = ["staging", "production"] as const;
 

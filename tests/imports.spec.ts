@@ -2,7 +2,7 @@
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
 
 /** The project's own TypeScript files (outside node_modules), relative to the project. */
 function sources(dir = PROJECT_DIR): string[] {

@@ -1,19 +1,21 @@
 // The generated Karpenter module and its evaluation: every CEL rule runs in our environment, the transition rules are
 // the ones skipped, and a changed CRD regenerates into a module whose new rule the validator applies. Runs without
 // the reference files: the CRDs written here are built from the checked-in module.
+import { createRequire } from "node:module";
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
 import { stringify } from "yaml";
-import { CelRule, celCheck, isTransitionRule } from "../components/karpenter/cel";
-import { CRDS, GeneratedCrd, KARPENTER_CRD_VERSION } from "../components/karpenter/generated/crds";
-import { KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate";
-import { renderNodePool } from "../components/ephemeralNodePool";
-import { nodePoolArgs } from "../stacks/componentArgs";
-import { KARPENTER_VERSION } from "../stacks/config";
-import { CRD_FILES, generateKarpenter } from "../scripts/generate-karpenter-schema";
-import { stackConfig } from "./helpers";
-import { tempDir } from "./opsHelpers";
+import { type CelRule, celCheck, isTransitionRule } from "../components/karpenter/cel.ts";
+import { CRDS, type GeneratedCrd, KARPENTER_CRD_VERSION } from "../components/karpenter/generated/crds.ts";
+import { type KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate.ts";
+import { renderNodePool } from "../components/ephemeralNodePool.ts";
+import { nodePoolArgs } from "../stacks/componentArgs.ts";
+import { KARPENTER_VERSION } from "../stacks/config.ts";
+import { CRD_FILES, generateKarpenter } from "../scripts/generate-karpenter-schema.ts";
+import { stackConfig } from "./helpers.ts";
+import { tempDir } from "./opsHelpers.ts";
+const require = createRequire(import.meta.url);
 
 /** Every rule of a schema with the place it sits, as `spec.a.b[].c` (`{}` for a map's values). */
 function rulesOf(schema: Record<string, any>, at = "spec"): { at: string; rule: CelRule }[] {

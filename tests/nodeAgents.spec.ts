@@ -1,10 +1,10 @@
 // GC Notify's node agents in placement.nodeDaemonSets (issue 15 item 5): which ones new ephemeral nodes wait for,
 // which are only allowed, and the EKS add-on the program must not patch.
 import { expect } from "chai";
-import { parseStackConfig } from "../stacks/validatedConfig";
-import { nidhoggValues, waitsFor } from "../components/celeryWorkloadPlacement";
-import { nodePoolArgs, placementArgs } from "../stacks/componentArgs";
-import { errorOf, rawConfig, section, stackConfig } from "./helpers";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
+import { nidhoggValues, waitsFor } from "../components/celeryWorkloadPlacement.ts";
+import { nodePoolArgs, placementArgs } from "../stacks/componentArgs.ts";
+import { errorOf, rawConfig, section, stackConfig } from "./helpers.ts";
 
 const withPlacement = (change: (p: any) => void) => {
     const p = section("staging", "placement");

@@ -1,9 +1,9 @@
 import { expect } from "chai";
-import { EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolFindings, nodePoolWarnings, quantityValue, renderNodePool } from "../components/ephemeralNodePool";
-import { KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate";
-import { nodePoolArgs } from "../stacks/componentArgs";
-import { parseStackConfig } from "../stacks/validatedConfig";
-import { STACKS, buildStack, configErrorOf, patchSections, rawConfig, stackConfig } from "./helpers";
+import { type EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolFindings, nodePoolWarnings, quantityValue, renderNodePool } from "../components/ephemeralNodePool.ts";
+import { type KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate.ts";
+import { nodePoolArgs } from "../stacks/componentArgs.ts";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
+import { STACKS, buildStack, configErrorOf, patchSections, rawConfig, stackConfig } from "./helpers.ts";
 
 const FAMILIES = ["m7i", "m7a", "r7i", "r7a", "c7i", "c7a", "m6i", "m6a", "r6i", "r6a", "c6i", "c6a"];
 const expectedTypes = { staging: FAMILIES.map((f) => `${f}.xlarge`), production: FAMILIES.flatMap((f) => [`${f}.xlarge`, `${f}.2xlarge`]) };

@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
 import { ChildProcess, spawn } from "child_process";
@@ -5,16 +6,17 @@ import * as fs from "fs";
 import * as http from "http";
 import * as net from "net";
 import * as path from "path";
-import { expiresInSendingHours } from "../components/disruptionBudgets";
-import { NODEPOOL_LABEL, ownPoolOnlyPolicySpec, recycleWindow, recyclerUser } from "../components/nodeRecycler";
-import { FakeKubeApi, FakeKubeApiOptions, FakeClock, iso } from "./fakeKubeApi";
-import { STACKS, buildStack, rawConfig } from "./helpers";
-import { tempDir, expectScriptConfigMap } from "./opsHelpers";
+import { expiresInSendingHours } from "../components/disruptionBudgets.ts";
+import { NODEPOOL_LABEL, ownPoolOnlyPolicySpec, recycleWindow, recyclerUser } from "../components/nodeRecycler.ts";
+import { FakeKubeApi, type FakeKubeApiOptions, FakeClock, iso } from "./fakeKubeApi.ts";
+import { STACKS, buildStack, rawConfig } from "./helpers.ts";
+import { tempDir, expectScriptConfigMap } from "./opsHelpers.ts";
+const require = createRequire(import.meta.url);
 
 // The script runs in the cluster as plain JavaScript; its functions are tested here as they are.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const recycler = require("../components/recycleNodeClaims.js");
-const SCRIPT = path.join(__dirname, "..", "components", "recycleNodeClaims.js");
+const recycler = require("../components/inCluster/recycleNodeClaims.js");
+const SCRIPT = path.join(import.meta.dirname, "..", "components", "inCluster", "recycleNodeClaims.js");
 
 const POOL = "notify-karpenter";
 const NAME = "node-recycler";

@@ -43,7 +43,7 @@ export function removeTempDirs(): void {
  * byte for byte, and mounted alone (as /app is) the script starts: without settings it says so and exits 2.
  */
 export function expectScriptConfigMap(data: Record<string, string>, script: string): void {
-    const components = path.join(__dirname, "..", "components");
+    const components = path.join(import.meta.dirname, "..", "components", "inCluster");
     const files = [script, "inClusterApi.js"];
     expect(data).to.deep.equal(Object.fromEntries(files.map((f) => [f, fs.readFileSync(path.join(components, f), "utf8")])));
     const mounted = tempDir("configmap-");

@@ -1,9 +1,9 @@
 import { expect } from "chai";
-import { integerFlag } from "../ops/args";
-import { colourEnabled, colourStatuses, plainText, progress, setProgressSink } from "../ops/output";
-import { toCsv } from "../ops/csv";
-import { lineChart, steps } from "../ops/svg";
-import { readSeries } from "./opsHelpers";
+import { integerFlag } from "../ops/args.ts";
+import { colourEnabled, colourStatuses, plainText, progress, setProgressSink } from "../ops/output.ts";
+import { toCsv } from "../ops/csv.ts";
+import { lineChart, steps } from "../ops/svg.ts";
+import { readSeries } from "./opsHelpers.ts";
 
 describe("ops output and flags", () => {
     it("writes CSV that spreadsheets read: quotes commas, quotes and line breaks; blanks for missing values", () => {

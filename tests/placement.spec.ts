@@ -1,14 +1,14 @@
 import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
-import { CeleryWorkloadPlacement, DEPLOYMENT_LABEL, admissionPolicySpec } from "../components/celeryWorkloadPlacement";
-import { NodeModel, requireInEveryTerm, schedulingProblems } from "../components/scheduling";
-import { parseStackConfig } from "../stacks/validatedConfig";
-import { nodePoolArgs, placementArgs } from "../stacks/componentArgs";
-import { renderNodePool } from "../components/ephemeralNodePool";
-import { runOffline } from "../plan/offlineRuntime";
-import { summary } from "../plan/render";
-import { ephemeralNodesOf, podTemplatesOf } from "../plan/placementCheck";
-import { BURST_DEPLOYMENTS, STACKS, buildStack, configErrorOf, errorOf, patchSections, rawConfig, section, stackConfig } from "./helpers";
+import { CeleryWorkloadPlacement, DEPLOYMENT_LABEL, admissionPolicySpec } from "../components/celeryWorkloadPlacement.ts";
+import { type NodeModel, requireInEveryTerm, schedulingProblems } from "../components/scheduling.ts";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
+import { nodePoolArgs, placementArgs } from "../stacks/componentArgs.ts";
+import { renderNodePool } from "../components/ephemeralNodePool.ts";
+import { runOffline } from "../plan/offlineRuntime.ts";
+import { summary } from "../plan/render.ts";
+import { ephemeralNodesOf, podTemplatesOf } from "../plan/placementCheck.ts";
+import { BURST_DEPLOYMENTS, STACKS, buildStack, configErrorOf, errorOf, patchSections, rawConfig, section, stackConfig } from "./helpers.ts";
 
 const NS = "notification-canada-ca";
 const EPHEMERAL = "notification-canada-ca/ephemeral";

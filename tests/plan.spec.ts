@@ -1,17 +1,17 @@
 import { expect } from "chai";
-import { ResourceValidationPolicy } from "@pulumi/policy";
+import { type ResourceValidationPolicy } from "@pulumi/policy";
 import * as fs from "fs";
 import * as path from "path";
 import { parseAllDocuments } from "yaml";
-import { plan } from "../plan/cli";
-import { PROJECT, readStackConfig } from "../plan/offlineRuntime";
-import { policyInputs, runPolicies } from "../plan/policyRun";
-import { GC_NOTIFY_FACTS, policies } from "../policy/policies";
-import { policyConfigFor } from "../stacks/policyConfig";
-import { STACKS, buildStack, patchSections, stackConfig } from "./helpers";
-import { tempDir } from "./opsHelpers";
-import { documentedFields } from "./jsonSchemaDoc";
-import { setProgressSink } from "../ops/output";
+import { plan } from "../plan/cli.ts";
+import { PROJECT, readStackConfig } from "../plan/offlineRuntime.ts";
+import { policyInputs, runPolicies } from "../plan/policyRun.ts";
+import { GC_NOTIFY_FACTS, policies } from "../policy/policies.ts";
+import { policyConfigFor } from "../stacks/policyConfig.ts";
+import { STACKS, buildStack, patchSections, stackConfig } from "./helpers.ts";
+import { tempDir } from "./opsHelpers.ts";
+import { documentedFields } from "./jsonSchemaDoc.ts";
+import { setProgressSink } from "../ops/output.ts";
 
 describe("offline plan (npm run plan)", () => {
     for (const stack of STACKS) {

@@ -1,17 +1,19 @@
+import { createRequire } from "node:module";
 import { expect } from "chai";
-import { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
-import { controllerPolicies, interruptionQueuePolicy } from "../components/controllerPolicy";
-import { renderNodePool } from "../components/ephemeralNodePool";
-import { NODE_ROLE_POLICIES, controllerValues } from "../components/karpenterController";
-import { PolicyInput, policyInputs, runPolicies } from "../plan/policyRun";
-import * as pack from "../policy/policies";
-import { nodePoolArgs } from "../stacks/componentArgs";
-import { stackFacts } from "../stacks/policyConfig";
-import { buildStack, stackConfig } from "./helpers";
+import { type ResourceValidationPolicy, type StackValidationPolicy } from "@pulumi/policy";
+import { controllerPolicies, interruptionQueuePolicy } from "../components/controllerPolicy.ts";
+import { renderNodePool } from "../components/ephemeralNodePool.ts";
+import { NODE_ROLE_POLICIES, controllerValues } from "../components/karpenterController.ts";
+import { type PolicyInput, policyInputs, runPolicies } from "../plan/policyRun.ts";
+import * as pack from "../policy/policies.ts";
+import { nodePoolArgs } from "../stacks/componentArgs.ts";
+import { stackFacts } from "../stacks/policyConfig.ts";
+import { buildStack, stackConfig } from "./helpers.ts";
+const require = createRequire(import.meta.url);
 
 // The engine's sentinel for a value that is unknown at preview (@pulumi/policy's proxy recognises it).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const UNKNOWN: string = require("@pulumi/policy/proxy").unknownStringValue;
+const UNKNOWN: string = require("@pulumi/policy/proxy.js").unknownStringValue;
 
 const EPHEMERAL = "notification-canada-ca/ephemeral";
 const BURST = "notification-canada-ca/celery-burst";

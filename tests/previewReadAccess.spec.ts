@@ -3,13 +3,13 @@
 // plan's aws-auth mapping and access entry give the role, and enough to read back every object the stack manages
 // (a refresh) and every list preflight makes.
 import { expect } from "chai";
-import { PREVIEW_GROUP, PreviewReadAccess } from "../components/previewReadAccess";
-import { HELMFILE_RELEASES } from "../ops/preflight";
-import { ReadKind } from "../ops/kube";
-import { NIDHOGG_RELEASE } from "../components/celeryWorkloadPlacement";
-import { PREVIEW_GROUP as MAPPED_GROUP } from "../plan/ciAccess";
-import { RecordedResource, runOffline } from "../plan/offlineRuntime";
-import { STACKS, buildStack, stackConfig } from "./helpers";
+import { PREVIEW_GROUP, PreviewReadAccess } from "../components/previewReadAccess.ts";
+import { HELMFILE_RELEASES } from "../ops/preflight.ts";
+import { type ReadKind } from "../ops/kube.ts";
+import { NIDHOGG_RELEASE } from "../components/celeryWorkloadPlacement.ts";
+import { PREVIEW_GROUP as MAPPED_GROUP } from "../plan/ciAccess.ts";
+import { type RecordedResource, runOffline } from "../plan/offlineRuntime.ts";
+import { STACKS, buildStack, stackConfig } from "./helpers.ts";
 
 const COMPONENT = "notify-karpenter:index:PreviewReadAccess";
 const WRITES = ["create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate", "*"];

@@ -7,17 +7,17 @@ import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { parse, stringify } from "yaml";
-import { instanceShape } from "../components/ephemeralNodePool";
-import { INSTANCE_TYPE_SOURCE, instanceTypeFacts } from "../components/instanceTypes";
-import { capacity } from "../ops/capacityCli";
-import { outDirProblem } from "../ops/outDir";
-import { PLAN_FILES, PLAN_RECORD, plan } from "../plan/cli";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { ConfigError } from "../stacks/config";
-import { parseStackConfig } from "../stacks/validatedConfig";
-import { ResourceValidationPolicy } from "@pulumi/policy";
-import { errorOf, rawConfig, section } from "./helpers";
-import { tempDir } from "./opsHelpers";
+import { instanceShape } from "../components/ephemeralNodePool.ts";
+import { INSTANCE_TYPE_SOURCE, instanceTypeFacts } from "../components/instanceTypes.ts";
+import { capacity } from "../ops/capacityCli.ts";
+import { outDirProblem } from "../ops/outDir.ts";
+import { PLAN_FILES, PLAN_RECORD, plan } from "../plan/cli.ts";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { ConfigError } from "../stacks/config.ts";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
+import { type ResourceValidationPolicy } from "@pulumi/policy";
+import { errorOf, rawConfig, section } from "./helpers.ts";
+import { tempDir } from "./opsHelpers.ts";
 
 /** A project directory holding the stack file `stack` with `edit` applied to its parsed config. */
 function projectWith(stack: string, edit: (config: Record<string, any>) => void): string {

@@ -4,9 +4,9 @@ import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
-import { controllerPolicies, interruptionQueuePolicy, interruptionRules } from "../components/controllerPolicy";
-import { GENERATED_MODULE, generateKarpenterModule } from "../scripts/generate-karpenter-schema";
-import { CHART_VALUE_KEYS } from "./chartValueKeys";
+import { controllerPolicies, interruptionQueuePolicy, interruptionRules } from "../components/controllerPolicy.ts";
+import { GENERATED_MODULE, generateKarpenterModule } from "../scripts/generate-karpenter-schema.ts";
+import { CHART_VALUE_KEYS } from "./chartValueKeys.ts";
 
 const dir = process.env.KARPENTER_REFERENCE_DIR;
 const ctx = {

@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
 import { ChildProcess, spawn } from "child_process";
@@ -5,16 +6,17 @@ import * as fs from "fs";
 import * as http from "http";
 import * as net from "net";
 import * as path from "path";
-import { DELETION_COST_ANNOTATION, annotationOnlyPolicySpec, serviceAccountUser } from "../components/burstScaleDownOrder";
-import { DEPLOYMENT_LABEL } from "../components/celeryWorkloadPlacement";
-import { FakeClock, FakeKubeApi, iso } from "./fakeKubeApi";
-import { STACKS, buildStack, configErrorOf, rawConfig } from "./helpers";
-import { tempDir, expectScriptConfigMap } from "./opsHelpers";
+import { DELETION_COST_ANNOTATION, annotationOnlyPolicySpec, serviceAccountUser } from "../components/burstScaleDownOrder.ts";
+import { DEPLOYMENT_LABEL } from "../components/celeryWorkloadPlacement.ts";
+import { FakeClock, FakeKubeApi, iso } from "./fakeKubeApi.ts";
+import { STACKS, buildStack, configErrorOf, rawConfig } from "./helpers.ts";
+import { tempDir, expectScriptConfigMap } from "./opsHelpers.ts";
+const require = createRequire(import.meta.url);
 
 // The script runs in the cluster as plain JavaScript; its functions are tested here as they are.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const annotator = require("../components/deletionCostAnnotator.js");
-const SCRIPT = path.join(__dirname, "..", "components", "deletionCostAnnotator.js");
+const annotator = require("../components/inCluster/deletionCostAnnotator.js");
+const SCRIPT = path.join(import.meta.dirname, "..", "components", "inCluster", "deletionCostAnnotator.js");
 
 const NS = "notification-canada-ca";
 const NAME = "burst-scale-down-order";

@@ -2,14 +2,14 @@ import { expect } from "chai";
 import { EventEmitter } from "events";
 import * as fs from "fs";
 import * as path from "path";
-import { burstPodTemplate } from "../components/celeryWorkloadPlacement";
-import { placementArgs } from "../stacks/componentArgs";
-import { Recorder, percentile, scaleDownState, scaleTest, testDeployment } from "../ops/scaleTest";
-import { FakeClock, FakeKubeApi, FakeKubeApiOptions, Step, iso } from "./fakeKubeApi";
-import { stackConfig } from "./helpers";
-import { readSeries, tempDir } from "./opsHelpers";
-import { documentedFields } from "./jsonSchemaDoc";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
+import { burstPodTemplate } from "../components/celeryWorkloadPlacement.ts";
+import { placementArgs } from "../stacks/componentArgs.ts";
+import { Recorder, percentile, scaleDownState, scaleTest, testDeployment } from "../ops/scaleTest.ts";
+import { FakeClock, FakeKubeApi, type FakeKubeApiOptions, type Step, iso } from "./fakeKubeApi.ts";
+import { stackConfig } from "./helpers.ts";
+import { readSeries, tempDir } from "./opsHelpers.ts";
+import { documentedFields } from "./jsonSchemaDoc.ts";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
 
 const POOL = { "karpenter.sh/nodepool": "notify-karpenter" };
 

@@ -1,19 +1,19 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { expect } from "chai";
-import { plan } from "../plan/cli";
-import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
-import { specialResourceSig, specialSigKey, unknownValue } from "@pulumi/pulumi/runtime/rpc";
-import { setMockOptions } from "@pulumi/pulumi/runtime/settings";
-import { InvokeAnswer, PLACEHOLDERS, PROJECT, RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime";
-import { createStack } from "../stacks/createStack";
-import { clusterFor } from "../stacks/cluster";
-import { loadConfig, parseStackConfig } from "../stacks/validatedConfig";
+import { plan } from "../plan/cli.ts";
+import { MockMonitor } from "@pulumi/pulumi/runtime/mocks.js";
+import { specialResourceSig, specialSigKey, unknownValue } from "@pulumi/pulumi/runtime/rpc.js";
+import * as settings from "@pulumi/pulumi/runtime/settings.js";
+import { type InvokeAnswer, PLACEHOLDERS, PROJECT, type RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime.ts";
+import { createStack } from "../stacks/createStack.ts";
+import { clusterFor } from "../stacks/cluster.ts";
+import { loadConfig, parseStackConfig } from "../stacks/validatedConfig.ts";
+import { buildStack, configErrorOf, customResources, errorOf, parseJson, patchSections, rawConfig, section, stackConfig } from "./helpers.ts";
+import { tempDir } from "./opsHelpers.ts";
+
 // Internal to the SDK (runtime/settings.js), as plan/offlineRuntime.ts uses it: resolves once every registration is done.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { waitForRPCs } = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs(): Promise<void> };
-import { buildStack, configErrorOf, customResources, errorOf, parseJson, patchSections, rawConfig, section, stackConfig } from "./helpers";
-import { tempDir } from "./opsHelpers";
+const { setMockOptions, waitForRPCs } = settings as typeof settings & { waitForRPCs(): Promise<void> };
 
 const CLUSTER = "notify-karpenter-scratch";
 const REGION = "ca-central-1";

@@ -4,10 +4,10 @@ import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
-import { controllerValues } from "../components/karpenterController";
-import { CHART_FEATURE_GATES, KARPENTER_VERSION, UPSTREAM_DELETION_COST_GATE, renderedFeatureGates, upstreamDeletionCostProblems } from "../stacks/config";
-import { parseStackConfig } from "../stacks/validatedConfig";
-import { errorOf, rawConfig, section } from "./helpers";
+import { controllerValues } from "../components/karpenterController.ts";
+import { CHART_FEATURE_GATES, KARPENTER_VERSION, UPSTREAM_DELETION_COST_GATE, renderedFeatureGates, upstreamDeletionCostProblems } from "../stacks/config.ts";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
+import { errorOf, rawConfig, section } from "./helpers.ts";
 
 const REFERENCE = process.env.KARPENTER_REFERENCE_DIR;
 

@@ -1,18 +1,18 @@
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
-import { judgePods, placementRules, readToEnd, verifyPlacement } from "../ops/verifyPlacement";
+import { judgePods, placementRules, readToEnd, verifyPlacement } from "../ops/verifyPlacement.ts";
 import { spawn } from "child_process";
-import { plan } from "../plan/cli";
+import { plan } from "../plan/cli.ts";
 import { parse, stringify } from "yaml";
-import { PROJECT_DIR } from "../plan/offlineRuntime";
-import { FakeClock, FakeKubeApi } from "./fakeKubeApi";
-import { stackConfig } from "./helpers";
-import { tempDir } from "./opsHelpers";
-import { documentedFields } from "./jsonSchemaDoc";
-import { setProgressSink } from "../ops/output";
+import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { FakeClock, FakeKubeApi } from "./fakeKubeApi.ts";
+import { stackConfig } from "./helpers.ts";
+import { tempDir } from "./opsHelpers.ts";
+import { documentedFields } from "./jsonSchemaDoc.ts";
+import { setProgressSink } from "../ops/output.ts";
 
-const FIXTURES = path.join(__dirname, "fixtures");
+const FIXTURES = path.join(import.meta.dirname, "fixtures");
 
 /**
  * GC Notify's releases as Helm renders them (notification-manifests 609853e2), from the shared reference data:

@@ -3,11 +3,11 @@ import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { parse, stringify as stringifyYaml } from "yaml";
-import { PROJECT, PROJECT_DIR, readStackConfig } from "../plan/offlineRuntime";
-import { lintWorkflows, workflowFiles } from "../scripts/lint-workflows";
-import { configSections, durationSeconds } from "../stacks/config";
-import { parseStackConfig } from "../stacks/validatedConfig";
-import { tempDir } from "./opsHelpers";
+import { PROJECT, PROJECT_DIR, readStackConfig } from "../plan/offlineRuntime.ts";
+import { lintWorkflows, workflowFiles } from "../scripts/lint-workflows.ts";
+import { configSections, durationSeconds } from "../stacks/config.ts";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
+import { tempDir } from "./opsHelpers.ts";
 
 const WORKFLOWS = ["drift.yml", "main.yml", "pull-request.yml", "pulumi.yml"];
 const REUSABLE = "./.github/workflows/pulumi.yml";

@@ -1,7 +1,7 @@
 // The CRDs' CEL rules (x-kubernetes-validations), evaluated as the API server does: each rule at its place in the
 // schema, `self` the value there, after defaulting, reported with the rule's message at the value's path. The
 // evaluator is @marcbachmann/cel-js with the Kubernetes library functions the rules call that standard CEL lacks.
-import { ASTNode, Environment } from "@marcbachmann/cel-js";
+import { type ASTNode, Environment } from "@marcbachmann/cel-js";
 
 /** One rule of a CRD, as x-kubernetes-validations declares it (ValidationRule in k8s.io/apiextensions-apiserver). */
 export interface CelRule {

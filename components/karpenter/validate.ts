@@ -2,9 +2,9 @@
 // schema through ajv (unknown fields included: the API server silently prunes them, which is how GC Notify lost its
 // whole disruption policy), then the CRD's own CEL rules, each reported with the CRD's own message. Both come from
 // the generated module (scripts/generate-karpenter-schema.ts), so nothing here re-types a rule.
-import Ajv, { ErrorObject, ValidateFunction } from "ajv";
-import { celIssues, fieldPath } from "./cel";
-import { CRDS, GeneratedCrd } from "./generated/crds";
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import { celIssues, fieldPath } from "./cel.ts";
+import { CRDS, type GeneratedCrd } from "./generated/crds.ts";
 
 export interface KarpenterObject {
     apiVersion: string;
