@@ -1,5 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import * as fs from "fs";
+import * as path from "path";
 import { RELEASE_HISTORY } from "./karpenterController.ts";
 import { type NodeSelectorRequirement, type PodScheduling, type Taint, type Toleration, requireInEveryTerm } from "./scheduling.ts";
 
@@ -12,8 +14,45 @@ export const NIDHOGG_RELEASE = { name: "nidhogg", namespace: "kube-system" };
 export const NIDHOGG_TAINT_PREFIX = "nidhogg.uswitch.com";
 /** Labels every patched burst pod with its Deployment, so its PodDisruptionBudget selects exactly those pods. */
 export const DEPLOYMENT_LABEL = "notify-karpenter/deployment";
-/** The pre-stop script (run_celery_exit.sh) needs about 9 s to stop the worker after SIGTERM. */
-export const SHUTDOWN_MARGIN_SECONDS = 10;
+/**
+ * The burst workers' preStop hook (inCluster/celeryPreStop.sh) SIGKILLs the worker this long before the pod's grace
+ * ends: the hook starts within a second of the pod's deletion and polls twice a second, and after it returns the
+ * kubelet still sends SIGTERM to the container's first process, with at least 2 s to exit (kubernetes
+ * pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer, minimumGracePeriodInSeconds).
+ */
+export const HOOK_MARGIN_SECONDS = 5;
+/** EC2 warns of a spot interruption two minutes before it (EC2 User Guide, "Spot Instance interruption notices"). */
+export const SPOT_NOTICE_SECONDS = 120;
+/**
+ * From the notice to the worker's SIGTERM: EventBridge to the interruption queue, Karpenter's receive, the NodeClaim's
+ * deletion, the taint and the eviction (aws/karpenter-provider-aws v1.14.1 pkg/controllers/interruption; the drill
+ * measures it and fails above this).
+ */
+export const INTERRUPTION_REACTION_SECONDS = 20;
+
+/**
+ * The hook, as bash runs it: `bash -c <script> celery-prestop <seconds to SIGKILL>`. Its comments stay in the file:
+ * the pod spec carries the commands alone.
+ */
+export const CELERY_PRESTOP_SCRIPT = fs
+    .readFileSync(path.join(import.meta.dirname, "inCluster", "celeryPreStop.sh"), "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "" && !/^\s*#/.test(line))
+    .join("\n");
+
+/** Slack in the drain itself: the hook starts, sees the worker go (it looks twice a second), and the worker exits. */
+export const DRAIN_SLACK_SECONDS = 5;
+
+/**
+ * A burst worker's grace period. After SIGTERM, Celery's warm shutdown runs every message the worker holds, up to
+ * `prefetchMultiplier` per thread (worker_prefetch_multiplier; celery 5.6.3 celery/worker/components.py:227-230),
+ * each thread's in turn (--pool=threads: the executor's shutdown runs every submitted task,
+ * celery/concurrency/thread.py:41-56): at most prefetchMultiplier × the longest task, plus the drain's slack. The
+ * hook's SIGKILL comes after that, HOOK_MARGIN_SECONDS before the grace ends.
+ */
+export function burstGraceSeconds(longestTaskSeconds: number, prefetchMultiplier: number): number {
+    return prefetchMultiplier * longestTaskSeconds + DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS;
+}
 const PAUSE_IMAGE = "registry.k8s.io/pause:3.10";
 /** The chart's selector labels for release "nidhogg" (its StatefulSet is named after the release). */
 const NIDHOGG_POD_LABELS = { "app.kubernetes.io/name": "nidhogg", "app.kubernetes.io/instance": "nidhogg" };
@@ -28,6 +67,11 @@ export interface BurstDeployment {
     /** The PodDisruptionBudget: exactly one of the two, a count or a percentage. */
     minAvailable?: number | string;
     maxUnavailable?: number | string;
+    /**
+     * Its pods' grace period, which their preStop hook uses to the last few seconds: long enough for the worker to
+     * finish every task it holds (burstGraceSeconds).
+     */
+    terminationGracePeriodSeconds: number;
 }
 
 export interface NodeDaemonSet {
@@ -66,8 +110,6 @@ export interface CeleryWorkloadPlacementArgs {
         deployments: BurstDeployment[];
         /** Prefer ephemeral nodes but allow stable ones when Karpenter cannot launch. @default false */
         spillToStable?: boolean;
-        /** Longer than the longest task plus the pre-stop script, so SIGTERM never kills a task. */
-        terminationGracePeriodSeconds: number;
     };
     /** Deployments pinned to stable nodes with the high priority class (API, admin, static Celery, beat...). */
     stableDeployments: string[];
@@ -138,14 +180,24 @@ export function burstScheduling(a: Pick<CeleryWorkloadPlacementArgs, "ephemeralK
     };
 }
 
-/** The pod template a burst Deployment ends up with (the fields the patch sets). */
-export function burstPodTemplate(a: CeleryWorkloadPlacementArgs, deployment: string) {
+/** The burst worker's preStop: SIGTERM at once, SIGKILL HOOK_MARGIN_SECONDS before the grace ends. */
+export function celeryPreStop(terminationGracePeriodSeconds: number) {
+    return { exec: { command: ["/bin/bash", "-c", CELERY_PRESTOP_SCRIPT, "celery-prestop", String(terminationGracePeriodSeconds - HOOK_MARGIN_SECONDS)] } };
+}
+
+/**
+ * The pod template a burst Deployment ends up with (the fields the patch sets). The container is the chart's
+ * (notify-celery names it after its Deployment, templates/deployment.yaml:8, :45); containers merge by name, so the
+ * patch replaces its preStop alone.
+ */
+export function burstPodTemplate(a: Pick<CeleryWorkloadPlacementArgs, "ephemeralKey" | "burst" | "burstPodLabel" | "priorityClasses">, deployment: BurstDeployment) {
     return {
-        metadata: { labels: { [a.burstPodLabel]: "true", [DEPLOYMENT_LABEL]: deployment } },
+        metadata: { labels: { [a.burstPodLabel]: "true", [DEPLOYMENT_LABEL]: deployment.name } },
         spec: {
             ...burstScheduling(a),
             priorityClassName: a.priorityClasses.burst.name,
-            terminationGracePeriodSeconds: a.burst.terminationGracePeriodSeconds,
+            terminationGracePeriodSeconds: deployment.terminationGracePeriodSeconds,
+            containers: [{ name: deployment.name, lifecycle: { preStop: celeryPreStop(deployment.terminationGracePeriodSeconds) } }],
         },
     };
 }
@@ -300,6 +352,9 @@ export function placementProblems(a: CeleryWorkloadPlacementArgs): string[] {
     }
     // Label values and the name part of a taint key are at most 63 characters; the API server would refuse them.
     for (const d of a.burst.deployments) {
+        if (!(Number.isInteger(d.terminationGracePeriodSeconds) && d.terminationGracePeriodSeconds > HOOK_MARGIN_SECONDS)) {
+            problems.push(`Deployment ${d.name}: terminationGracePeriodSeconds must be a whole number above ${HOOK_MARGIN_SECONDS}, the seconds its preStop hook leaves before the grace ends (got ${d.terminationGracePeriodSeconds})`);
+        }
         if (d.name.length > 63) problems.push(`Deployment ${d.name}: a burst Deployment's name is also its pods' ${DEPLOYMENT_LABEL} label value, at most 63 characters (got ${d.name.length})`);
     }
     for (const d of a.nodeDaemonSets.filter((x) => x.addOn && x.waitFor)) {
@@ -449,7 +504,7 @@ function patchBurstDeployments({ name, args, child }: PlacementStep, nodesReady:
         );
         return new k8s.apps.v1.DeploymentPatch(
             `${name}-burst-${d.name}`,
-            { metadata: patchMetadata(d.name, args.namespace), spec: { template: burstPodTemplate(args, d.name) } },
+            { metadata: patchMetadata(d.name, args.namespace), spec: { template: burstPodTemplate(args, d) } },
             { ...nodesReady, ...rollout(args.lifecycle.burstPatchTimeout) },
         );
     });

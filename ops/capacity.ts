@@ -5,6 +5,7 @@
 import { type DisruptionBudget, type NodeResources, nodeResources, quantityValue } from "../components/ephemeralNodePool.ts";
 import { SPAN_FROM, type SendingHours, forbiddenInSpan, sendingWindow, yearDays } from "../components/disruptionBudgets.ts";
 import { type CapacityConfig, type StackConfig, approvedInstanceTypes, durationSeconds } from "../stacks/config.ts";
+import { burstDeployments } from "../stacks/componentArgs.ts";
 import { recycleWindow } from "../components/nodeRecycler.ts";
 
 export interface CapacityInputs {
@@ -43,7 +44,7 @@ export interface CapacityInputs {
      * `schedule` (UTC); `longestGapMinutes` is the most a stuck node waits for a run. Undefined when off.
      */
     recycle?: { maxAgeDays: number; schedule: string; longestGapMinutes: number };
-    /** The burst pods' grace period (placement.burst.terminationGracePeriodSeconds): how long a replaced node's pods take to stop. */
+    /** The longest burst pods' grace period (their longest tasks' drain): how long a replaced node's pods may take to stop. */
     podGraceSeconds: number;
 }
 
@@ -83,7 +84,7 @@ export function capacityInputs(cfg: StackConfig): CapacityInputs | undefined {
             schedule: p.recycle.schedule,
             longestGapMinutes: recycleWindow(p.recycle.schedule, p.sendingHours, p.budgets, Math.ceil(durationSeconds(p.terminationGracePeriod) / 60)).longestGapMinutes,
         },
-        podGraceSeconds: cfg.placement.burst.terminationGracePeriodSeconds,
+        podGraceSeconds: Math.max(...burstDeployments(cfg).map((d) => d.terminationGracePeriodSeconds)),
     };
 }
 

@@ -13,12 +13,12 @@ import { CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand } from "@
 import { FisClient, GetExperimentCommand, GetExperimentTemplateCommand, ListExperimentResolvedTargetsCommand, ListExperimentTemplatesCommand, StartExperimentCommand, StopExperimentCommand } from "@aws-sdk/client-fis";
 import { CreateQueueCommand, DeleteMessageCommand, DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, ReceiveMessageCommand, SQSClient, SendMessageCommand } from "@aws-sdk/client-sqs";
 import * as k8s from "@kubernetes/client-node";
-import { burstPodTemplate } from "../components/celeryWorkloadPlacement.ts";
+import { burstGraceSeconds, burstPodTemplate } from "../components/celeryWorkloadPlacement.ts";
 import { KARPENTER_METRICS, PROMETHEUS_NAMESPACE, SPOT_INTERRUPTED_REASON } from "../components/karpenterSignals.ts";
 import { alarmNames, heartbeatMetric } from "../components/karpenterAlarms.ts";
 import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT, NODEPOOL_TAG, SPOT_INSTANCE_RESOURCE_TYPE, SPOT_INSTANCES_TARGET_KEY, SPOT_INTERRUPTION_ACTION, drillNames, isoDurationSeconds } from "../components/spotInterruptionDrill.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
-import { type StackConfig } from "../stacks/config.ts";
+import { DRILL_RECEIVE_WAIT_SECONDS, type StackConfig } from "../stacks/config.ts";
 import { STACK_TAG } from "../stacks/createStack.ts";
 import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
 import { type Command, type CommandResult, EXIT, integerFlag, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
@@ -708,7 +708,7 @@ interface Env {
 /** The synthetic workers: the burst pod template the stack's real workers get, running ops/drillWorker.sh. */
 export function workerDeployment(cfg: StackConfig, queues: { work: string; done: string }, replicas: number) {
     const s = cfg.drill.synthetic!;
-    const template = burstPodTemplate(placementArgs(cfg), WORKER);
+    const template = burstPodTemplate(placementArgs(cfg), { name: WORKER, terminationGracePeriodSeconds: burstGraceSeconds(s.workSeconds + DRILL_RECEIVE_WAIT_SECONDS, 1) });
     const labels = { ...template.metadata.labels, app: WORKER };
     return {
         apiVersion: "apps/v1",

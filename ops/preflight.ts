@@ -590,10 +590,10 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     // chart has one per worker, selecting app: <deployment>): the eviction API refuses a pod under two budgets.
     const ourBudgets = new Set(p.burst.deployments.map((d) => burstBudgetName(d.name)));
     const args = placementArgs(cfg);
-    for (const d of p.burst.deployments) {
+    for (const d of args.burst.deployments) {
         const live = kube.deployments.find((o) => o.metadata.name === d.name && o.metadata.namespace === p.namespace);
         if (!live) continue;
-        const labels = { ...live.spec?.template?.metadata?.labels, ...burstPodTemplate(args, d.name).metadata.labels };
+        const labels = { ...live.spec?.template?.metadata?.labels, ...burstPodTemplate(args, d).metadata.labels };
         for (const pdb of kube.pdbs.filter((o) => o.metadata.namespace === p.namespace && !ourBudgets.has(o.metadata.name) && selectorSelects(o.spec?.selector, labels))) {
             clashes++;
             fail("owned-objects", `PodDisruptionBudget ${p.namespace}/${pdb.metadata.name} selects the pods of burst Deployment ${d.name} beside this stack's ${burstBudgetName(d.name)}: the eviction API refuses to evict a pod under two budgets, so node drains stall; ${budgetFix(cfg.stack, d.name, pdb)}`);

@@ -11,7 +11,7 @@
 // the test left empty; the nodes that stay are listed with the pods that keep them.
 import * as fs from "fs";
 import * as path from "path";
-import { burstPodTemplate, headroomDeployment } from "../components/celeryWorkloadPlacement.ts";
+import { burstGraceSeconds, burstPodTemplate, headroomDeployment } from "../components/celeryWorkloadPlacement.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig, durationSeconds } from "../stacks/config.ts";
 import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
@@ -79,7 +79,8 @@ export interface ScaleTestDeps {
 /** The test Deployment: the burst pod template the stack's real workers get, with a pause container of one Celery pod's requests. */
 export function testDeployment(cfg: StackConfig, namespace: string) {
     const args = placementArgs(cfg);
-    const template = burstPodTemplate(args, DEPLOYMENT);
+    const b = cfg.placement.burst;
+    const template = burstPodTemplate(args, { name: DEPLOYMENT, terminationGracePeriodSeconds: burstGraceSeconds(b.longestTaskSeconds, b.prefetchMultiplier) });
     // The headroom pods are pause containers of exactly this size, hardened; reuse theirs.
     const { containers, securityContext, automountServiceAccountToken } = headroomDeployment(args).spec.template.spec;
     const labels = { ...template.metadata.labels, app: DEPLOYMENT };

@@ -222,7 +222,7 @@ function judgeAgent(t: PodTemplate, agent: NodeDaemonSet, nodes: EphemeralNodes,
 /** A configured burst Deployment: judged as the patch leaves it, saying what the patch changes and what the chart must drop. */
 function judgeBurstDeployment(t: PodTemplate, nodes: EphemeralNodes, rules: PlacementRules, gated: boolean, verdict: Judge): Verdict {
     const a = rules.placement;
-    const patch = burstPodTemplate(a, t.name).spec;
+    const patch = burstPodTemplate(a, a.burst.deployments.find((d) => d.name === t.name)!).spec;
     const spec = patchedScheduling(t.spec, patch);
     const ready = schedulingProblems(spec, nodes.ready);
     const rendered = schedulingProblems(t.spec, nodes.ready);

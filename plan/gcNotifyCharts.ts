@@ -14,7 +14,7 @@ import { type Taint, type Toleration, tolerates } from "../components/scheduling
 export const GC_NOTIFY_MANIFESTS = "cds-snc/notification-manifests@609853e2";
 
 /** The pod-template fields a patch sets; `labels` are the template's metadata.labels, the others its spec's. */
-export type Field = "labels" | "nodeSelector" | "affinity" | "tolerations" | "priorityClassName" | "terminationGracePeriodSeconds" | "containers";
+export type Field = "labels" | "nodeSelector" | "affinity" | "tolerations" | "priorityClassName" | "terminationGracePeriodSeconds" | "containers" | "preStop";
 
 /** How a chart renders one field: from a values key, hardcoded in a template, or not at all (the patch owns it). */
 export type FieldSource = { key: string[] } | { fixed: unknown; where: string } | { absent: string };
@@ -34,6 +34,9 @@ export interface ChartWorkload {
 const NOTIFY = "notification-canada-ca";
 const key = (...k: string[]): FieldSource => ({ key: k });
 const absent = (where: string): FieldSource => ({ absent: where });
+
+/** The preStop command notify-celery renders for every worker, with no values key (templates/deployment.yaml:72-78). */
+export const GC_NOTIFY_PRESTOP = ["/bin/bash", "-c", "/app/scripts/run_celery_exit.sh"];
 
 /**
  * notify-celery's `nodes` entries by Deployment suffix (charts/notify-celery/values.yaml: `nodes.<key>.name`). Two
@@ -71,6 +74,8 @@ function celeryWorkload(name: string, node: string): ChartWorkload {
             tolerations: notRendered,
             affinity: notRendered,
             labels: notRendered,
+            // The worker container's preStop: run_celery_exit.sh, which SIGKILLs the worker about 10 s after SIGTERM.
+            preStop: { fixed: GC_NOTIFY_PRESTOP, where: "charts/notify-celery/templates/deployment.yaml:72-78" },
         },
         budgetKey: ["nodes", node, "pdb", "pdbEnabled"],
     };
@@ -138,9 +143,10 @@ export const CAPACITY_TYPE_KEY = "karpenter.sh/capacity-type";
 /** What each patch sets, from the same functions the component builds its patches with. */
 export function patchedWorkloads(a: CeleryWorkloadPlacementArgs): PatchedWorkload[] {
     const burst = a.burst.deployments.map((d): PatchedWorkload => {
-        const t = burstPodTemplate(a, d.name);
+        const { containers, ...spec } = burstPodTemplate(a, d).spec;
+        const labels = burstPodTemplate(a, d).metadata.labels;
         // The patch leaves nodeSelector to the chart (it sets none): the chart must drop its capacity-type key.
-        return { kind: "Deployment", namespace: a.namespace, name: d.name, role: "burst", fields: { labels: t.metadata.labels, ...t.spec, nodeSelector: { [CAPACITY_TYPE_KEY]: null } } };
+        return { kind: "Deployment", namespace: a.namespace, name: d.name, role: "burst", fields: { labels, ...spec, preStop: containers[0].lifecycle.preStop.exec.command, nodeSelector: { [CAPACITY_TYPE_KEY]: null } } };
     });
     const stable = a.stableDeployments.map((name): PatchedWorkload => ({ kind: "Deployment", namespace: a.namespace, name, role: "stable", fields: { ...stablePodTemplate(a).spec } }));
     const agents = a.nodeDaemonSets
@@ -180,7 +186,9 @@ export function gcNotifyValues(a: CeleryWorkloadPlacementArgs): GcNotifyValues {
         for (const [field, value] of Object.entries(w.fields) as [Field, unknown][]) {
             const source = chart.fields[field];
             if (source && "key" in source) setIn(release, source.key, value);
-            if (source && "fixed" in source && !sameValue(source.fixed, value)) {
+            if (source && "fixed" in source && !sameValue(source.fixed, value) && field === "preStop") {
+                notes.push(`${w.kind} ${w.namespace}/${w.name} preStop: the chart hardcodes ${source.fixed.at(-1)} (${source.where}), which SIGKILLs the worker about 10 s after SIGTERM; each release of ${chart.release} puts it back over the program's hook until the chart renders the hook (gc-notify-handover/celery-shutdown.md)`);
+            } else if (source && "fixed" in source && !sameValue(source.fixed, value)) {
                 notes.push(`${w.kind} ${w.namespace}/${w.name} ${field}: the chart hardcodes ${JSON.stringify(source.fixed)} (${source.where}) and the stack sets ${JSON.stringify(value)}; change the template or the stack, or each release of ${chart.release} undoes the patch`);
             }
         }
@@ -251,6 +259,7 @@ function chartValue(field: Field, template: any, stackValue: unknown): unknown {
         if (map && Object.keys(map).length === 0) return undefined;
         return keyed(field, stackValue) ? pick(map, stackValue) : map;
     }
+    if (field === "preStop") return preStopOf(template);
     if (field === "containers") {
         const named = (stackValue as { name: string }[]).map((c) => c.name);
         const containers = (template?.spec?.containers ?? []) as { name: string; resources?: unknown }[];
@@ -258,6 +267,9 @@ function chartValue(field: Field, template: any, stackValue: unknown): unknown {
     }
     return template?.spec?.[field];
 }
+
+/** The command of the first container's exec preStop: a Celery worker's pod has one container. */
+const preStopOf = (template: any): unknown => (template?.spec?.containers ?? []).find((c: any) => c?.lifecycle?.preStop)?.lifecycle.preStop.exec?.command;
 
 /** The entries of `map` under the keys of `wanted` that `map` has. */
 function pick(map: Record<string, unknown> | undefined, wanted: unknown): Record<string, unknown> | undefined {
@@ -301,7 +313,7 @@ export function chartDifferences(objects: KubeObject[], a: CeleryWorkloadPlaceme
         const chart = chartWorkloadOf(w);
         for (const [field, stack] of Object.entries(w.fields) as [Field, unknown][]) {
             const template = o.spec?.template;
-            const present = field === "labels" ? template?.metadata?.labels !== undefined : field in (template?.spec ?? {});
+            const present = field === "labels" ? template?.metadata?.labels !== undefined : field === "preStop" ? preStopOf(template) !== undefined : field in (template?.spec ?? {});
             if (!present) continue;
             const value = chartValue(field, template, stack);
             if (value === undefined || sameValue(value, comparable(field, value, stack))) continue;

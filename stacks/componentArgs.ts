@@ -2,7 +2,7 @@
 // mapping, so what is validated is exactly what is deployed.
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { type CeleryWorkloadPlacementArgs, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
+import { type BurstDeployment, type CeleryWorkloadPlacementArgs, burstGraceSeconds, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
 import { type EphemeralNodePoolArgs } from "../components/ephemeralNodePool.ts";
 import { type NodeRecyclerArgs, recycleWindow } from "../components/nodeRecycler.ts";
 import { type SpotInterruptionDrillArgs } from "../components/spotInterruptionDrill.ts";
@@ -44,6 +44,16 @@ export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string
     };
 }
 
+/** The burst Deployments with their grace periods: long enough for the worker to finish every task it holds. */
+export function burstDeployments(cfg: StackConfig): BurstDeployment[] {
+    const b = cfg.placement.burst;
+    return b.deployments.map((d) => ({
+        name: d.name,
+        ...(d.minAvailable !== undefined ? { minAvailable: d.minAvailable } : { maxUnavailable: d.maxUnavailable }),
+        terminationGracePeriodSeconds: burstGraceSeconds(d.longestTaskSeconds ?? b.longestTaskSeconds, b.prefetchMultiplier),
+    }));
+}
+
 export function placementArgs(cfg: StackConfig, dependsOn?: pulumi.Resource[], priorityClassProvider?: k8s.Provider): CeleryWorkloadPlacementArgs {
     const p = cfg.placement;
     const pod = cfg.nodePool.capacityCheck;
@@ -53,7 +63,7 @@ export function placementArgs(cfg: StackConfig, dependsOn?: pulumi.Resource[], p
         burstPodLabel: p.burstPodLabel,
         stableNodeSelector: cfg.cluster.stableNodeSelector,
         priorityClasses: p.priorityClasses,
-        burst: { deployments: p.burst.deployments, spillToStable: p.burst.spillToStable, terminationGracePeriodSeconds: p.burst.terminationGracePeriodSeconds },
+        burst: { deployments: burstDeployments(cfg), spillToStable: p.burst.spillToStable },
         stableDeployments: p.stableDeployments,
         nodeDaemonSets: p.nodeDaemonSets,
         admission: p.admission,

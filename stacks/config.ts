@@ -9,7 +9,7 @@ import { recycleWindow } from "../components/nodeRecycler.ts";
 import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms.ts";
 import { STABLE_NODE_LABELS } from "../components/createdCluster.ts";
 import { controllerNameProblems } from "../components/karpenterController.ts";
-import { SHUTDOWN_MARGIN_SECONDS } from "../components/celeryWorkloadPlacement.ts";
+import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstGraceSeconds } from "../components/celeryWorkloadPlacement.ts";
 import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema.ts";
 import { cron, durationAtLeast, durationSeconds } from "./schema.ts";
 import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/instanceTypes.ts";
@@ -571,7 +571,17 @@ const placement = object(
         ),
         burst: object({
             deployments: list(
-                object({ name: deploymentName, minAvailable: optional(countOrPercent), maxUnavailable: optional(countOrPercent) }, (d, path) =>
+                object(
+                    {
+                        name: deploymentName,
+                        minAvailable: optional(countOrPercent),
+                        maxUnavailable: optional(countOrPercent),
+                        /** Its own longest task, when it differs from burst.longestTaskSeconds (docs/celery-shutdown.md). */
+                        longestTaskSeconds: optional(integer(1, 3600)),
+                        /** The Celery queues its workers consume (-Q of its run_celery_*.sh), without burst.queuePrefix: preflight reads their visibility timeouts. */
+                        queues: optional(list(text("a Celery queue name such as send-email-high (letters, digits, ., - and _)", /^[A-Za-z0-9._-]{1,80}$/, 80), { min: 1, max: 30, unique: true })),
+                    },
+                    (d, path) =>
                     (d.minAvailable === undefined) === (d.maxUnavailable === undefined)
                         ? [{ path, message: "must set exactly one of minAvailable and maxUnavailable (its PodDisruptionBudget)" }]
                         : [],
@@ -579,11 +589,21 @@ const placement = object(
                 { max: 30, uniqueBy: (d) => d.name },
             ),
             spillToStable: optional(boolean(), false),
-            /** The longest Celery task; the grace period must outlast it. */
+            /**
+             * The longest a task of a burst worker runs outside GC Notify's nightly batch (nodePool.nightlyBatch), unless
+             * a Deployment says otherwise: each pod's grace period and preStop are derived from it, so the worker
+             * finishes every task it holds when its node goes (docs/celery-shutdown.md; preflight checks it live).
+             */
             longestTaskSeconds: integer(1, 3600),
-            /** SQS visibility timeout of the high-priority queues (GC Notify: 26 s). */
+            /**
+             * Celery's worker_prefetch_multiplier as GC Notify's workers run it: none is set, so Celery's 4 (celery
+             * 5.6.3 celery/app/defaults.py:348). A warm shutdown runs every prefetched task, this many per thread.
+             */
+            prefetchMultiplier: optional(integer(1, 100), 4),
+            /** The SQS name of Celery queue q is queuePrefix + q (notification-api app/config.py:422, NOTIFICATION_QUEUE_PREFIX). */
+            queuePrefix: optional(text("an SQS queue name prefix such as eks-notification-canada-ca", /^[A-Za-z0-9_-]{0,60}$/, 60), "eks-notification-canada-ca"),
+            /** SQS visibility timeout of the high-priority queues (GC Notify: 26 s): the drill's synthetic queue gets it. */
             queueVisibilityTimeoutSeconds: optional(integer(0, 43200), 26),
-            terminationGracePeriodSeconds: integer(1, 86400),
             /**
              * Order the HPAs' scale-down by node age (components/burstScaleDownOrder.ts): a small annotator, in the
              * controller's namespace, gives each burst pod the pod-deletion-cost of its node's age, so the newest nodes
@@ -671,20 +691,21 @@ const LIFECYCLE_DEFAULTS = { protect: false, retainOnDelete: true, stableBatchSi
 function placementConfigProblems(s: { placement: Placement; nodePool: Infer<typeof nodePool>; controller: { namespace: string } }): Issue[] {
     const issues: Issue[] = [];
     const b = s.placement.burst;
-    const floor = Math.max(b.longestTaskSeconds, b.queueVisibilityTimeoutSeconds) + SHUTDOWN_MARGIN_SECONDS;
-    if (b.terminationGracePeriodSeconds < floor) {
-        issues.push({
-            path: "placement.burst.terminationGracePeriodSeconds",
-            message: `must be at least ${floor}: the longest task (${b.longestTaskSeconds} s) or the high-priority queues' visibility timeout (${b.queueVisibilityTimeoutSeconds} s), whichever is longer, plus ${SHUTDOWN_MARGIN_SECONDS} s for the pre-stop script (got ${b.terminationGracePeriodSeconds})`,
-        });
-    }
+    // Karpenter deletes a draining node's pods early enough that each ends by the NodeClaim's terminationGracePeriod
+    // (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/node/termination/terminator/terminator.go): a longer grace
+    // is cut short there, and the worker killed mid-task.
     const nodeGrace = durationSeconds(s.nodePool.terminationGracePeriod);
-    if (nodeGrace < b.terminationGracePeriodSeconds) {
-        issues.push({
-            path: "nodePool.terminationGracePeriod",
-            message: `must be at least the Celery grace period (${b.terminationGracePeriodSeconds} s), or Karpenter cuts draining Celery pods short (got ${s.nodePool.terminationGracePeriod})`,
-        });
-    }
+    b.deployments.forEach((d, i) => {
+        const own = d.longestTaskSeconds !== undefined;
+        const longest = d.longestTaskSeconds ?? b.longestTaskSeconds;
+        const grace = burstGraceSeconds(longest, b.prefetchMultiplier);
+        if (grace > nodeGrace) {
+            issues.push({
+                path: own ? `placement.burst.deployments[${i}].longestTaskSeconds` : "placement.burst.longestTaskSeconds",
+                message: `gives ${d.name} a grace period of ${grace} s (prefetchMultiplier ${b.prefetchMultiplier} × ${longest} s + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s), longer than nodePool.terminationGracePeriod (${s.nodePool.terminationGracePeriod}): Karpenter would kill the worker mid-task at the end of a drain; raise terminationGracePeriod or keep such tasks in nodePool.nightlyBatch, when the program disrupts no node`,
+            });
+        }
+    });
     const burst = new Set(b.deployments.map((d) => d.name));
     s.placement.stableDeployments.forEach((d, i) => {
         if (burst.has(d)) issues.push({ path: `placement.stableDeployments[${i}]`, message: `must not repeat the burst Deployment ${d}: a Deployment is either burst or stable` });
@@ -752,7 +773,7 @@ function capacityConfigProblems(s: { cluster: Infer<typeof cluster>; nodePool: I
 }
 
 /** A synthetic worker's receive waits at most this long (a long poll), so it sees SIGTERM within it when idle. */
-const DRILL_RECEIVE_WAIT_SECONDS = 5;
+export const DRILL_RECEIVE_WAIT_SECONDS = 5;
 
 /**
  * The spot interruption drill (components/spotInterruptionDrill.ts, `npm run drill`, docs/drill.md): an AWS FIS
@@ -797,8 +818,6 @@ function drillConfigProblems(s: { drill: Infer<typeof drill>; nodePool: Infer<ty
     const b = s.placement.burst;
     if (d.synthetic && d.synthetic.workSeconds >= b.queueVisibilityTimeoutSeconds) {
         issues.push({ path: "drill.synthetic.workSeconds", message: `must be under placement.burst.queueVisibilityTimeoutSeconds (${b.queueVisibilityTimeoutSeconds}): a message worked longer reappears and is worked twice (got ${d.synthetic.workSeconds})` });
-    } else if (d.synthetic && d.synthetic.workSeconds + DRILL_RECEIVE_WAIT_SECONDS + SHUTDOWN_MARGIN_SECONDS > b.terminationGracePeriodSeconds) {
-        issues.push({ path: "drill.synthetic.workSeconds", message: `must be at most ${b.terminationGracePeriodSeconds - DRILL_RECEIVE_WAIT_SECONDS - SHUTDOWN_MARGIN_SECONDS}: a worker's last message, its ${DRILL_RECEIVE_WAIT_SECONDS} s receive and ${SHUTDOWN_MARGIN_SECONDS} s to exit must fit placement.burst.terminationGracePeriodSeconds (${b.terminationGracePeriodSeconds}) (got ${d.synthetic.workSeconds})` });
     }
     return issues;
 }

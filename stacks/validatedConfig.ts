@@ -3,9 +3,9 @@
 // validated is exactly what is deployed. Kept apart from both so that neither imports the other's caller. It also
 // gathers the config's warnings (stacks/warnings.ts), less those the stack file acknowledges.
 import * as pulumi from "@pulumi/pulumi";
-import { placementProblems } from "../components/celeryWorkloadPlacement.ts";
+import { INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, placementProblems } from "../components/celeryWorkloadPlacement.ts";
 import { type ConfigWarning, nodePoolFindings, nodePoolProblems } from "../components/ephemeralNodePool.ts";
-import { nodePoolArgs, placementArgs } from "./componentArgs.ts";
+import { burstDeployments, nodePoolArgs, placementArgs } from "./componentArgs.ts";
 import { ConfigError, type StackConfig, StackFileError, capacityWarnings, configSections, parseConfigSchema } from "./config.ts";
 import { CONFIG_KEY_NAMESPACES, PULUMI_CONFIG_KEYS, foreignConfigKeys } from "./configKeys.ts";
 import { warningLine } from "./warnings.ts";
@@ -56,7 +56,27 @@ export function configWarnings(cfg: StackConfig, project = "notify-karpenter"): 
                   },
               ]
             : []),
+        ...spotNoticeWarnings(cfg, project),
         ...capacityWarnings(cfg, project),
+    ];
+}
+
+/**
+ * Burst workers whose grace outlasts what a spot interruption leaves them: EC2 terminates the instance two minutes
+ * after its notice whatever the grace, and GC Notify's Celery acknowledges a task as it starts, so a task still
+ * running then is lost. One warning for all of them, naming each.
+ */
+function spotNoticeWarnings(cfg: StackConfig, project: string): ConfigWarning[] {
+    if (!cfg.nodePool.capacityTypes.includes("spot")) return [];
+    const room = SPOT_NOTICE_SECONDS - INTERRUPTION_REACTION_SECONDS;
+    const over = burstDeployments(cfg).filter((d) => d.terminationGracePeriodSeconds > room);
+    if (over.length === 0) return [];
+    const names = over.map((d) => `${d.name} (${d.terminationGracePeriodSeconds} s)`).join(", ");
+    return [
+        {
+            id: "burst-task-outlasts-spot-notice",
+            message: `${project}:placement.burst: ${names} need${over.length === 1 ? "s" : ""} a longer grace period than the ${room} s a spot interruption leaves (${SPOT_NOTICE_SECONDS} s notice less ${INTERRUPTION_REACTION_SECONDS} s for Karpenter to evict): a task still running when EC2 takes the node is killed, and with GC Notify's early acknowledgement it is lost unless GC Notify's own recovery runs it again. Consolidation, drift, the recycler and scale-down wait for it. To act: shorter tasks or acks_late upstream (docs/celery-shutdown.md), or acknowledge with the recovery you rely on`,
+        },
     ];
 }
 

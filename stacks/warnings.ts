@@ -9,6 +9,7 @@ export const WARNINGS: Record<string, string> = {
     ...NODE_POOL_WARNINGS,
     "capacity-section": "the capacity section (read by npm run capacity only) has a problem",
     "admission-warn-mode": "placement.admission.mode is warn: the admission policy admits misplaced pods",
+    "burst-task-outlasts-spot-notice": "a burst worker's tasks need a longer grace than a spot interruption's notice leaves: an interruption kills them mid-run",
     "latest-ami": "nodePool.ami.alias follows every new AMI (@latest with allowLatestAmi): each release drifts every node",
     "acknowledged-unused": "an acknowledgment names a warning this config no longer raises",
 };

@@ -446,7 +446,7 @@ describe("scale test pieces", () => {
     it("shapes the test pods like the stack's burst Celery pods: same placement, one Celery pod's requests, a pause container", () => {
         const cfg = stackConfig("staging");
         const d = testDeployment(cfg, "ns");
-        const burst = burstPodTemplate(placementArgs(cfg), "celery-scale-test");
+        const burst = burstPodTemplate(placementArgs(cfg), { name: "celery-scale-test", terminationGracePeriodSeconds: 85 });
         expect(d.spec.replicas).to.equal(0);
         expect(d.spec.template.metadata.labels).to.include({ "notification-canada-ca/celery-burst": "true", app: "celery-scale-test" });
         expect(d.spec.selector.matchLabels).to.deep.equal({ app: "celery-scale-test" });

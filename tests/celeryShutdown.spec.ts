@@ -1,0 +1,152 @@
+// When a node goes, a burst Celery worker gets SIGTERM at once and finishes what it holds before anything kills it.
+// The hooks run for real (bash, as the kubelet runs a preStop exec) against tests/celeryStandIn.ts, a process that
+// stands in for the worker: GC Notify's own hook as its chart renders it, and the program's hook as the patch leaves
+// the chart's Deployment.
+import { expect } from "chai";
+import { type ChildProcess, spawn } from "child_process";
+import * as fs from "fs";
+import * as path from "path";
+import { parseAllDocuments } from "yaml";
+import { type BurstDeployment, DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstPodTemplate, celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
+import { GC_NOTIFY_PRESTOP } from "../plan/gcNotifyCharts.ts";
+import { burstDeployments, placementArgs } from "../stacks/componentArgs.ts";
+import { durationSeconds } from "../stacks/config.ts";
+import { stackConfig } from "./helpers.ts";
+import { tempDir } from "./opsHelpers.ts";
+
+const STAND_IN = path.join(import.meta.dirname, "celeryStandIn.ts");
+/** GC Notify's /app/scripts/run_celery_exit.sh as it treats the worker (the fixture says what it is). */
+const GC_NOTIFY_EXIT = path.join(import.meta.dirname, "fixtures", "gcNotifyRunCeleryExit.sh");
+const RENDERED = process.env.GC_NOTIFY_RENDERED_DIR;
+const STACKS = ["staging", "production"] as const;
+
+interface Drain {
+    /** `<ms> <event>` lines of the stand-in: ready, task-start i, task-done i, sigterm, exit. */
+    events: Map<string, number>;
+    /** How the stand-in ended: its exit code, or the signal that killed it. */
+    worker: { code: number | null; signal: NodeJS.Signals | null };
+    hook: { code: number | null; log: string };
+}
+
+const exited = (p: ChildProcess) => new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => p.on("exit", (code, signal) => resolve({ code, signal })));
+
+/**
+ * A worker holding tasks of these lengths (seconds) on `threads` threads, and a preStop `command` started as they
+ * begin: the node starts draining just as the tasks start. Resolves once both have ended.
+ */
+async function drain(command: string[], tasks: number[], threads = 4, extraEnv: Record<string, string> = {}, workerCommand?: string[]): Promise<Drain> {
+    const dir = tempDir("celery-drain-");
+    const pidfile = path.join(dir, "celery.pid");
+    const eventsFile = path.join(dir, "events");
+    const hookLog = path.join(dir, "hook.log");
+    fs.writeFileSync(eventsFile, "");
+    const worker = spawn(process.execPath, [...(workerCommand ?? [STAND_IN]), pidfile, eventsFile, String(threads), tasks.join(",")], { stdio: "ignore" });
+    const workerEnd = exited(worker);
+    while (!fs.existsSync(pidfile) || fs.readFileSync(pidfile, "utf8") === "") await new Promise((r) => setTimeout(r, 20));
+    const [file, ...args] = command;
+    const hook = spawn(file, args, { env: { PATH: process.env.PATH, CELERY_PIDFILE: pidfile, CELERY_PRESTOP_LOG: hookLog, ...extraEnv }, stdio: "ignore" });
+    const [w, h] = await Promise.all([workerEnd, exited(hook)]);
+    const events = new Map(
+        fs
+            .readFileSync(eventsFile, "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => l.split(" "))
+            .map(([ms, ...event]) => [event.join(" "), Number(ms)] as [string, number]),
+    );
+    return { events, worker: w, hook: { code: h.code, log: fs.existsSync(hookLog) ? fs.readFileSync(hookLog, "utf8") : "" } };
+}
+
+/** GC Notify's notify-celery Deployment of this name as its chart renders it (notification-manifests 609853e2). */
+function renderedDeployment(stack: string, name: string): any {
+    const docs = parseAllDocuments(fs.readFileSync(path.join(RENDERED!, stack, "notify-celery.yaml"), "utf8")).map((d) => d.toJS());
+    const d = docs.find((o) => o?.kind === "Deployment" && o.metadata?.name === name);
+    if (!d) throw new Error(`${stack}/notify-celery.yaml renders no Deployment ${name}`);
+    return d;
+}
+
+/** The chart's worker container with the patch applied: containers merge by name, and the patch sets the preStop. */
+function patched(rendered: any, patch: ReturnType<typeof burstPodTemplate>): any {
+    const container = rendered.spec.template.spec.containers.find((c: any) => c.name === patch.spec.containers[0].name);
+    if (!container) return rendered.spec.template.spec.containers[0];
+    return { ...container, lifecycle: { ...container.lifecycle, ...patch.spec.containers[0].lifecycle } };
+}
+
+/** A preStop command as the container would run it; GC Notify's script lives in its image, so the fixture stands in. */
+const runnable = (command: string[]) => (command.join(" ") === GC_NOTIFY_PRESTOP.join(" ") ? ["/bin/bash", GC_NOTIFY_EXIT] : command);
+
+function burstWorkers(stack: string): { d: BurstDeployment; longest: number; preStop: string[] }[] {
+    const cfg = stackConfig(stack);
+    return burstDeployments(cfg).map((d) => {
+        const longest = cfg.placement.burst.deployments.find((x) => x.name === d.name)!.longestTaskSeconds ?? cfg.placement.burst.longestTaskSeconds;
+        const patch = burstPodTemplate(placementArgs(cfg), d);
+        const container = RENDERED ? patched(renderedDeployment(stack, d.name), patch) : patch.spec.containers[0];
+        return { d, longest, preStop: container.lifecycle.preStop.exec.command };
+    });
+}
+
+describe("a burst Celery worker when its node goes (the preStop hook, run against a stand-in worker)", function () {
+    this.timeout(90_000);
+
+    it("each burst worker's grace outlasts every task it may hold by the drain's slack, and its hook kills only after that, inside Karpenter's terminationGracePeriod", () => {
+        for (const stack of STACKS) {
+            const cfg = stackConfig(stack);
+            for (const { d, longest, preStop } of burstWorkers(stack)) {
+                const toKill = Number(preStop.at(-1));
+                const drain = cfg.placement.burst.prefetchMultiplier * longest;
+                expect(toKill, `${stack} ${d.name}: SIGKILL ${toKill} s after the hook starts`).to.equal(d.terminationGracePeriodSeconds - HOOK_MARGIN_SECONDS);
+                expect(toKill - drain, `${stack} ${d.name}: slack after ${drain} s of tasks`).to.equal(DRAIN_SLACK_SECONDS);
+                expect(d.terminationGracePeriodSeconds).to.be.at.most(durationSeconds(cfg.nodePool.terminationGracePeriod));
+            }
+        }
+    });
+
+    it(`${RENDERED ? "as GC Notify's chart renders each Deployment, with the patch" : "with the patch's preStop"}: a task of its longestTaskSeconds, begun as the node starts draining, finishes; the worker gets SIGTERM within a second and exits by itself (both stacks, every worker whose tasks take under 30 s, at full length)`, async () => {
+        const runs = STACKS.flatMap((stack) => burstWorkers(stack).filter((w) => w.longest <= 30).map((w) => ({ stack, ...w })));
+        expect(runs.length, "the burst workers of both stacks with short tasks").to.be.at.least(7);
+        const results = await Promise.all(runs.map((r) => drain(runnable(r.preStop), [r.longest])));
+        results.forEach((res, i) => {
+            const { stack, d, longest } = runs[i];
+            const what = `${stack} ${d.name}`;
+            expect(res.events.get("sigterm"), `${what}: SIGTERM`).to.be.below(1000);
+            expect(res.events.get("task-done 0"), `${what}: the ${longest} s task`).to.be.within(longest * 1000, longest * 1000 + 2000);
+            expect(res.worker, `${what}: the worker exits by itself`).to.deep.equal({ code: 0, signal: null });
+            expect(res.events.get("exit")).to.be.at.least(res.events.get("task-done 0")!);
+            expect(res.hook.code, `${what}: the hook`).to.equal(0);
+            expect(res.hook.log).to.match(/exited after \d+ s/);
+        });
+    });
+
+    it("the worst case, shortened: 16 prefetched tasks on 4 threads run 4 in a row each, and the hook waits for all of them (prefetchMultiplier 4 × 2 s tasks)", async () => {
+        const grace = 4 * 2 + DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS;
+        const res = await drain(celeryPreStop(grace).exec.command, Array(16).fill(2));
+        expect([...res.events.keys()].filter((e) => e.startsWith("task-done")).length).to.equal(16);
+        expect(res.events.get("exit")).to.be.within(8000, 9500);
+        expect(res.worker).to.deep.equal({ code: 0, signal: null });
+    });
+
+    it("GC Notify's own hook, as its chart renders it, kills a 20 s task at about 10 s: the task never finishes, and with early acknowledgement it is lost", async () => {
+        const command = RENDERED ? renderedDeployment("staging", "notify-celery-email-send-burst").spec.template.spec.containers[0].lifecycle.preStop.exec.command : GC_NOTIFY_PRESTOP;
+        expect(command).to.deep.equal(GC_NOTIFY_PRESTOP);
+        const res = await drain(runnable(command), [20]);
+        expect(res.events.get("sigterm")).to.be.below(1000);
+        expect(res.events.has("task-done 0")).to.equal(false);
+        expect(res.worker.signal).to.equal("SIGKILL");
+    });
+
+    it("kills a worker still running when its time is up, and says so; finds the worker by its process when the pidfile is gone; exits 0 when none runs", async () => {
+        const late = await drain(celeryPreStop(1 + HOOK_MARGIN_SECONDS).exec.command, [5]);
+        expect([late.worker.signal, late.hook.code, late.events.has("task-done 0")]).to.deep.equal(["SIGKILL", 0, false]);
+        expect(late.hook.log).to.match(/SIGKILL to Celery worker \d+: still running after 1 s/);
+
+        // `celery -A run_celery.notify_celery worker ...` as ps shows it: a venv's bin/celery, with "worker" after it.
+        const bin = path.join(tempDir("celery-bin-"), "bin");
+        fs.mkdirSync(bin);
+        fs.symlinkSync(STAND_IN, path.join(bin, "celery"));
+        const found = await drain(celeryPreStop(30).exec.command, [1], 4, { CELERY_PIDFILE: "/nonexistent/celery.pid" }, [path.join(bin, "celery"), "worker"]);
+        expect([found.worker, found.hook.code, found.events.has("task-done 0")]).to.deep.equal([{ code: 0, signal: null }, 0, true]);
+
+        const none = spawn("/bin/bash", ["-c", celeryPreStop(30).exec.command[2], "celery-prestop", "25"], { env: { PATH: process.env.PATH, CELERY_PIDFILE: "/nonexistent/celery.pid", CELERY_PRESTOP_LOG: "/dev/null" } });
+        expect((await exited(none)).code).to.equal(0);
+    });
+});
