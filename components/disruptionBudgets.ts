@@ -2,7 +2,7 @@
 // they must protect. Used by config validation (a budget that forbids Underutilized throughout sending hours, an
 // expireAfter that never lands a node in them, whatever minute it was launched) and by the capacity model (when
 // nodes kept after a burst go).
-import { type Cron, parseCron } from "./cron.ts";
+import { type CronReader, cronFiresOnDay, parseCron } from "./cron.ts";
 import { type DisruptionBudget } from "./ephemeralNodePool.ts";
 
 export type DisruptionReason = "Underutilized" | "Empty" | "Drifted";
@@ -20,15 +20,6 @@ export interface SendingHours {
 const MINUTE = 60_000;
 const DAY_MINUTES = 1440;
 
-/** Whether the schedule fires on a UTC calendar day (`d` at 00:00 UTC). */
-function dayMatches(c: Cron, d: Date): boolean {
-    const [, , dom, month, dow] = c.fields;
-    if (!month.has(d.getUTCMonth() + 1)) return false;
-    const domMatch = dom.has(d.getUTCDate());
-    const dowMatch = dow.has(d.getUTCDay());
-    return c.dayStar ? domMatch && dowMatch : domMatch || dowMatch;
-}
-
 /** "11h", "30m", "1h30m" (the CRD's budget duration pattern) in minutes. */
 export function durationMinutes(d: string): number {
     return [...d.matchAll(/([0-9]+)([hm])/g)].reduce((sum, [, n, u]) => sum + Number(n) * (u === "h" ? 60 : 1), 0);
@@ -41,21 +32,22 @@ const allowsNone = (b: DisruptionBudget) => /^0+%?$/.test(b.nodes);
  * The minutes of a span (UTC, from `from`) in which Karpenter allows no disruption for `reason`: some active
  * budget that applies to it (no reasons, or the reason listed; nodepool.go:364-376, the most restrictive wins)
  * allows 0 nodes. A budget is active from each schedule hit for its duration (nodepool.go:412-425); one without a
- * schedule always. Budgets whose schedule does not parse are ignored here (config validation refuses them).
+ * schedule always. Budgets whose schedule does not parse are ignored here (config validation refuses them). Schedules
+ * are read as `reader` reads them (components/cron.ts): the recycler's CronJob walks its runs through here too.
  */
-export function forbiddenMinutes(budgets: DisruptionBudget[], reason: DisruptionReason, from: Date, days: number): Uint8Array {
+export function forbiddenMinutes(budgets: DisruptionBudget[], reason: DisruptionReason, from: Date, days: number, reader: CronReader = "budget"): Uint8Array {
     const total = days * DAY_MINUTES;
     const out = new Uint8Array(total);
     const diff = new Int32Array(total + 1);
     for (const b of budgets.filter((b) => allowsNone(b) && (!b.reasons || b.reasons.includes(reason)))) {
         if (b.schedule === undefined) return out.fill(1);
-        const cron = parseCron(b.schedule);
+        const cron = parseCron(b.schedule, reader);
         if (typeof cron === "string") continue;
         const dur = durationMinutes(b.duration ?? "0m");
         // Hits up to `dur` before the span still cover its start; walk whole days, then the matching hours and minutes.
         const [minutes, hours] = cron.fields;
         for (let day = -Math.ceil(dur / DAY_MINUTES); day < days; day++) {
-            if (!dayMatches(cron, new Date(from.getTime() + day * DAY_MINUTES * MINUTE))) continue;
+            if (!cronFiresOnDay(cron, new Date(from.getTime() + day * DAY_MINUTES * MINUTE))) continue;
             for (const hour of hours) {
                 for (const minute of minutes) {
                     const t = day * DAY_MINUTES + hour * 60 + minute;

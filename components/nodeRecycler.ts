@@ -225,7 +225,7 @@ export function recycleWindow(schedule: string, h: SendingHours, budgets: Disrup
 function findRecycleWindow(schedule: string, h: SendingHours, budgets: DisruptionBudget[], drainMinutes: number): RecycleWindow {
     // A one-minute budget on the schedule marks exactly the minutes a run starts.
     // Over the model year and the next, for the gap after the year's last run.
-    const runs = forbiddenMinutes([{ nodes: "0", schedule, duration: "1m" }], "Drifted", SPAN_FROM, SPAN_DAYS + 366);
+    const runs = forbiddenMinutes([{ nodes: "0", schedule, duration: "1m" }], "Drifted", SPAN_FROM, SPAN_DAYS + 366, "cronjob");
     const sending = sendingMinutes(h);
     const forbidden: [DisruptionReason, Uint8Array][] = (["Drifted", "Underutilized"] as const).map((r) => [r, forbiddenInSpan(budgets, r)]);
     // Minutes until the next sending minute, from each minute (Infinity past the span's last one).

@@ -187,7 +187,7 @@ export function gcNotifyValues(a: CeleryWorkloadPlacementArgs): GcNotifyValues {
             const source = chart.fields[field];
             if (source && "key" in source) setIn(release, source.key, value);
             if (source && "fixed" in source && !sameValue(source.fixed, value) && field === "preStop") {
-                notes.push(`${w.kind} ${w.namespace}/${w.name} preStop: the chart hardcodes ${source.fixed.at(-1)} (${source.where}), which SIGKILLs the worker about 10 s after SIGTERM; each release of ${chart.release} puts it back over the program's hook until the chart renders the hook (gc-notify-handover/celery-shutdown.md)`);
+                notes.push(`${w.kind} ${w.namespace}/${w.name} preStop: the chart hardcodes ${(source.fixed as string[]).at(-1)} (${source.where}), which SIGKILLs the worker about 10 s after SIGTERM; each release of ${chart.release} puts it back over the program's hook until the chart renders the hook (gc-notify-handover/celery-shutdown.md)`);
             } else if (source && "fixed" in source && !sameValue(source.fixed, value)) {
                 notes.push(`${w.kind} ${w.namespace}/${w.name} ${field}: the chart hardcodes ${JSON.stringify(source.fixed)} (${source.where}) and the stack sets ${JSON.stringify(value)}; change the template or the stack, or each release of ${chart.release} undoes the patch`);
             }

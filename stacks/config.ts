@@ -223,7 +223,7 @@ const recycle = object({
     /** An image with Node.js 18 or later as `node` and a user 1000: Node's official alpine image, pinned. */
     image: pinnedImage,
     /** When runs start, in UTC: outside sending hours, where the budgets allow Drifted, a drain before sending hours. */
-    schedule: optional(cron(), "30 4 * * *"),
+    schedule: optional(cron("cronjob"), "30 4 * * *"),
     /** Nodes older than this are replaced: with expireAfter Never, the bound on a node's age. */
     maxAgeDays: optional(integer(1, 90), 7),
     /**
@@ -262,7 +262,7 @@ const nodePool = object(
                         // Karpenter's pattern for nodes (karpenter.sh_nodepools.yaml, budgets[].nodes).
                         nodes: text('a node count or a percentage from 0% to 100%, as a string such as "1" or "10%"', /^((100|[0-9]{1,2})%|[0-9]+)$/, 8),
                         reasons: optional(list(oneOf("Underutilized", "Empty", "Drifted"), { min: 1, max: 3, unique: true })),
-                        schedule: optional(cron()),
+                        schedule: optional(cron("budget")),
                         duration: optional(durationAtLeast(60, "a shorter window is never active", { units: "hm" })),
                     },
                     // Karpenter's CEL rule on budgets: 'schedule' must be set with 'duration'.

@@ -1,7 +1,7 @@
 // A small validator for stack config. Every rule knows how to describe what it accepts, so every error reads
 // "<key path> must be <what is allowed> (got <value>)". A library such as zod reports *why* a value failed
 // ("too small") but not the whole allowed range, which is what a platform engineer needs at 2 a.m.
-import { CRON_DESCRIPTORS, parseCron } from "../components/cron.ts";
+import { CRON_DESCRIPTORS, type CronReader, parseCron } from "../components/cron.ts";
 
 /** One way a config value is wrong; `path` is the dotted key path below the project namespace. */
 export interface Issue {
@@ -241,20 +241,24 @@ export function durationAtLeast(minSeconds: number, why: string, opts: { never?:
     };
 }
 
-/** A standard five-field cron schedule in UTC, or one of its @ descriptors, checked field by field (components/cron.ts). */
-export function cron(): Schema<string> {
+/**
+ * A standard five-field cron schedule in UTC, or one of its @ descriptors, checked field by field as `reader` reads it
+ * (components/cron.ts: a NodePool budget's, or the recycler CronJob's).
+ */
+export function cron(reader: CronReader): Schema<string> {
     const expected = `a cron schedule in UTC of five fields (minute hour day-of-month month day-of-week) such as "0 13 * * mon-fri", or one of ${Object.keys(CRON_DESCRIPTORS).join(", ")}`;
     return {
         expected,
         parse(value, path, issues) {
-            if (typeof value !== "string" || value.length > 100 || (value.startsWith("@") && !(value in CRON_DESCRIPTORS))) {
+            if (typeof value !== "string" || value.length > 100) {
                 issues.push({ path, message: `must be ${expected} (got ${got(value)})` });
                 return value as string;
             }
-            const parsed = parseCron(value);
+            const parsed = parseCron(value, reader);
             if (typeof parsed === "string") {
-                const fieldCount = parsed.startsWith("it has ");
-                issues.push({ path, message: fieldCount ? `must be ${expected}: ${parsed} (got ${got(value)})` : `must be a cron schedule in UTC: ${parsed} (got ${got(value)})` });
+                // The shape of the whole (field count, descriptor) names what is expected; a field's own problem names the field.
+                const whole = parsed.startsWith("it ");
+                issues.push({ path, message: whole ? `must be ${expected}: ${parsed} (got ${got(value)})` : `must be a cron schedule in UTC: ${parsed} (got ${got(value)})` });
             }
             return value;
         },
