@@ -390,7 +390,7 @@ const chartSets = (d: ChartDifference) => `${d.object}: Helm's chart sets ${d.fi
 /** The plan's values file that makes the chart agree, or why none can. */
 function valuesFix(stack: string, d: ChartDifference): string {
     if (!d.release) return "no values key sets it (the chart hardcodes it, or it is no GC Notify chart's): change the chart's template or the stack's config";
-    return `add ${valuesFile(stack, d.release)} to GC Notify's ${d.release} release (it sets ${d.valuesKey})`;
+    return `add ${valuesFile(stack, d.release)} to GC Notify's ${d.release} release (it sets ${d.valuesKey})${d.templateChange ? `, with the template change in plan-out/${stack}/${d.templateChange}` : ""}`;
 }
 
 /**
@@ -648,6 +648,7 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     for (const d of differences) {
         if (burstObjects.has(d.object) && d.field === "nodeSelector") fail("chart-fields", capacityTypeSelected(cfg.stack, d));
         else if (d.blocksCapacity) fail("chart-fields", `${chartSets(d)}: new ephemeral nodes keep a startup taint until this agent runs there, and it does not tolerate them, so no burst pod starts; ${valuesFix(cfg.stack, d)}`);
+        else if (d.killsTasks) fail("chart-fields", `${chartSets(d)}: when its node goes, a task still running is killed, and with GC Notify's early acknowledgement lost; a pulumi up puts the stack's value back until the chart's next release; ${valuesFix(cfg.stack, d)}`);
         else warn("chart-fields", `${chartSets(d)}, and each release of the chart puts its value back: ${valuesFix(cfg.stack, d)}`);
     }
     if (!differences.length) ok("chart-fields", `no chart sets a field the stack's patches set otherwise, on ${plural(p.burst.deployments.length + p.stableDeployments.length, "Deployment")} and ${plural(patchedAgents.length, "DaemonSet")}`);

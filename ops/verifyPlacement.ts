@@ -489,7 +489,7 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace: stri
         return cannotCheck(`no workload found in ${source}: ${plural(objects.length, "object")}, none a Pod, a workload with a pod template, a NodePool or a chart budget; give the output of helm template or kustomize build`);
     }
     const verdicts = [...pools.verdicts, ...judgeTemplates(templates, nodes, rules, pools.others), ...unchecked];
-    const failed = [...verdicts.filter((v) => v.status === "fail"), ...differences.filter((d) => d.blocksCapacity)];
+    const failed = [...verdicts.filter((v) => v.status === "fail"), ...differences.filter((d) => d.blocksCapacity || d.killsTasks)];
     const exitCode = failed.length ? EXIT.findings : unchecked.length ? EXIT.cannotCheck : EXIT.ok;
     const verdict = failed.length
         ? `${plural(failed.length, "finding")}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`
@@ -510,7 +510,7 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace: stri
             notes: notes.map((n) => n.replace(/^Note: /, "")),
             summary: countStatuses(verdicts),
             verdicts: verdicts.filter((v) => !mode.findingsOnly || v.status !== "ok").map((v) => ({ status: v.status, subject: v.subject, reason: v.reason })),
-            chartFields: differences.map((d) => ({ status: d.blocksCapacity ? "fail" : "warn", object: d.object, field: d.field, chart: d.chart ?? null, stack: d.stack ?? null, release: d.release ?? null, valuesKey: d.valuesKey ?? null })),
+            chartFields: differences.map((d) => ({ status: d.blocksCapacity || d.killsTasks ? "fail" : "warn", object: d.object, field: d.field, chart: d.chart ?? null, stack: d.stack ?? null, release: d.release ?? null, valuesKey: d.valuesKey ?? null })),
             verdict,
         };
         return { exitCode, format: "json", output: jsonText("verify-placement", body) };
@@ -547,12 +547,20 @@ interface OutputMode {
 export function differenceLines(differences: ChartDifference[], stack: string): string[] {
     if (differences.length === 0) return [];
     const fix = (d: ChartDifference) =>
-        d.valuesKey ? `set ${d.valuesKey} in GC Notify's ${d.release} release (plan-out/${stack}/${valuesFilePath(d.release!)})` : "no values key sets it: change the chart's template or the stack";
+        !d.valuesKey
+            ? "no values key sets it: change the chart's template or the stack"
+            : `set ${d.valuesKey} in GC Notify's ${d.release} release (plan-out/${stack}/${valuesFilePath(d.release!)})${d.templateChange ? `, once its chart renders the key (the template change in plan-out/${stack}/${d.templateChange})` : ""}`;
+    const why = (d: ChartDifference) =>
+        d.blocksCapacity
+            ? "; after a release new ephemeral nodes keep a startup taint this agent does not tolerate, and no burst pod can start"
+            : d.killsTasks
+              ? "; after a release, a node's departure kills a running Celery task (GC Notify acknowledges tasks as they start, so it is lost)"
+              : "";
     return [
         `Fields the charts set otherwise than the stack's patches (${plural(differences.length, "field")}; each chart release puts its value back):`,
         ...differences.map(
             (d) =>
-                `  ${d.blocksCapacity ? "FAIL" : "WARN"}  ${d.object} ${d.field}: chart ${brief(d.chart)}, stack ${brief(d.stack)}${d.blocksCapacity ? "; after a release new ephemeral nodes keep a startup taint this agent does not tolerate, and no burst pod can start" : ""}: ${fix(d)}`,
+                `  ${d.blocksCapacity || d.killsTasks ? "FAIL" : "WARN"}  ${d.object} ${d.field}: chart ${brief(d.chart)}, stack ${brief(d.stack)}${why(d)}: ${fix(d)}`,
         ),
     ];
 }

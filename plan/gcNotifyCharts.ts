@@ -16,8 +16,12 @@ export const GC_NOTIFY_MANIFESTS = "cds-snc/notification-manifests@609853e2";
 /** The pod-template fields a patch sets; `labels` are the template's metadata.labels, the others its spec's. */
 export type Field = "labels" | "nodeSelector" | "affinity" | "tolerations" | "priorityClassName" | "terminationGracePeriodSeconds" | "containers" | "preStop";
 
-/** How a chart renders one field: from a values key, hardcoded in a template, or not at all (the patch owns it). */
-export type FieldSource = { key: string[] } | { fixed: unknown; where: string } | { absent: string };
+/**
+ * How a chart renders one field: from a values key, hardcoded in a template, or not at all (the patch owns it). A
+ * key with `templateChange` is one the chart gets from a template change the plan hands over: until GC Notify makes
+ * it, the chart ignores the key and renders its hardcoded value.
+ */
+export type FieldSource = { key: string[]; templateChange?: string } | { fixed: unknown; where: string } | { absent: string };
 
 export interface ChartWorkload {
     release: string;
@@ -37,6 +41,19 @@ const absent = (where: string): FieldSource => ({ absent: where });
 
 /** The preStop command notify-celery renders for every worker, with no values key (templates/deployment.yaml:72-78). */
 export const GC_NOTIFY_PRESTOP = ["/bin/bash", "-c", "/app/scripts/run_celery_exit.sh"];
+
+/** Where the plan writes the template change that lets notify-celery render each worker's preStop from its values. */
+export const CELERY_PRESTOP_TEMPLATE_FILE = "gc-notify-handover/celery-shutdown.md";
+
+/**
+ * The change to charts/notify-celery/templates/deployment.yaml:76-78 (`command:` and its three items): the worker's
+ * preStop from `nodes.<key>.deployment.preStopCommand`, today's script when a node has none. Checked by rendering
+ * the chart at 609853e2 with it (docs/celery-shutdown.md).
+ */
+export const CELERY_PRESTOP_TEMPLATE = [
+    "                command:",
+    '                {{- toYaml (default (list "/bin/bash" "-c" "/app/scripts/run_celery_exit.sh") $node.deployment.preStopCommand) | nindent 16 }}',
+].join("\n");
 
 /**
  * notify-celery's `nodes` entries by Deployment suffix (charts/notify-celery/values.yaml: `nodes.<key>.name`). Two
@@ -74,8 +91,9 @@ function celeryWorkload(name: string, node: string): ChartWorkload {
             tolerations: notRendered,
             affinity: notRendered,
             labels: notRendered,
-            // The worker container's preStop: run_celery_exit.sh, which SIGKILLs the worker about 10 s after SIGTERM.
-            preStop: { fixed: GC_NOTIFY_PRESTOP, where: "charts/notify-celery/templates/deployment.yaml:72-78" },
+            // The worker container's preStop: hardcoded as run_celery_exit.sh, which SIGKILLs the worker about 10 s after
+            // SIGTERM, until the template renders this key (CELERY_PRESTOP_TEMPLATE).
+            preStop: { ...d("preStopCommand"), templateChange: CELERY_PRESTOP_TEMPLATE_FILE },
         },
         budgetKey: ["nodes", node, "pdb", "pdbEnabled"],
     };
@@ -186,9 +204,11 @@ export function gcNotifyValues(a: CeleryWorkloadPlacementArgs): GcNotifyValues {
         for (const [field, value] of Object.entries(w.fields) as [Field, unknown][]) {
             const source = chart.fields[field];
             if (source && "key" in source) setIn(release, source.key, value);
-            if (source && "fixed" in source && !sameValue(source.fixed, value) && field === "preStop") {
-                notes.push(`${w.kind} ${w.namespace}/${w.name} preStop: the chart hardcodes ${(source.fixed as string[]).at(-1)} (${source.where}), which SIGKILLs the worker about 10 s after SIGTERM; each release of ${chart.release} puts it back over the program's hook until the chart renders the hook (gc-notify-handover/celery-shutdown.md)`);
-            } else if (source && "fixed" in source && !sameValue(source.fixed, value)) {
+            if (source && "key" in source && source.templateChange) {
+                const note = `${chart.release} ${field}: the chart renders its own until GC Notify makes the template change in ${source.templateChange}; until then each release of ${chart.release} puts it back`;
+                if (!notes.includes(note)) notes.push(note);
+            }
+            if (source && "fixed" in source && !sameValue(source.fixed, value)) {
                 notes.push(`${w.kind} ${w.namespace}/${w.name} ${field}: the chart hardcodes ${JSON.stringify(source.fixed)} (${source.where}) and the stack sets ${JSON.stringify(value)}; change the template or the stack, or each release of ${chart.release} undoes the patch`);
             }
         }
@@ -231,6 +251,10 @@ export interface ChartDifference {
     valuesKey?: string;
     /** New ephemeral nodes cannot become usable while the difference stands (a waited-for agent kept off). */
     blocksCapacity: boolean;
+    /** A node going kills a running Celery task while it stands: a burst worker's preStop, or a shorter grace. */
+    killsTasks: boolean;
+    /** The key takes effect only after this template change (a file the plan writes). */
+    templateChange?: string;
 }
 
 interface KubeObject {
@@ -320,13 +344,16 @@ export function chartDifferences(objects: KubeObject[], a: CeleryWorkloadPlaceme
             const source = chart?.fields[field];
             const agent = agents.get(`${w.namespace}/${w.name}`);
             const blocksCapacity = field === "tolerations" && !!agent && waitsFor(agent) && !newNodeTaints(a).every((t) => ((value ?? []) as Toleration[]).some((tol) => tolerates(tol, t)));
+            // The hook SIGKILLs 5 s before the grace the patch sets: a chart's own hook, or a shorter grace, cuts a task.
+            const killsTasks = w.role === "burst" && (field === "preStop" || (field === "terminationGracePeriodSeconds" && Number(value) < Number(stack)));
             differences.push({
                 object: `${w.kind} ${w.namespace}/${w.name}`,
                 field: field === "labels" ? "metadata.labels" : field,
                 chart: value,
                 stack,
-                ...(source && "key" in source ? { release: chart!.release, valuesPath: source.key, valuesKey: dotted(source.key) } : {}),
+                ...(source && "key" in source ? { release: chart!.release, valuesPath: source.key, valuesKey: dotted(source.key), ...(source.templateChange ? { templateChange: source.templateChange } : {}) } : {}),
                 blocksCapacity,
+                killsTasks,
             });
         }
     }
@@ -355,6 +382,7 @@ function chartBudgets(objects: KubeObject[], a: CeleryWorkloadPlacementArgs): Ch
                     stack: "off (the stack's own budget covers these pods)",
                     ...(chart?.budgetKey ? { release: chart.release, valuesPath: chart.budgetKey, valuesKey: dotted(chart.budgetKey) } : {}),
                     blocksCapacity: false,
+                    killsTasks: false,
                 },
             ];
         });

@@ -695,17 +695,14 @@ function placementConfigProblems(s: { placement: Placement; nodePool: Infer<type
     // (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/node/termination/terminator/terminator.go): a longer grace
     // is cut short there, and the worker killed mid-task.
     const nodeGrace = durationSeconds(s.nodePool.terminationGracePeriod);
-    b.deployments.forEach((d, i) => {
-        const own = d.longestTaskSeconds !== undefined;
-        const longest = d.longestTaskSeconds ?? b.longestTaskSeconds;
-        const grace = burstGraceSeconds(longest, b.prefetchMultiplier);
-        if (grace > nodeGrace) {
-            issues.push({
-                path: own ? `placement.burst.deployments[${i}].longestTaskSeconds` : "placement.burst.longestTaskSeconds",
-                message: `gives ${d.name} a grace period of ${grace} s (prefetchMultiplier ${b.prefetchMultiplier} × ${longest} s + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s), longer than nodePool.terminationGracePeriod (${s.nodePool.terminationGracePeriod}): Karpenter would kill the worker mid-task at the end of a drain; raise terminationGracePeriod or keep such tasks in nodePool.nightlyBatch, when the program disrupts no node`,
-            });
-        }
-    });
+    const graces = b.deployments.map((d) => ({ name: d.name, longest: d.longestTaskSeconds ?? b.longestTaskSeconds })).map((d) => ({ ...d, grace: burstGraceSeconds(d.longest, b.prefetchMultiplier) }));
+    const longest = graces.reduce<(typeof graces)[number] | undefined>((m, d) => (m && m.grace >= d.grace ? m : d), undefined);
+    if (longest && longest.grace > nodeGrace) {
+        issues.push({
+            path: "nodePool.terminationGracePeriod",
+            message: `must be at least ${longest.grace}s, the grace period of ${longest.name} (placement.burst: prefetchMultiplier ${b.prefetchMultiplier} × its longest task ${longest.longest} s + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got ${s.nodePool.terminationGracePeriod})`,
+        });
+    }
     const burst = new Set(b.deployments.map((d) => d.name));
     s.placement.stableDeployments.forEach((d, i) => {
         if (burst.has(d)) issues.push({ path: `placement.stableDeployments[${i}]`, message: `must not repeat the burst Deployment ${d}: a Deployment is either burst or stable` });

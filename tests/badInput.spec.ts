@@ -159,7 +159,7 @@ const semantic: [string, unknown, RegExp][] = [
     ["nodePool.expireAfter", "30m", /must be at least 1h/],
     ["nodePool.expireAfter", "never", /must be a duration of at least 1h such as 90s, 30m or 24h, or Never/],
     ["nodePool.consolidateAfter", "0s", /must be at least 1m: the HPAs add pods every 45 s or so/],
-    ["nodePool.terminationGracePeriod", "30s", /must be at least the Celery grace period \(60 s\)/],
+    ["nodePool.terminationGracePeriod", "30s", /must be at least 2410s, the grace period of notify-celery-core-tasks-burst \(placement\.burst: prefetchMultiplier 4 × its longest task 600 s/],
     ["nodePool.terminationGracePeriod", "Never", /must be a duration such as 30s, 15m or 24h/],
     ["controller.batchIdleDuration", "0s", /must be at least 1s/],
     ["controller.batchIdleDuration", "20s", /must be at most batchMaxDuration \(10s\)/],
@@ -168,7 +168,6 @@ const semantic: [string, unknown, RegExp][] = [
     ["placement.burst.deployments[1]", { name: "notify-celery-core-tasks-burst", minAvailable: 1 }, /repeats notify-celery-core-tasks-burst \(already at placement\.burst\.deployments\[0\]\)/],
     ["placement.stableDeployments[1]", "notify-api", /repeats "notify-api"/],
     ["placement.stableDeployments[0]", "notify-celery-sms-send-burst", /must not repeat the burst Deployment/],
-    ["placement.burst.terminationGracePeriodSeconds", 30, /must be at least 40/],
     ["alarms.topicNames.warning", "alert warning", /must be an SNS topic name \(letters, digits, _ and -, at most 256 characters\)/],
     ["controller.nodeRolePolicyArns", ["arn:aws:iam::aws:policy/A", "arn:aws:iam::aws:policy/A"], /must be empty when existingNodeRoleName is set|repeats/],
     ["nodePool.limits.cpu", "a lot", /must be a Kubernetes quantity/],
@@ -234,7 +233,7 @@ const breaking: [string, unknown, string][] = [
     [
         "acknowledged[0].warning",
         "spot-to-spot-single",
-        'production: notify-karpenter:acknowledged[0].warning must be one of "spot-to-spot-inert", "spot-to-spot-single-node", "celery-pod-too-big", "limits-below-peak", "capacity-section", "admission-warn-mode", "latest-ami" (got "spot-to-spot-single")',
+        'production: notify-karpenter:acknowledged[0].warning must be one of "spot-to-spot-inert", "spot-to-spot-single-node", "celery-pod-too-big", "limits-below-peak", "capacity-section", "admission-warn-mode", "burst-task-outlasts-spot-notice", "latest-ami" (got "spot-to-spot-single")',
     ],
     ["acknowledged[0].reason", "because", 'production: notify-karpenter:acknowledged[0].reason must be a reason of 20 to 500 characters: why the warning is accepted for this stack (got "because")'],
     [
@@ -494,11 +493,11 @@ describe("bad input: warnings say what they cost and what to do, once per run, a
         for (const stack of ["staging", "production", "scratch"]) {
             const cfg = parseStackConfig(stack, configSections(readStackConfig(stack), PROJECT));
             expect(cfg.warnings, stack).to.deep.equal([]);
-            expect(cfg.quietedWarnings.map((w) => w.id), stack).to.deep.equal(["spot-to-spot-single-node"]);
+            expect(cfg.quietedWarnings.map((w) => w.id), stack).to.deep.equal(stack === "scratch" ? ["spot-to-spot-single-node"] : ["spot-to-spot-single-node", "burst-task-outlasts-spot-notice"]);
         }
         const loud = mutate(raw, "acknowledged", []);
         const cfg = parseStackConfig(STACK, mutate(loud, "placement.admission", { mode: "warn" }));
-        expect(cfg.warnings.map((w) => w.id)).to.deep.equal(["spot-to-spot-single-node", "admission-warn-mode"]);
+        expect(cfg.warnings.map((w) => w.id)).to.deep.equal(["spot-to-spot-single-node", "admission-warn-mode", "burst-task-outlasts-spot-notice"]);
         for (const w of cfg.warnings) {
             expect(Object.keys(WARNINGS)).to.include(w.id);
             expect(w.message, w.id).to.match(/To act: /);

@@ -151,7 +151,8 @@ describe("spot interruption drill: the FIS template, its role and config", () =>
         expect(d.metadata.namespace).to.equal(DRILL_NAMESPACE);
         expect(d.spec.template.metadata.labels).to.include({ [BURST]: "true" });
         expect(spec.priorityClassName).to.equal("celery");
-        expect(spec.terminationGracePeriodSeconds).to.equal(60);
+        // Its 10 s messages, 5 s to receive, one at a time: 15 s + 10 s of the drain's slack and the hook's margin.
+        expect(spec.terminationGracePeriodSeconds).to.equal(25);
         expect(JSON.stringify(spec.tolerations)).to.include("notification-canada-ca/ephemeral");
         expect(spec.containers[0].image).to.equal("public.ecr.aws/aws-cli/aws-cli:2.27.0");
         expect(spec.containers[0].command.slice(0, 2)).to.deep.equal(["/bin/bash", "-c"]);

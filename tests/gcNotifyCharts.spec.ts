@@ -4,6 +4,7 @@ import * as path from "path";
 import { parse, parseAllDocuments } from "yaml";
 import { plan } from "../plan/cli.ts";
 import { GC_NOTIFY_RELEASES, chartDifferences, gcNotifyValues } from "../plan/gcNotifyCharts.ts";
+import { celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { STACKS, stackConfig } from "./helpers.ts";
 import { tempDir } from "./opsHelpers.ts";
@@ -49,10 +50,15 @@ describe("GC Notify's chart values: one owner per field", () => {
         expect(Object.keys(nodes).sort()).to.deep.equal(
             ["beat", "core-tasks-burst", "core-tasks-static", "delivery-receipts-burst", "email-burst", "email-send-static", "generate-reports-static", "nightly-burst", "periodic-burst", "periodic-static", "sms-burst", "sms-dedicated-static", "sms-send-static"].sort(),
         );
+        // The grace its 20 s tasks need (4 in a row per thread, + 10 s), and the program's preStop hook under a key
+        // the chart renders once GC Notify makes the template change the plan hands over.
         expect(nodes["email-burst"]).to.deep.equal({
-            deployment: { priorityClassName: "celery", terminationGracePeriodSeconds: 60, nodeSelector: { "karpenter.sh/capacity-type": null } },
+            deployment: { priorityClassName: "celery", terminationGracePeriodSeconds: 90, preStopCommand: celeryPreStop(90).exec.command, nodeSelector: { "karpenter.sh/capacity-type": null } },
             pdb: { pdbEnabled: false },
         });
+        expect(gcNotifyValues(argsOf("staging")).notes).to.deep.equal([
+            "notify-celery preStop: the chart renders its own until GC Notify makes the template change in gc-notify-handover/celery-shutdown.md; until then each release of notify-celery puts it back",
+        ]);
         // Stable workers: the stack's class where the chart has another (MW-M3), and the stable selector.
         expect(nodes["nightly-burst"]).to.deep.equal({ deployment: { nodeSelector: { "eks.amazonaws.com/capacityType": "ON_DEMAND" }, priorityClassName: "high-priority" } });
         expect(nodes["beat"]).to.deep.equal(nodes["nightly-burst"]);
@@ -75,7 +81,7 @@ describe("GC Notify's chart values: one owner per field", () => {
         expect(values["xray-daemon"]).to.deep.equal({ tolerations: all, priorityClassName: critical });
         // charts/aws-cloudwatch hardcodes its priority class and resources (cwagent-daemonset.yaml:15, 33-39), equal to the stack's.
         expect(values["aws-cloudwatch-agent"]).to.deep.equal({ tolerations: all });
-        expect(gcNotifyValues(argsOf("production")).notes).to.deep.equal([]);
+        expect(gcNotifyValues(argsOf("production")).notes).to.have.length(1);
         // The web charts: no pod-template priority in notify-api, notify-admin or notify-document-download.
         expect(Object.keys(values["notify-api"]).sort()).to.deep.equal(["affinity", "nodeSelector"]);
         expect(Object.keys(values["notify-documentation"]).sort()).to.deep.equal(["affinity", "nodeSelector", "priorityClassName"]);
@@ -87,7 +93,7 @@ describe("GC Notify's chart values: one owner per field", () => {
             x.nodeDaemonSets = x.nodeDaemonSets.map((d) => (d.name === "aws-cloudwatch-agent" ? { ...d, guaranteed: { container: "cloudwatch-agent", cpu: "400m", memory: "300Mi" } } : d));
             x.stableDeployments = [...x.stableDeployments, "my-app"];
         });
-        const { notes } = gcNotifyValues(a);
+        const notes = gcNotifyValues(a).notes.filter((n) => !n.startsWith("notify-celery preStop"));
         expect(notes).to.have.length(2);
         expect(notes[0]).to.equal(`Deployment ${NS}/my-app: no GC Notify chart renders it (cds-snc/notification-manifests@609853e2), so no values are written for it`);
         expect(notes[1]).to.match(/^DaemonSet amazon-cloudwatch\/aws-cloudwatch-agent containers: the chart hardcodes .*cwagent-daemonset\.yaml:33-39.*; change the template or the stack, or each release of aws-cloudwatch-agent undoes the patch$/);
@@ -151,8 +157,12 @@ describe("GC Notify's chart values: one owner per field", () => {
         // migration-walk MW-M1 (spot selector), MW-M3 (priorities), MW-M4 (agent tolerations), MW-W5 (the three chart
         // budgets), engine-review EN-M1 (agent priorities); and xray-daemon, whose template renders `priorityClassName:`
         // empty exactly like notify-celery-beat's (EN-M1 counted it as unset, but Helm's merge deletes with the null).
+        // And the burst workers' grace and preStop (issue 27): the chart's 60 s, and run_celery_exit.sh's kill at 10 s.
+        const workers = ["core-tasks", "delivery-receipts", "email-send", "sms-send", "periodic"];
         const expected = [
-            ...["core-tasks", "delivery-receipts", "email-send", "sms-send", "periodic"].map((d) => `Deployment ${NS}/notify-celery-${d}-burst nodeSelector`),
+            ...workers.map((d) => `Deployment ${NS}/notify-celery-${d}-burst nodeSelector`),
+            ...workers.map((d) => `Deployment ${NS}/notify-celery-${d}-burst terminationGracePeriodSeconds`),
+            ...workers.map((d) => `Deployment ${NS}/notify-celery-${d}-burst preStop`),
             `Deployment ${NS}/notify-celery-beat priorityClassName`,
             `Deployment ${NS}/notify-celery-sms-dedicated-static priorityClassName`,
             `Deployment ${NS}/notify-celery-nightly-burst priorityClassName`,
@@ -179,6 +189,9 @@ describe("GC Notify's chart values: one owner per field", () => {
                 }
                 // Both waited-for agents the charts would strip block burst capacity after their next release.
                 expect(differences.filter((d) => d.blocksCapacity).map((d) => d.object)).to.deep.equal(["DaemonSet amazon-cloudwatch/fb-agent-fluent-bit", "DaemonSet amazon-cloudwatch/aws-cloudwatch-agent"]);
+                // Every burst worker's 10 s kill and 60 s grace would cut a task; the preStop key needs the template change.
+                expect(differences.filter((d) => d.killsTasks).map((d) => `${d.object} ${d.field}`)).to.have.members(expected.filter((e) => /burst (terminationGracePeriodSeconds|preStop)$/.test(e)));
+                expect(differences.filter((d) => d.templateChange).map((d) => d.field)).to.deep.equal(Array(5).fill("preStop"));
             });
         }
 

@@ -1,6 +1,6 @@
 import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
-import { CeleryWorkloadPlacement, DEPLOYMENT_LABEL, admissionPolicySpec } from "../components/celeryWorkloadPlacement.ts";
+import { CeleryWorkloadPlacement, DEPLOYMENT_LABEL, admissionPolicySpec, celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
 import { type NodeModel, requireInEveryTerm, schedulingProblems } from "../components/scheduling.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
 import { nodePoolArgs, placementArgs } from "../stacks/componentArgs.ts";
@@ -73,8 +73,11 @@ for (const stack of STACKS) {
             ]);
         });
 
-        it("patches each burst Deployment onto ephemeral nodes, at low priority, with a grace period longer than a task", () => {
+        it("patches each burst Deployment onto ephemeral nodes, at low priority, with a grace period its tasks fit and the program's preStop hook on the chart's container (named after the Deployment)", () => {
+            // prefetchMultiplier 4 x longestTaskSeconds + 10 s: 20 s tasks, and 600 s for the workers that run process-job.
+            const longTasks = stack === "staging" ? ["notify-celery-periodic-burst"] : ["notify-celery-core-tasks-burst", "notify-celery-periodic-burst"];
             for (const name of BURST) {
+                const grace = longTasks.includes(name) ? 2410 : 90;
                 expect(patch("Deployment", `celery-placement-burst-${name}`)).to.deep.equal({
                     apiVersion: "apps/v1",
                     kind: "Deployment",
@@ -90,7 +93,8 @@ for (const stack of STACKS) {
                                     },
                                 },
                                 priorityClassName: "celery",
-                                terminationGracePeriodSeconds: 60,
+                                terminationGracePeriodSeconds: grace,
+                                containers: [{ name, lifecycle: { preStop: celeryPreStop(grace) } }],
                             },
                         },
                     },
@@ -437,23 +441,21 @@ describe("placement config errors", () => {
         );
     });
 
-    it("rejects a grace period below the visibility timeout plus the pre-stop margin", () => {
-        expect(errorOf(() => parseStackConfig("staging", burst({ longestTaskSeconds: 20, terminationGracePeriodSeconds: 30 })))).to.equal(
-            "staging: notify-karpenter:placement.burst.terminationGracePeriodSeconds must be at least 36: the longest task (20 s) or the high-priority queues' visibility timeout (26 s), whichever is longer, plus 10 s for the pre-stop script (got 30)",
+    it("refuses a longest task whose grace (4 in a row per thread, + 10 s) would outlast Karpenter's terminationGracePeriod, naming the key and the worker", () => {
+        expect(errorOf(() => parseStackConfig("staging", burst({ longestTaskSeconds: 1000 })))).to.equal(
+            "staging: notify-karpenter:nodePool.terminationGracePeriod must be at least 4010s, the grace period of notify-celery-core-tasks-burst (placement.burst: prefetchMultiplier 4 × its longest task 1000 s + 10 s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got 1h)",
         );
     });
 
-    it("rejects a grace period shorter than the longest task", () => {
-        expect(errorOf(() => parseStackConfig("staging", burst({ longestTaskSeconds: 90 })))).to.match(
-            /placement\.burst\.terminationGracePeriodSeconds must be at least 100: the longest task \(90 s\)/,
-        );
-    });
-
-    it("rejects a node pool that would cut draining Celery pods short", () => {
+    it("refuses a node pool that would cut draining Celery pods short: the longest grace is periodic-burst's, for its 600 s tasks", () => {
         const raw = rawConfig("staging", "nodePool", { terminationGracePeriod: "45s" });
         expect(errorOf(() => parseStackConfig("staging", raw))).to.equal(
-            "staging: notify-karpenter:nodePool.terminationGracePeriod must be at least the Celery grace period (60 s), or Karpenter cuts draining Celery pods short (got 45s)",
+            "staging: notify-karpenter:nodePool.terminationGracePeriod must be at least 2410s, the grace period of notify-celery-periodic-burst (placement.burst: prefetchMultiplier 4 × its longest task 600 s + 10 s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got 45s)",
         );
+    });
+
+    it("refuses the grace period as a key of its own: it follows from the tasks (prefetchMultiplier × longestTaskSeconds + 10 s)", () => {
+        expect(errorOf(() => parseStackConfig("staging", burst({ terminationGracePeriodSeconds: 60 })))).to.match(/placement\.burst\.terminationGracePeriodSeconds is not a known key/);
     });
 
     it("needs exactly one of minAvailable and maxUnavailable for each burst Deployment", () => {

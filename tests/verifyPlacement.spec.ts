@@ -230,9 +230,9 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
             ]);
         });
 
-        it("failed: read the burst Deployments as `OK kept off`; now says what the patch changes and that the chart must drop the spot selector", async () => {
+        it("failed: read the burst Deployments as `OK kept off`; now says what the patch changes and that the chart must drop the spot selector; and fails on the chart's 10 s kill and 60 s grace, which lose tasks", async () => {
             const r = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("notify-celery.yaml")]);
-            expect(r.exitCode, r.output).to.equal(0);
+            expect(r.exitCode, r.output).to.equal(1);
             const lines = r.output.split("\n");
             expect(lines).to.include.members([
                 "  WARN  Deployment notification-canada-ca/notify-celery-core-tasks-burst: burst Deployment (placement.burst.deployments): as rendered it cannot run on ephemeral nodes (does not tolerate the taint notification-canada-ca/ephemeral=true:NoSchedule); the program's patch adds the toleration and required node affinity for notification-canada-ca/ephemeral=true and the label notification-canada-ca/celery-burst=true; the chart must drop nodeSelector karpenter.sh/capacity-type: spot (the patch leaves nodeSelector to the chart, and it still applies on top of the patch's node affinity)",
@@ -241,8 +241,11 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
                 `  WARN  Deployment notification-canada-ca/notify-celery-email-send-burst nodeSelector: chart {"karpenter.sh/capacity-type":"spot"}, stack {"karpenter.sh/capacity-type":null}: set nodes.email-burst.deployment.nodeSelector in GC Notify's notify-celery release (plan-out/staging/gc-notify-values/notify-celery.yaml)`,
                 `  WARN  Deployment notification-canada-ca/notify-celery-beat priorityClassName: chart null, stack "high-priority": set nodes.beat.deployment.priorityClassName in GC Notify's notify-celery release (plan-out/staging/gc-notify-values/notify-celery.yaml)`,
                 `  WARN  PodDisruptionBudget notification-canada-ca/notify-celery-periodic-burst budget over the pods of burst Deployment notify-celery-periodic-burst: chart "enabled", stack "off (the stack's own budget covers these pods)": set nodes.periodic-burst.pdb.pdbEnabled in GC Notify's notify-celery release (plan-out/staging/gc-notify-values/notify-celery.yaml)`,
+                // Issue 27: run_celery_exit.sh kills the worker 10 s after SIGTERM; a key needs the template change.
+                `  FAIL  Deployment notification-canada-ca/notify-celery-email-send-burst terminationGracePeriodSeconds: chart 60, stack 90; after a release, a node's departure kills a running Celery task (GC Notify acknowledges tasks as they start, so it is lost): set nodes.email-burst.deployment.terminationGracePeriodSeconds in GC Notify's notify-celery release (plan-out/staging/gc-notify-values/notify-celery.yaml)`,
+                `  FAIL  Deployment notification-canada-ca/notify-celery-email-send-burst preStop: chart ["/bin/bash","-c","/app/scripts/run_celery_exit.sh"], stack a list of 5; after a release, a node's departure kills a running Celery task (GC Notify acknowledges tasks as they start, so it is lost): set nodes.email-burst.deployment.preStopCommand in GC Notify's notify-celery release (plan-out/staging/gc-notify-values/notify-celery.yaml), once its chart renders the key (the template change in plan-out/staging/gc-notify-handover/celery-shutdown.md)`,
             ]);
-            expect(lines.at(-1)).to.equal("No pod template other than burst Celery pods and the node agents can run on ephemeral nodes");
+            expect(lines.at(-1)).to.equal(SUMMARY_FINDINGS(10));
         });
 
         it("a burst Deployment whose chart selector the patch cannot overcome is a finding", async () => {
