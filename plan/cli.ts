@@ -17,6 +17,7 @@ import { CI_ACCESS_DIR, CI_ACCESS_PATHS, ciAccessFiles } from "./ciAccess.ts";
 import { PROJECT, readStackConfig } from "./offlineRuntime.ts";
 import { cloudwatchAgentFile } from "./cloudwatchAgent.ts";
 import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts.ts";
+import { celeryHandoverFiles } from "./celeryHandover.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { diffStacks, renderChanges, renderDiff } from "./diff.ts";
 import { PROJECT_DIR, PreviewError, type RecordedResource, knownStacks, runOffline, unknownStackMessage } from "./offlineRuntime.ts";
@@ -227,7 +228,8 @@ async function planStack(stack: string, out: string, mode: { verbose: boolean; j
         "summary.txt": full,
     };
     const values = gcNotifyValuesFiles(stack, placement);
-    const written: Record<string, string> = { ...files, ...values, ...ciAccess.files };
+    const handover = celeryHandoverFiles(cfg);
+    const written: Record<string, string> = { ...files, ...values, ...handover, ...ciAccess.files };
     // A config that moved to a created cluster leaves no ci-access files of an earlier plan behind (only files that
     // plan wrote, unchanged since).
     const earlier = fs.existsSync(out) && fs.statSync(out).isDirectory() ? readPlanRecord(out) : undefined;
@@ -237,7 +239,13 @@ async function planStack(stack: string, out: string, mode: { verbose: boolean; j
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
 
     const valuesLine = [
-        ...(Object.keys(values).length ? [`  ${path.dirname(valuesFilePath("x"))}/: ${Object.keys(values).length} Helm values files, one per GC Notify release (docs/migration.md, step 1)`] : []),
+        ...(Object.keys(values).length
+            ? [
+                  Object.keys(handover).length
+                      ? `  ${path.dirname(valuesFilePath("x"))}/ (${Object.keys(values).length} releases), ${path.dirname(Object.keys(handover)[0])}/: GC Notify's changes (docs/migration.md, step 1)`
+                      : `  ${path.dirname(valuesFilePath("x"))}/: ${Object.keys(values).length} Helm values files, one per GC Notify release (docs/migration.md, step 1)`,
+              ]
+            : []),
         ...(Object.keys(ciAccess.files).length ? [`  ${CI_ACCESS_DIR}/: CI's GitHub OIDC roles and their cluster access, for GC Notify's Terraform (its README.md)`] : []),
     ];
     const exitCode = mandatory > 0 ? EXIT.findings : EXIT.ok;
@@ -253,7 +261,7 @@ async function planStack(stack: string, out: string, mode: { verbose: boolean; j
             },
             warnings: warnings.map((w) => w.replace(/^warning: /, "")),
             out,
-            files: Object.keys({ ...files, ...values, ...ciAccess.files }).sort(),
+            files: Object.keys(written).sort(),
         };
         return { exitCode, format: "json", output: jsonText("plan", body) };
     }

@@ -3,7 +3,8 @@ import * as fs from "fs";
 import * as path from "path";
 import { parse, parseAllDocuments } from "yaml";
 import { plan } from "../plan/cli.ts";
-import { GC_NOTIFY_RELEASES, chartDifferences, gcNotifyValues } from "../plan/gcNotifyCharts.ts";
+import { CELERY_PRESTOP_TEMPLATE, GC_NOTIFY_RELEASES, chartDifferences, gcNotifyValues } from "../plan/gcNotifyCharts.ts";
+import { celeryHandoverFiles } from "../plan/celeryHandover.ts";
 import { celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { STACKS, stackConfig } from "./helpers.ts";
@@ -203,5 +204,22 @@ describe("GC Notify's chart values: one owner per field", () => {
                 "DaemonSet kube-system/secrets-provider-aws priorityClassName",
             ]);
         });
+    });
+});
+
+describe("the Celery shutdown handover (npm run plan: gc-notify-handover/celery-shutdown.md)", () => {
+    it("hands over the notify-celery template change and each burst worker's key, grace and kill time, and each queue's visibility floor under acks_late", () => {
+        const text = celeryHandoverFiles(stackConfig("production"))["gc-notify-handover/celery-shutdown.md"];
+        // The template keeps today's script for a worker without the key (the stable workers, beat).
+        expect(text).to.include(CELERY_PRESTOP_TEMPLATE);
+        expect(CELERY_PRESTOP_TEMPLATE).to.include('default (list "/bin/bash" "-c" "/app/scripts/run_celery_exit.sh") $node.deployment.preStopCommand');
+        expect(text).to.include("| notify-celery-email-send-burst | `nodes.email-burst.deployment.preStopCommand` | 20 s | 90 | 85 s |");
+        expect(text).to.include("| notify-celery-periodic-burst | `nodes.periodic-burst.deployment.preStopCommand` | 600 s | 2410 | 2405 s |");
+        // send-email-high: a message may wait for 3 tasks of 20 s and run one, plus the drain's slack.
+        expect(text).to.include("| `eks-notification-canada-casend-email-high` | notify-celery-email-send-burst | 85 s | 25 s |");
+        // Production runs job-tasks on core-tasks (the feature flag is off there); staging does not.
+        expect(text).to.include("FF_IMPROVE_CELERY_WORKER_ISOLATION");
+        expect(celeryHandoverFiles(stackConfig("staging"))["gc-notify-handover/celery-shutdown.md"]).to.not.include("FF_IMPROVE_CELERY_WORKER_ISOLATION");
+        expect(celeryHandoverFiles(stackConfig("scratch"))).to.deep.equal({});
     });
 });

@@ -92,7 +92,7 @@ describe("offline plan (npm run plan)", () => {
                 "  [advisory] no-nodepools-advisory: kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool",
             ].join("\n"),
         );
-        expect(fs.readdirSync(out).sort()).to.deep.equal([".notify-karpenter-plan.json", "ci-access", "cwagent-prometheus-karpenter.json", "gc-notify-values", "manifests.yaml", "policy-config.json", "policy-report.json", "preview.json", "summary.txt"]);
+        expect(fs.readdirSync(out).sort()).to.deep.equal([".notify-karpenter-plan.json", "ci-access", "cwagent-prometheus-karpenter.json", "gc-notify-handover", "gc-notify-values", "manifests.yaml", "policy-config.json", "policy-report.json", "preview.json", "summary.txt"]);
         // Without --verbose, the summary shows the violations too.
         const brief = await plan(["--stack", "staging", "--out", out], undefined, [noNodePools("mandatory")]);
         expect(brief.output).to.include("Policy pack: 1 violation (1 mandatory)\n  [mandatory] no-nodepools-mandatory: kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool");
