@@ -222,6 +222,16 @@ describe("npm run preflight", function () {
         expect(r.awsRequests).to.include.members(["sts:GetCallerIdentity", "eks:DescribeCluster", "ec2:DescribeInstanceTypeOfferings", "iam:GetPolicy", "sqs:GetQueueUrl", "events:DescribeRule", "logs:FilterLogEvents", "kms:GetKeyPolicy", "sns:ListSubscriptionsByTopic"]);
     });
 
+    it("names the runbook's Terraform add-on, not aws eks create-addon, when the Pod Identity agent is missing (MW2-F5)", async () => {
+        const w = goodWorld(cfg);
+        delete w.aws.addons[`${cfg.cluster.name}/eks-pod-identity-agent`];
+        const r = await run(w);
+        expect(r.exitCode).to.equal(1);
+        expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([
+            `FAIL  pod-identity-agent        no eks-pod-identity-agent add-on: the controller would get no AWS credentials; add it where the cluster's other add-ons are managed (GC Notify: resource "aws_eks_addon" "pod_identity_agent" in notification-terraform aws/eks/eks.tf, applied by its CI; docs/migration.md), not with aws eks create-addon, which that Terraform would then fail to create again (an add-on made by hand must be imported: terraform import aws_eks_addon.pod_identity_agent ${cfg.cluster.name}:eks-pod-identity-agent)`,
+        ]);
+    });
+
     it("warns where up works but something will bite later (exit 0)", async () => {
         const w = goodWorld(cfg);
         w.aws.clusters[cfg.cluster.name].status = "UPDATING";
@@ -516,7 +526,7 @@ describe("npm run preflight", function () {
         const r = await run(w);
         expect(r.exitCode).to.equal(1);
         expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([
-            `FAIL  alarm-topics              warning ${WARNING_TOPIC}: the policy of key alias/notify-alarms does not let cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey*: alarms cannot publish; add that statement`,
+            `FAIL  alarm-topics              warning ${WARNING_TOPIC}: the policy of key alias/notify-alarms does not let cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey: alarms cannot publish; add that statement`,
         ]);
     });
 
