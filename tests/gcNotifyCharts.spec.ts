@@ -67,8 +67,14 @@ describe("GC Notify's chart values: one owner per field", () => {
     it("sets the node agents' tolerations and priority by each chart's own key (fluent-bit 0.48.5, provider 3.1.0 and its driver subchart, velero 11.1.1, falco 8.0.1, k8s-infra 0.15.1, aws-xray 4.0.8)", () => {
         const { values } = gcNotifyValues(argsOf("production"));
         const all = [{ operator: "Exists" }];
+        // The agents whose charts tolerate less than every taint get the new nodes' taints only (tolerateAll: false),
+        // so they stay off GC Notify's SigNoz nodes (dedicated=signoz:NoSchedule), where none of them runs today (MW2-F7).
+        const newNodes = [
+            { key: "notification-canada-ca/ephemeral", operator: "Equal", value: "true", effect: "NoSchedule" },
+            ...["kube-system.secrets-store-csi-driver", "kube-system.secrets-provider-aws", "amazon-cloudwatch.fb-agent-fluent-bit", "amazon-cloudwatch.aws-cloudwatch-agent"].map((k) => ({ key: `nidhogg.uswitch.com/${k}`, operator: "Exists", effect: "NoSchedule" })),
+        ];
         const critical = "system-node-critical";
-        expect(values["fb-agent"]).to.deep.equal({ tolerations: all, priorityClassName: critical });
+        expect(values["fb-agent"]).to.deep.equal({ tolerations: newNodes, priorityClassName: critical });
         expect(values["aws-secrets-provider"]).to.deep.equal({
             fullnameOverride: "secrets-provider-aws",
             tolerations: all,
@@ -76,11 +82,11 @@ describe("GC Notify's chart values: one owner per field", () => {
             "secrets-store-csi-driver": { linux: { tolerations: all, priorityClassName: critical } },
         });
         expect(values["velero"]).to.deep.equal({ nodeAgent: { tolerations: all, priorityClassName: critical } });
-        expect(values["falco"]).to.deep.equal({ tolerations: all, podPriorityClassName: critical });
+        expect(values["falco"]).to.deep.equal({ tolerations: newNodes, podPriorityClassName: critical });
         expect(values["signoz-k8s"]).to.deep.equal({ otelAgent: { tolerations: all, priorityClassName: critical } });
-        expect(values["xray-daemon"]).to.deep.equal({ tolerations: all, priorityClassName: critical });
+        expect(values["xray-daemon"]).to.deep.equal({ tolerations: newNodes, priorityClassName: critical });
         // charts/aws-cloudwatch hardcodes its priority class and resources (cwagent-daemonset.yaml:15, 33-39), equal to the stack's.
-        expect(values["aws-cloudwatch-agent"]).to.deep.equal({ tolerations: all });
+        expect(values["aws-cloudwatch-agent"]).to.deep.equal({ tolerations: newNodes });
         expect(gcNotifyValues(argsOf("production")).notes).to.have.length(1);
         // The web charts: no pod-template priority in notify-api, notify-admin or notify-document-download.
         expect(Object.keys(values["notify-api"]).sort()).to.deep.equal(["affinity", "nodeSelector"]);

@@ -500,7 +500,7 @@ describe("npm run preflight", function () {
             `WARN  chart-fields              Deployment ${ns}/notify-celery-nightly-burst: Helm's chart sets priorityClassName = "celery"; the stack sets "high-priority", and each release of the chart puts its value back: add plan-out/staging/gc-notify-values/notify-celery.yaml to GC Notify's notify-celery release (it sets nodes.nightly-burst.deployment.priorityClassName)`,
         ]);
         expect(linesOf(r.output, "FAIL")).to.deep.equal([
-            `FAIL  chart-fields              DaemonSet amazon-cloudwatch/fb-agent-fluent-bit: Helm's chart sets tolerations = [{"effect":"NoSchedule","key":"nidhogg.uswitch.com/amazon-cloudwatch.fb-agent-fluent-bit","operator":"Exists"}]; the stack sets [{"operator":"Exists"}]: new ephemeral nodes keep a startup taint until this agent runs there, and it does not tolerate them, so no burst pod starts; add plan-out/staging/gc-notify-values/fb-agent.yaml to GC Notify's fb-agent release (it sets tolerations)`,
+            `FAIL  chart-fields              DaemonSet amazon-cloudwatch/fb-agent-fluent-bit: Helm's chart sets tolerations = [{"effect":"NoSchedule","key":"nidhogg.uswitch.com/amazon-cloudwatch.fb-agent-fluent-bit","operator":"Exists"}]; the stack sets a list of 5: new ephemeral nodes keep a startup taint until this agent runs there, and it does not tolerate them, so no burst pod starts; add plan-out/staging/gc-notify-values/fb-agent.yaml to GC Notify's fb-agent release (it sets tolerations)`,
         ]);
         // Fields the charts do not set live (before the first up: no tolerations on burst pods) are no difference.
         expect(r.output).to.not.match(/chart-fields .*notify-celery-core-tasks-burst/);
