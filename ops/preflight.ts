@@ -528,7 +528,7 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
 
     // pod-identity-agent
     if (cfg.controller.identity !== "pod-identity") ok("pod-identity-agent", "not needed: controller.identity is irsa");
-    else if (!aws.podIdentityAgent) fail("pod-identity-agent", `no ${POD_IDENTITY_AGENT} add-on: the controller would get no AWS credentials; aws eks create-addon --cluster-name ${cluster} --addon-name ${POD_IDENTITY_AGENT}`);
+    else if (!aws.podIdentityAgent) fail("pod-identity-agent", `no ${POD_IDENTITY_AGENT} add-on: the controller would get no AWS credentials; add it where the cluster's other add-ons are managed (GC Notify: resource "aws_eks_addon" "pod_identity_agent" in notification-terraform aws/eks/eks.tf, applied by its CI; docs/migration.md), not with aws eks create-addon, which that Terraform would then fail to create again (an add-on made by hand must be imported: terraform import aws_eks_addon.pod_identity_agent ${cluster}:${POD_IDENTITY_AGENT})`);
     else if (aws.podIdentityAgent.status !== "ACTIVE") warn("pod-identity-agent", `${POD_IDENTITY_AGENT} ${aws.podIdentityAgent.version} is ${aws.podIdentityAgent.status}, not ACTIVE: wait for it or fix the add-on`);
     else ok("pod-identity-agent", `${POD_IDENTITY_AGENT} ${aws.podIdentityAgent.version} is ACTIVE`);
 
@@ -759,7 +759,7 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
         else ok("alarm-topics", `${t.severity} ${t.arn}: ${plural(t.confirmed, "confirmed subscription")}`);
         if (t.kmsKeyId && t.key) {
             if (t.key.manager === "AWS") fail("alarm-topics", `${t.severity} ${t.arn} is encrypted with an AWS managed key (${t.kmsKeyId}), whose policy CloudWatch may not use: encrypt it with a customer managed key that allows cloudwatch.amazonaws.com`);
-            else if (!keyLetsCloudWatch(t.key.policy)) fail("alarm-topics", `${t.severity} ${t.arn}: the policy of key ${t.kmsKeyId} does not let cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey*: alarms cannot publish; add that statement`);
+            else if (!keyLetsCloudWatch(t.key.policy)) fail("alarm-topics", `${t.severity} ${t.arn}: the policy of key ${t.kmsKeyId} does not let cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey: alarms cannot publish; add that statement`);
             else ok("alarm-topics", `${t.severity} ${t.arn}: key ${t.kmsKeyId} lets CloudWatch publish`);
         }
     }

@@ -46,7 +46,7 @@ export const GC_NOTIFY_PRESTOP = ["/bin/bash", "-c", "/app/scripts/run_celery_ex
 export const CELERY_PRESTOP_TEMPLATE_FILE = "gc-notify-handover/celery-shutdown.md";
 
 /**
- * The change to charts/notify-celery/templates/deployment.yaml:76-78 (`command:` and its three items): the worker's
+ * The change to charts/notify-celery/templates/deployment.yaml:75-78 (`command:` and its three items): the worker's
  * preStop from `nodes.<key>.deployment.preStopCommand`, today's script when a node has none. Checked by rendering
  * the chart at 609853e2 with it (docs/celery-shutdown.md).
  */
@@ -229,6 +229,8 @@ export function gcNotifyValuesFiles(stack: string, a: CeleryWorkloadPlacementArg
                 `# GC Notify's helmfile release "${release}", keys of ${GC_NOTIFY_MANIFESTS}: add this file as the release's last`,
                 `# values file for this environment, so the chart renders every field the stack's patches set exactly as they`,
                 `# set it, and a Helm release and a pulumi up never undo each other (docs/migration.md, step 1).`,
+                // Each environment's files go in in its own step 1, when its first up is scheduled (MW2-F3).
+                `# Copy it to helmfile/${valuesFileDestination(stack, release)} in ${stack}'s own step 1, never before.`,
                 stringify(v, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd(),
                 "",
             ].join("\n"),
@@ -237,6 +239,9 @@ export function gcNotifyValuesFiles(stack: string, a: CeleryWorkloadPlacementArg
 }
 
 export const valuesFilePath = (release: string) => `gc-notify-values/${release}.yaml`;
+
+/** Where the runbook puts a stack's values file in notification-manifests, under helmfile/: one folder per environment. */
+export const valuesFileDestination = (stack: string, release: string) => `overrides/karpenter/${stack}/${release}.yaml`;
 
 /** Where a chart (rendered or live) and the stack's patches set one field differently. */
 export interface ChartDifference {

@@ -165,7 +165,8 @@ function keySetting(r: RecordedResource): string | undefined {
                 t.nodeSelector ? `nodeSelector ${Object.entries(t.nodeSelector).map(([k, v]) => `${k}=${v}`).join(",")}` : undefined,
                 t.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution ? `requires ${requiredTerms(t.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms)}` : undefined,
                 t.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution ? "prefers ephemeral nodes" : undefined,
-                `priority ${t.priorityClassName}`,
+                // A patch without a class leaves the workload's; a Deployment without one runs at priority 0.
+                t.priorityClassName ? `priority ${t.priorityClassName}` : r.type.endsWith("Patch") ? undefined : "no priority class (0)",
                 t.terminationGracePeriodSeconds !== undefined ? `grace ${t.terminationGracePeriodSeconds}s` : undefined,
             ];
             const what = r.type.endsWith("Patch") ? `patch ${i.kind}` : i.kind;

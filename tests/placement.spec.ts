@@ -140,10 +140,18 @@ for (const stack of STACKS) {
         });
 
         it("makes node agents tolerate ephemeral nodes at system-node-critical, and guarantees the CloudWatch agent its CPU", () => {
+            // Every taint for the agents whose charts tolerate every taint already; only the new nodes' taints for those
+            // whose charts do not, so none of them moves onto GC Notify's SigNoz nodes (dedicated=signoz, MW2-F7).
+            const newNodeTaints = [
+                { key: EPHEMERAL, operator: "Equal", value: "true", effect: "NoSchedule" },
+                ...WAITED.map(([ns, name]) => ({ key: `nidhogg.uswitch.com/${ns}.${name}`, operator: "Exists", effect: "NoSchedule" })),
+            ];
+            const everyTaint = ["secrets-store-csi-driver", "secrets-provider-aws", "signoz-k8s-k8s-infra-otel-agent", "node-agent"];
             for (const [namespace, name] of AGENTS) {
                 const p = patch("DaemonSet", `celery-placement-agent-${name}`);
                 expect(p.metadata).to.deep.equal({ name, namespace, annotations: patchForce });
-                expect(p.spec.template.spec).to.deep.include({ tolerations: [{ operator: "Exists" }], priorityClassName: "system-node-critical" });
+                const tolerations = everyTaint.includes(name) ? [{ operator: "Exists" }] : newNodeTaints;
+                expect(p.spec.template.spec, name).to.deep.include({ tolerations, priorityClassName: "system-node-critical" });
             }
             const resources = { cpu: "300m", memory: "300Mi" };
             expect(patch("DaemonSet", "celery-placement-agent-aws-cloudwatch-agent").spec.template.spec.containers).to.deep.equal([
@@ -314,12 +322,14 @@ describe("CeleryWorkloadPlacement options", () => {
     });
 
     it("tolerates only the ephemeral and startup taints for an agent that must not tolerate everything", async () => {
-        const agents = section("staging", "placement").nodeDaemonSets.map((d: any) => (d.name === "falco" ? { ...d, tolerateAll: false } : d));
+        const agents = section("staging", "placement").nodeDaemonSets.map((d: any) => (d.name === "node-agent" ? { ...d, tolerateAll: false } : d));
         const r = await buildStack("staging", { placement: { nodeDaemonSets: agents } });
-        expect(r.get("kubernetes:apps/v1:DaemonSetPatch", "celery-placement-agent-falco").inputs.spec.template.spec.tolerations).to.deep.equal([
+        expect(r.get("kubernetes:apps/v1:DaemonSetPatch", "celery-placement-agent-node-agent").inputs.spec.template.spec.tolerations).to.deep.equal([
             { key: EPHEMERAL, operator: "Equal", value: "true", effect: "NoSchedule" },
             ...WAITED.map(([ns, name]) => ({ key: `nidhogg.uswitch.com/${ns}.${name}`, operator: "Exists", effect: "NoSchedule" })),
         ]);
+        const all = await buildStack("staging", { placement: { nodeDaemonSets: agents.map((d: any) => ({ ...d, tolerateAll: true })) } });
+        expect(all.get("kubernetes:apps/v1:DaemonSetPatch", "celery-placement-agent-falco").inputs.spec.template.spec.tolerations).to.deep.equal([{ operator: "Exists" }]);
     });
 
     it("patches nothing and installs no nidhogg on a cluster without GC Notify's workloads (the scratch stack)", async () => {

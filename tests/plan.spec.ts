@@ -30,6 +30,9 @@ describe("offline plan (npm run plan)", () => {
             expect(result.output).to.include(`Wrote to ${out}:\n  preview.json, manifests.yaml, policy-config.json, policy-report.json,\n  cwagent-prometheus-karpenter.json, summary.txt (the full listing; or --verbose)`);
             const full = fs.readFileSync(path.join(out, "summary.txt"), "utf8");
             expect(full).to.include("helm karpenter: oci://public.ecr.aws/karpenter/karpenter 1.14.1 in namespace karpenter");
+            // The annotator names no class: it runs at 0, which the summary says rather than "priority undefined" (MW2-F15).
+            expect(full).to.match(/Deployment karpenter\/burst-scale-down-order: .*no priority class \(0\)/);
+            expect(full).not.to.include("undefined");
 
             const preview = JSON.parse(fs.readFileSync(path.join(out, "preview.json"), "utf8"));
             const root = `urn:pulumi:${stack}::${PROJECT}::pulumi:pulumi:Stack::${PROJECT}-${stack}`;

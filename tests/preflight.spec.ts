@@ -222,6 +222,16 @@ describe("npm run preflight", function () {
         expect(r.awsRequests).to.include.members(["sts:GetCallerIdentity", "eks:DescribeCluster", "ec2:DescribeInstanceTypeOfferings", "iam:GetPolicy", "sqs:GetQueueUrl", "events:DescribeRule", "logs:FilterLogEvents", "kms:GetKeyPolicy", "sns:ListSubscriptionsByTopic"]);
     });
 
+    it("names the runbook's Terraform add-on, not aws eks create-addon, when the Pod Identity agent is missing (MW2-F5)", async () => {
+        const w = goodWorld(cfg);
+        delete w.aws.addons[`${cfg.cluster.name}/eks-pod-identity-agent`];
+        const r = await run(w);
+        expect(r.exitCode).to.equal(1);
+        expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([
+            `FAIL  pod-identity-agent        no eks-pod-identity-agent add-on: the controller would get no AWS credentials; add it where the cluster's other add-ons are managed (GC Notify: resource "aws_eks_addon" "pod_identity_agent" in notification-terraform aws/eks/eks.tf, applied by its CI; docs/migration.md), not with aws eks create-addon, which that Terraform would then fail to create again (an add-on made by hand must be imported: terraform import aws_eks_addon.pod_identity_agent ${cfg.cluster.name}:eks-pod-identity-agent)`,
+        ]);
+    });
+
     it("warns where up works but something will bite later (exit 0)", async () => {
         const w = goodWorld(cfg);
         w.aws.clusters[cfg.cluster.name].status = "UPDATING";
@@ -490,7 +500,7 @@ describe("npm run preflight", function () {
             `WARN  chart-fields              Deployment ${ns}/notify-celery-nightly-burst: Helm's chart sets priorityClassName = "celery"; the stack sets "high-priority", and each release of the chart puts its value back: add plan-out/staging/gc-notify-values/notify-celery.yaml to GC Notify's notify-celery release (it sets nodes.nightly-burst.deployment.priorityClassName)`,
         ]);
         expect(linesOf(r.output, "FAIL")).to.deep.equal([
-            `FAIL  chart-fields              DaemonSet amazon-cloudwatch/fb-agent-fluent-bit: Helm's chart sets tolerations = [{"effect":"NoSchedule","key":"nidhogg.uswitch.com/amazon-cloudwatch.fb-agent-fluent-bit","operator":"Exists"}]; the stack sets [{"operator":"Exists"}]: new ephemeral nodes keep a startup taint until this agent runs there, and it does not tolerate them, so no burst pod starts; add plan-out/staging/gc-notify-values/fb-agent.yaml to GC Notify's fb-agent release (it sets tolerations)`,
+            `FAIL  chart-fields              DaemonSet amazon-cloudwatch/fb-agent-fluent-bit: Helm's chart sets tolerations = [{"effect":"NoSchedule","key":"nidhogg.uswitch.com/amazon-cloudwatch.fb-agent-fluent-bit","operator":"Exists"}]; the stack sets a list of 5: new ephemeral nodes keep a startup taint until this agent runs there, and it does not tolerate them, so no burst pod starts; add plan-out/staging/gc-notify-values/fb-agent.yaml to GC Notify's fb-agent release (it sets tolerations)`,
         ]);
         // Fields the charts do not set live (before the first up: no tolerations on burst pods) are no difference.
         expect(r.output).to.not.match(/chart-fields .*notify-celery-core-tasks-burst/);
@@ -516,7 +526,7 @@ describe("npm run preflight", function () {
         const r = await run(w);
         expect(r.exitCode).to.equal(1);
         expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([
-            `FAIL  alarm-topics              warning ${WARNING_TOPIC}: the policy of key alias/notify-alarms does not let cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey*: alarms cannot publish; add that statement`,
+            `FAIL  alarm-topics              warning ${WARNING_TOPIC}: the policy of key alias/notify-alarms does not let cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey: alarms cannot publish; add that statement`,
         ]);
     });
 

@@ -102,6 +102,9 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
             "  OK    DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: node agent; new ephemeral nodes wait for it (startup taint nidhogg.uswitch.com/amazon-cloudwatch.aws-cloudwatch-agent)",
             "  FAIL  DaemonSet signoz/signoz-otel-agent: could run on ephemeral nodes: it tolerates every taint (a toleration with operator Exists and no key), even before the node agents are ready (startup taints)",
             "  OK    DaemonSet kube-system/ebs-csi-node: node agent of the aws-ebs-csi-driver EKS add-on (not patched: set its tolerations in the add-on's configurationValues)",
+            // The fixture's agent tolerates every taint; the stack's only the new nodes' (tolerateAll: false, MW2-F7).
+            "Fields the charts set otherwise than the stack's patches (1 field; each chart release puts its value back):",
+            `  WARN  DaemonSet amazon-cloudwatch/aws-cloudwatch-agent tolerations: chart [{"operator":"Exists"}], stack a list of 5: set tolerations in GC Notify's aws-cloudwatch-agent release (plan-out/production/gc-notify-values/aws-cloudwatch-agent.yaml)`,
             SUMMARY_FINDINGS(1),
         ]);
     });
@@ -291,7 +294,7 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
             // Waited for, its chart's tolerations block burst capacity after the next release of it: a finding.
             expect(r.exitCode).to.equal(1);
             expect(r.output).to.include(
-                "  FAIL  DaemonSet amazon-cloudwatch/aws-cloudwatch-agent tolerations: chart a list of 4, stack [{\"operator\":\"Exists\"}]; after a release new ephemeral nodes keep a startup taint this agent does not tolerate, and no burst pod can start: set tolerations in GC Notify's aws-cloudwatch-agent release (plan-out/staging/gc-notify-values/aws-cloudwatch-agent.yaml)",
+                "  FAIL  DaemonSet amazon-cloudwatch/aws-cloudwatch-agent tolerations: chart a list of 4, stack a list of 5; after a release new ephemeral nodes keep a startup taint this agent does not tolerate, and no burst pod can start: set tolerations in GC Notify's aws-cloudwatch-agent release (plan-out/staging/gc-notify-values/aws-cloudwatch-agent.yaml)",
             );
             const plain = await verifyPlacement(["--stack", "staging", "--manifests", gcNotify("notify-admin.yaml")]);
             expect(plain.output).to.include("Note: 1 object named no namespace, put in default (the default without --namespace): Deployment notify-admin");
