@@ -32,7 +32,7 @@ export function celeryHandoverFiles(cfg: StackConfig): Record<string, string> {
         "",
         "## 1. notification-manifests, now: the chart renders the program's preStop hook",
         "",
-        `In \`helmfile/charts/notify-celery/templates/deployment.yaml\` (${GC_NOTIFY_MANIFESTS}), replace lines 76-78 (\`command:\``,
+        `In \`helmfile/charts/notify-celery/templates/deployment.yaml\` (${GC_NOTIFY_MANIFESTS}), replace lines 75-78 (\`command:\``,
         "and its three items under the worker container's `preStop.exec`) with:",
         "",
         "```yaml",
