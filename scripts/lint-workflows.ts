@@ -108,7 +108,7 @@ function reusableCallProblems(root: string, file: string, text: string): Finding
 
 export const LINT_WORKFLOWS: Command = {
     usage: ["npm run lint:workflows"],
-    summary: "Lints .github/workflows with actionlint 1.7.7 (and checks calls of this repository's reusable workflows), printing file:line:column message for each finding.",
+    summary: "Lints .github/workflows with actionlint 1.7.7 (and checks calls of this repository's reusable workflows, and the concurrency key queue, which actionlint predates), printing file:line:column message for each finding.",
     flags: {},
     exits: { 0: "no findings", 1: "findings" },
     examples: ["npm run lint:workflows"],

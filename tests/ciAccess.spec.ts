@@ -323,7 +323,7 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
         const literals = (v: unknown): string[] => {
             const text = String(v);
             if (!text.includes("${{")) return [text];
-            // ${{ vars.X == 'true' && 'staging' || 'staging-first-up' }}: the environments it can name.
+            // ${{ vars.X == 'true' && 'a' || 'b' }}: the environments it can name.
             return [...text.matchAll(/'([^']+)'/g)].map((m) => m[1]).filter((s) => s !== "true" && s !== "false");
         };
         let calls = 0;
