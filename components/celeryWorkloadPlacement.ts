@@ -1,5 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { createHash } from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { RELEASE_HISTORY } from "./karpenterController.ts";
@@ -283,17 +284,33 @@ export function headroomDeployment(a: CeleryWorkloadPlacementArgs) {
 
 /** nidhogg's values: watch exactly the node daemonsets, on ephemeral nodes only; run on stable nodes. */
 export function nidhoggValues(a: CeleryWorkloadPlacementArgs) {
+    const configuration = {
+        taintNamePrefix: NIDHOGG_TAINT_PREFIX,
+        nodeSelector: [`${a.ephemeralKey}=true`],
+        daemonsets: a.nodeDaemonSets.filter(waitsFor).map((d) => ({ name: d.name, namespace: d.namespace })),
+    };
     return {
         nodeSelector: a.stableNodeSelector,
         // Requests, so a busy stable node cannot squeeze out the one controller every new ephemeral node waits for.
         resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } },
-        configuration: {
-            taintNamePrefix: NIDHOGG_TAINT_PREFIX,
-            nodeSelector: [`${a.ephemeralKey}=true`],
-            daemonsets: a.nodeDaemonSets.filter(waitsFor).map((d) => ({ name: d.name, namespace: d.namespace })),
+        configuration,
+        podAnnotations: {
+            // GC Notify's reloader (stakater, autoReloadAll) would add STAKATER_* env vars to the StatefulSet at each
+            // change of its ConfigMap or Secret, which no up removes (migration-walk-2 MW2-F4): a pod annotation
+            // `reloader.stakater.com/auto: "false"` opts it out (Reloader v1.4.12, chart 2.2.7, pkg/common/common.go
+            // ShouldReload reads the pod template's annotations when the workload has none of its own).
+            [RELOADER_AUTO_ANNOTATION]: "false",
+            // nidhogg reads its configuration file only at start and chart 0.6.6 has no checksum of it: this one rolls
+            // the pods when the configuration changes, in the same Helm upgrade.
+            [NIDHOGG_CONFIG_CHECKSUM]: createHash("sha256").update(JSON.stringify(configuration)).digest("hex"),
         },
     };
 }
+
+/** Reloader's opt-out annotation (stakater/Reloader internal/pkg/options/flags.go ReloaderAutoAnnotation). */
+export const RELOADER_AUTO_ANNOTATION = "reloader.stakater.com/auto";
+/** The pod annotation that carries the checksum of nidhogg's configuration. */
+export const NIDHOGG_CONFIG_CHECKSUM = "notify-karpenter/nidhogg-configuration";
 
 /**
  * The admission policy's CEL. A pod that tolerates the ephemeral taint (by key, or by tolerating everything) or

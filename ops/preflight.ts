@@ -27,7 +27,7 @@ import { CAPACITY_TYPE_KEY, type ChartDifference, GC_NOTIFY_WORKLOADS, chartDiff
 import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, didYouMean, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
 import { elapsed, jsonText, progress } from "./output.ts";
 import { VersionApi } from "@kubernetes/client-node";
-import { CI_ACCESS_DIR, CI_ACCESS_FILES, PREVIEW_GROUP, PREVIEW_READ_ACCESS } from "../plan/ciAccess.ts";
+import { CI_ACCESS_DIR, PREVIEW_GROUP, PREVIEW_READ_ACCESS, ciAccessFileNames } from "../plan/ciAccess.ts";
 import { type KubeConfig, type KubeObject, type ListObjects, listerOf, loadKubeConfig, useContext } from "./kube.ts";
 import { plural } from "./table.ts";
 import type { CommandLine } from "./args.ts";
@@ -445,13 +445,14 @@ export function missingAccessStep(access: ClusterAccess, endpoint: EndpointAcces
 /** Who the cluster lets in, and where CI's identities go for that mode (the plan's ci-access files). */
 export function authenticationWords(mode: string, stack: string): string {
     const dir = `plan-out/${stack}/${CI_ACCESS_DIR}`;
+    const files = ciAccessFileNames(stack);
     switch (mode) {
         case "CONFIG_MAP":
-            return `authentication mode CONFIG_MAP: identities are mapped in the aws-auth ConfigMap (notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: ${dir}/${CI_ACCESS_FILES.awsAuth}); EKS refuses access entries`;
+            return `authentication mode CONFIG_MAP: identities are mapped in the aws-auth ConfigMap (notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: ${dir}/${files.awsAuth}); EKS refuses access entries`;
         case "API":
-            return `authentication mode API: identities need EKS access entries (${dir}/${CI_ACCESS_FILES.accessEntries}); aws-auth is not read`;
+            return `authentication mode API: identities need EKS access entries (${dir}/${files.accessEntries}); aws-auth is not read`;
         case "API_AND_CONFIG_MAP":
-            return `authentication mode API_AND_CONFIG_MAP: an access entry (${dir}/${CI_ACCESS_FILES.accessEntries}) or an aws-auth mapping (${dir}/${CI_ACCESS_FILES.awsAuth}) lets an identity in`;
+            return `authentication mode API_AND_CONFIG_MAP: an access entry (${dir}/${files.accessEntries}) or an aws-auth mapping (${dir}/${files.awsAuth}) lets an identity in`;
         default:
             return `authentication mode ${mode}`;
     }
@@ -541,9 +542,15 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
             `${r.namespace}/${r.name} (chart ${r.chart} ${r.chartVersion}, revision ${r.revision}) is not this stack's: remove the "${r.name}" entry from GC Notify's helmfile for staging and production (a template condition around it in helmfile/helmfile.yaml.gotmpl) so the next helmfile apply cannot undo this program, then retire the release as docs/migration.md step 2 says`,
         );
     }
-    // Helm refuses to upgrade a release left pending by an interrupted operation ("another operation is in progress").
+    // This stack's release whose latest revision is not deployed: no up clears it. Helm refuses to upgrade a pending one
+    // ("another operation (install/upgrade/rollback) is in progress", helm v3.20.2 pkg/action/upgrade.go); a failed one
+    // is not upgraded again, since the refresh copies the failed revision's values into the state (engine-ci-review-2
+    // EN2-F5, EN2-F6), and the controller would be upgraded over a failed karpenter-crd.
     for (const r of kube.releases.filter((x) => !foreign.includes(x) && HELMFILE_RELEASES[x.name] !== undefined && x.status !== "deployed")) {
-        warn("helm-releases", `${r.namespace}/${r.name} revision ${r.revision} is ${r.status}: the next up upgrades it${r.status.startsWith("pending") ? `; a pending release blocks that: helm rollback ${r.name} -n ${r.namespace} first` : ""}`);
+        fail(
+            "helm-releases",
+            `${r.namespace}/${r.name} revision ${r.revision} is ${r.status}, not deployed, and no up clears that: helm history ${r.name} -n ${r.namespace}, then helm rollback ${r.name} <last deployed revision> -n ${r.namespace} (docs/guardrails.md, "A stopped up"), then the up`,
+        );
     }
     // This stack's CRD release without its controller release: what a pulumi destroy retains (retainOnDelete), which
     // the state no longer holds, so the next up's create of it fails on the name (EN-R3).
@@ -1335,12 +1342,13 @@ function connectionError(e: unknown): string {
 function kubeError(e: unknown, cfg: StackConfig, endpoint: EndpointAccess | undefined): string {
     const err = e as { code?: number; message?: string; cause?: { message?: string } };
     const dir = `plan-out/${cfg.stack}/${CI_ACCESS_DIR}`;
+    const files = ciAccessFileNames(cfg.stack);
     const mode = endpoint?.authenticationMode;
     const mapping =
         mode === "CONFIG_MAP"
-            ? `map its role in aws-auth (authentication mode CONFIG_MAP: notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: ${dir}/${CI_ACCESS_FILES.awsAuth})`
+            ? `map its role in aws-auth (authentication mode CONFIG_MAP: notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: ${dir}/${files.awsAuth})`
             : mode
-              ? `give its role an access entry (authentication mode ${mode}: ${dir}/${CI_ACCESS_FILES.accessEntries})`
+              ? `give its role an access entry (authentication mode ${mode}: ${dir}/${files.accessEntries})`
               : `map its role (aws-auth or an access entry, ${dir}/)`;
     if (err?.code === 401) return `HTTP 401 Unauthorized: the cluster does not know this identity: refresh the credentials (aws eks update-kubeconfig, aws sso login), or ${mapping}`;
     if (err?.code === 403) {

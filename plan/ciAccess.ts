@@ -1,13 +1,16 @@
 // What GC Notify's Terraform (cds-snc/notification-terraform, read at c446304c) must hold so that this repository's
 // CI can run the program against a stack's cluster: two GitHub OIDC roles (preview: read only; up: deploy), their IAM
 // policies, and the cluster identities they map to. `npm run plan -- --stack <s>` writes them to
-// plan-out/<s>/ci-access/ for each stack on an existing cluster (GC Notify's), ready to paste:
-// - github-oidc-roles.tf -> aws/github/ (beside iam_roles.tf: provider aws.core_services, `count` on var.env, the
-//   account's GitHub OIDC provider as the gh_oidc_role module finds it);
-// - aws-auth-roles.hcl -> aws/aws-auth/aws-auth.tf, one more list in aws_auth_roles' concat(), as the helmfile apply
-//   roles are mapped (authentication mode CONFIG_MAP, GC Notify's: aws_eks_cluster has no access_config);
-// - access-entries.tf -> aws/eks/ instead, when the cluster's mode is API or API_AND_CONFIG_MAP;
-// - preview-policy.json, up-policy.json: the two policies as IAM reads them, for review.
+// plan-out/<s>/ci-access/ for each stack on an existing cluster (GC Notify's), ready to paste, in `terraform fmt`'s
+// layout (notification-terraform's pull requests run `terragrunt run-all fmt --check`), each file named for its stack
+// so that both stacks' files sit side by side in one folder:
+// - notify-karpenter-<s>-ci-roles.tf -> aws/github/ (beside iam_roles.tf: provider aws.core_services, `count` on
+//   var.env, the account's GitHub OIDC provider as the gh_oidc_role module finds it; and this repository's GHA_VPN_*
+//   secrets, as manifest-secrets.tf writes notification-manifests');
+// - notify-karpenter-<s>-aws-auth-roles.hcl -> aws/aws-auth/aws-auth.tf, one more list in aws_auth_roles' concat(),
+//   as the helmfile apply roles are mapped (authentication mode CONFIG_MAP, GC Notify's: no access_config);
+// - notify-karpenter-<s>-access-entries.tf -> aws/eks/ instead, when the cluster's mode is API or API_AND_CONFIG_MAP;
+// - preview-policy.json, up-policy.json (and drill-policy.json): the policies as IAM reads them, for review.
 import { NODE_ROLE_POLICIES, controllerNames } from "../components/karpenterController.ts";
 import { PREVIEW_GROUP } from "../components/previewReadAccess.ts";
 import { SPOT_INTERRUPTION_ACTION, drillNames } from "../components/spotInterruptionDrill.ts";
@@ -22,29 +25,50 @@ export { PREVIEW_GROUP };
  */
 export const REPOSITORY = "cds-snc/notify-karpenter";
 
-/** The folder of the plan's output, and its files. */
+/** The folder of the plan's output, and its files: those GC Notify's repository takes carry the stack's name. */
 export const CI_ACCESS_DIR = "ci-access";
-export const CI_ACCESS_FILES = {
-    readme: "README.md",
-    roles: "github-oidc-roles.tf",
-    awsAuth: "aws-auth-roles.hcl",
-    accessEntries: "access-entries.tf",
-    previewPolicy: "preview-policy.json",
-    upPolicy: "up-policy.json",
-} as const;
+export function ciAccessFileNames(stack: string) {
+    return {
+        readme: "README.md",
+        roles: `notify-karpenter-${stack}-ci-roles.tf`,
+        awsAuth: `notify-karpenter-${stack}-aws-auth-roles.hcl`,
+        accessEntries: `notify-karpenter-${stack}-access-entries.tf`,
+        previewPolicy: "preview-policy.json",
+        upPolicy: "up-policy.json",
+        drillPolicy: "drill-policy.json",
+    } as const;
+}
 
 /** The component that gives PREVIEW_GROUP its Kubernetes rights (components/previewReadAccess.ts). */
 export const PREVIEW_READ_ACCESS = "PreviewReadAccess component";
 
-/**
- * The roles' MaxSessionDuration: CI asks for two-hour sessions (pulumi.yml, role-duration-seconds 7200), since an up
- * can wait on rollouts for longer than the default hour, and STS refuses a session longer than the role allows.
- */
-export const MAX_SESSION_SECONDS = 7200;
+/** This repository's secrets that notification-terraform keeps in step (aws/github/manifest-secrets.tf writes the same for notification-manifests). */
+export const VPN_SECRETS = [
+    { secret: "GHA_VPN_ID", variable: "gha_vpn_id" },
+    { secret: "GHA_VPN_CERT", variable: "gha_vpn_certificate" },
+    { secret: "GHA_VPN_KEY", variable: "gha_vpn_key" },
+];
 
-/** The GitHub environments whose jobs may assume each role. Pull requests' previews run in `<stack>-preview`. */
+/**
+ * IAM's limit for a managed policy document, whitespace not counted (IAM User Guide, "IAM and AWS STS quotas"), and
+ * the most a generated document may use of it, so that one more statement never fails notification-terraform's apply.
+ */
+export const IAM_POLICY_CHARACTERS = 6144;
+export const POLICY_CHARACTERS_BUDGET = 5500;
+
+/**
+ * The roles' MaxSessionDuration: CI asks for three-hour sessions (pulumi.yml, role-duration-seconds 10800), longer than
+ * the up job may run (150 minutes), and STS refuses a session longer than the role allows.
+ */
+export const MAX_SESSION_SECONDS = 10800;
+
+/**
+ * The GitHub environments whose jobs may assume each role. Pull requests' previews run in `<stack>-preview`; the up
+ * in `<stack>`, which has no reviewers: production's are on `production-approval`, a job of no role or secret
+ * before the up, so that an approval never waits inside the stack's concurrency group (engine-ci-review-2 EN2-F3).
+ */
 export function ciEnvironments(stack: string): { preview: string[]; up: string[] } {
-    return { preview: [`${stack}-preview`, `${stack}-drift`], up: [`${stack}-first-up`, stack] };
+    return { preview: [`${stack}-preview`, `${stack}-drift`], up: [stack] };
 }
 
 /** GitHub's OIDC subject for a job that names an environment (GitHub docs, "About security hardening with OpenID Connect"). */
@@ -197,10 +221,10 @@ export function previewPolicy(cfg: StackConfig, rec: PlanRecording): PolicyDocum
  * creates, each on its names only: the controller's `<prefix>-karpenter*` roles and policies (attachable only to
  * those roles, and only those policies and the node role's managed ones), the queue, the five rules, the
  * `<cluster>-*` alarms, the dashboard, the metric filters of the configured log group, the Pod Identity association
- * of the controller's role (PassRole to pods.eks.amazonaws.com only). `unknown` lists AWS resource types the plan
- * has that no statement here covers.
+ * of the controller's role (PassRole to pods.eks.amazonaws.com only); in `drill`, the spot interruption drill's roles
+ * and template when the stack has them. `unknown` lists AWS resource types the plan has that no statement here covers.
  */
-export function upPolicy(cfg: StackConfig, rec: PlanRecording): { policy: PolicyDocument; unknown: string[] } {
+export function upPolicy(cfg: StackConfig, rec: PlanRecording): { policy: PolicyDocument; drill?: PolicyDocument; unknown: string[] } {
     const c = cfg.controller;
     const prefix = c.namePrefix ?? cfg.cluster.name;
     const names = controllerNames(prefix);
@@ -211,6 +235,7 @@ export function upPolicy(cfg: StackConfig, rec: PlanRecording): { policy: Policy
     const roles = iamArn(`role/${prefix}-karpenter*`);
     const policies = iamArn(`policy/${prefix}-karpenter-*`);
     const statements: PolicyStatement[] = [];
+    const drillStatements: PolicyStatement[] = [];
     const covered = new Set<string>();
     const add = (type: string | string[], s: PolicyStatement) => {
         for (const t of [type].flat()) covered.add(t);
@@ -318,21 +343,24 @@ export function upPolicy(cfg: StackConfig, rec: PlanRecording): { policy: Policy
     }
     if (has("aws:fis/experimentTemplate:ExperimentTemplate")) {
         // The spot interruption drill (components/spotInterruptionDrill.ts): its two roles and their inline policies,
-        // and its template, whose ID AWS makes (so any template of the account, as FIS's own examples scope it).
-        add(["aws:fis/experimentTemplate:ExperimentTemplate", "aws:iam/rolePolicy:RolePolicy"], {
+        // and its template, whose ID AWS makes (so any template of the account, as FIS's own examples scope it). A
+        // policy of their own, attached only where the drill is on: together they would bring the up policy close to
+        // IAM's size limit (engine-ci-review-2 EN2-F9).
+        for (const t of ["aws:fis/experimentTemplate:ExperimentTemplate", "aws:iam/rolePolicy:RolePolicy"]) covered.add(t);
+        drillStatements.push({
             Sid: "DrillRoles",
             Effect: "Allow",
             Action: ["iam:CreateRole", "iam:DeleteRole", "iam:GetRole", "iam:ListInstanceProfilesForRole", "iam:ListAttachedRolePolicies", "iam:ListRolePolicies", "iam:ListRoleTags", "iam:TagRole", "iam:UntagRole", "iam:UpdateAssumeRolePolicy", "iam:UpdateRole", "iam:UpdateRoleDescription", "iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"],
             Resource: [iamArn(`role/${drill.experimentRole}`), iamArn(`role/${drill.workloadRole}`)],
         });
-        statements.push({
+        drillStatements.push({
             Sid: "DrillTemplate",
             Effect: "Allow",
             Action: ["fis:CreateExperimentTemplate", "fis:DeleteExperimentTemplate", "fis:GetExperimentTemplate", "fis:UpdateExperimentTemplate", "fis:ListTagsForResource", "fis:TagResource", "fis:UntagResource"],
             Resource: [arn("fis", "experiment-template/*"), arn("fis", `action/${SPOT_INTERRUPTION_ACTION}`)],
         });
         // FIS checks that the template's creator may pass it its role (AWS FIS User Guide, "IAM roles for AWS FIS experiments").
-        statements.push({
+        drillStatements.push({
             Sid: "PassDrillRoleToFis",
             Effect: "Allow",
             Action: ["iam:PassRole"],
@@ -349,7 +377,8 @@ export function upPolicy(cfg: StackConfig, rec: PlanRecording): { policy: Policy
         });
     }
     const unknown = [...types].filter((t) => !covered.has(t)).sort();
-    return { policy: { Version: "2012-10-17", Statement: statements }, unknown };
+    const document = (x: PolicyStatement[]): PolicyDocument => ({ Version: "2012-10-17", Statement: x });
+    return { policy: document(statements), ...(drillStatements.length ? { drill: document(drillStatements) } : {}), unknown };
 }
 
 // ---- Terraform, in the shape of notification-terraform's aws/github/iam_roles.tf and iam_policies.tf
@@ -358,19 +387,45 @@ const q = (s: string) => JSON.stringify(s);
 const tfId = (s: string) => s.replace(/[^A-Za-z0-9_]/g, "_");
 const list = (xs: string[], indent: string) => (xs.length <= 1 ? `[${xs.map(q).join(", ")}]` : `[\n${xs.map((x) => `${indent}  ${q(x)},`).join("\n")}\n${indent}]`);
 
+/**
+ * Attributes as `terraform fmt` lays them out (hclwrite's Format): the `=` of consecutive one-line attributes aligned,
+ * and an attribute whose value spans lines ending the run with a single space before its `=`.
+ */
+function attributes(indent: string, attrs: [string, string][]): string[] {
+    const lines: string[] = [];
+    let run: [string, string][] = [];
+    const flush = () => {
+        const width = Math.max(...run.map(([k]) => k.length));
+        lines.push(...run.map(([k, v]) => `${indent}${k.padEnd(width)} = ${v}`));
+        run = [];
+    };
+    for (const [key, value] of attrs) {
+        if (!value.includes("\n")) {
+            run.push([key, value]);
+            continue;
+        }
+        if (run.length) flush();
+        lines.push(`${indent}${key} = ${value}`);
+    }
+    if (run.length) flush();
+    return lines;
+}
+
 /** A policy as an aws_iam_policy_document, statement for statement (its `.json` is the document IAM reads). */
 function policyDocumentHcl(id: string, when: string, doc: PolicyDocument): string {
     const statement = (s: PolicyStatement) => {
         const conditions = Object.entries(s.Condition ?? {}).flatMap(([test, byKey]) =>
-            Object.entries(byKey).map(([variable, values]) => [`    condition {`, `      test     = ${q(test)}`, `      variable = ${q(variable)}`, `      values   = ${list(values, "      ")}`, `    }`].join("\n")),
+            Object.entries(byKey).map(([variable, values]) => [`    condition {`, ...attributes("      ", [["test", q(test)], ["variable", q(variable)], ["values", list(values, "      ")]]), `    }`].join("\n")),
         );
-        return [`  statement {`, `    sid       = ${q(s.Sid)}`, `    effect    = ${q(s.Effect)}`, `    actions   = ${list(s.Action, "    ")}`, `    resources = ${list(s.Resource, "    ")}`, ...(conditions.length ? ["", ...conditions] : []), `  }`].join("\n");
+        const attrs = attributes("    ", [["sid", q(s.Sid)], ["effect", q(s.Effect)], ["actions", list(s.Action, "    ")], ["resources", list(s.Resource, "    ")]]);
+        return [`  statement {`, ...attrs, ...(conditions.length ? ["", ...conditions] : []), `  }`].join("\n");
     };
     return [`data "aws_iam_policy_document" "${id}" {`, `  count = ${when}`, "", doc.Statement.map(statement).join("\n\n"), `}`].join("\n");
 }
 
 /** The trust of a role: the account's GitHub OIDC provider, for this repository's jobs in these environments only. */
 function trustHcl(id: string, when: string, environments: string[]): string {
+    const condition = (variable: string, values: string[]) => [`    condition {`, ...attributes("      ", [["test", q("StringEquals")], ["variable", q(variable)], ["values", list(values, "      ")]]), `    }`];
     return [
         `data "aws_iam_policy_document" "${id}" {`,
         `  count = ${when}`,
@@ -384,28 +439,33 @@ function trustHcl(id: string, when: string, environments: string[]): string {
         `      identifiers = [${q(iamArn("oidc-provider/token.actions.githubusercontent.com"))}]`,
         `    }`,
         "",
-        `    condition {`,
-        `      test     = "StringEquals"`,
-        `      variable = "token.actions.githubusercontent.com:aud"`,
-        `      values   = ["sts.amazonaws.com"]`,
-        `    }`,
+        ...condition("token.actions.githubusercontent.com:aud", ["sts.amazonaws.com"]),
         "",
-        `    condition {`,
-        `      test     = "StringEquals"`,
-        `      variable = "token.actions.githubusercontent.com:sub"`,
-        `      values   = ${list(environments.map(environmentSubject), "      ")}`,
-        `    }`,
+        ...condition("token.actions.githubusercontent.com:sub", environments.map(environmentSubject)),
         `  }`,
         `}`,
     ].join("\n");
 }
 
-/** The two roles, their trust, their policies and the attachments, for one stack (one GC Notify environment). */
-export function rolesTerraform(stack: string, preview: PolicyDocument, up: PolicyDocument): string {
+/** The policies of one stack's roles: preview, up, and the drill's where the stack has one. */
+export interface CiPolicies {
+    preview: PolicyDocument;
+    up: PolicyDocument;
+    drill?: PolicyDocument;
+}
+
+/**
+ * The two roles, their trust, their policies and the attachments, for one stack (one GC Notify environment), and this
+ * repository's GHA_VPN_* secrets of that environment. Every Terraform name carries the stack's, so both stacks' files
+ * can sit in aws/github/ together.
+ */
+export function rolesTerraform(stack: string, policies: CiPolicies): string {
     const when = `var.env == ${q(stack)} ? 1 : 0`;
     const names = ciRoleNames(stack);
     const envs = ciEnvironments(stack);
-    const role = (kind: "preview" | "up", description: string, policies: string[]) => {
+    const drillName = `notify-karpenter-${stack}-drill`;
+    const policyName = { preview: names.preview, up: names.up, drill: drillName };
+    const role = (kind: "preview" | "up", description: string, attached: ("preview" | "up" | "drill")[]) => {
         const id = tfId(names[kind]);
         return [
             trustHcl(`${id}_trust`, when, envs[kind]),
@@ -424,20 +484,20 @@ export function rolesTerraform(stack: string, preview: PolicyDocument, up: Polic
             `    Terraform  = "true"`,
             `  }`,
             `}`,
-            ...policies.flatMap((p) => [
+            ...attached.flatMap((p) => [
                 "",
                 `resource "aws_iam_role_policy_attachment" "${id}_${p}" {`,
                 `  provider = aws.core_services`,
                 `  count    = ${when}`,
                 "",
                 `  role       = aws_iam_role.${id}[0].name`,
-                `  policy_arn = aws_iam_policy.${tfId(names[p as "preview" | "up"])}[0].arn`,
+                `  policy_arn = aws_iam_policy.${tfId(policyName[p])}[0].arn`,
                 `}`,
             ]),
         ].join("\n");
     };
-    const policy = (kind: "preview" | "up", doc: PolicyDocument) => {
-        const id = tfId(names[kind]);
+    const policy = (kind: "preview" | "up" | "drill", doc: PolicyDocument) => {
+        const id = tfId(policyName[kind]);
         return [
             policyDocumentHcl(id, when, doc),
             "",
@@ -445,30 +505,49 @@ export function rolesTerraform(stack: string, preview: PolicyDocument, up: Polic
             `  provider = aws.core_services`,
             `  count    = ${when}`,
             "",
-            `  name   = ${q(names[kind])}`,
+            `  name   = ${q(policyName[kind])}`,
             `  path   = "/"`,
             `  policy = data.aws_iam_policy_document.${id}[0].json`,
             `}`,
         ].join("\n");
     };
+    const repo = REPOSITORY.split("/")[1];
+    const repoId = tfId(`notify-karpenter-${stack}`);
+    const secrets = [
+        `data "github_repository" "${repoId}" {`,
+        `  count = ${when}`,
+        `  name  = ${q(repo)}`,
+        `}`,
+        ...VPN_SECRETS.flatMap(({ secret, variable }) => [
+            "",
+            `resource "github_actions_secret" "${repoId}_${secret.toLowerCase()}" {`,
+            ...attributes("  ", [["count", when], ["repository", `data.github_repository.${repoId}[0].name`], ["secret_name", `"${secret}_\${upper(var.env)}"`], ["plaintext_value", `var.${variable}`], ["destroy_on_drift", "false"]]),
+            `}`,
+        ]),
+    ].join("\n");
     return [
         header(stack, "aws/github/ (beside iam_roles.tf)"),
         `#`,
         `# ${names.preview}: read only, for previews (pull requests' and main's) and the drift check. Trusted for`,
         `# ${REPOSITORY} in the environments ${envs.preview.join(", ")}; a job that names an environment gets the`,
         `# OIDC subject repo:<repo>:environment:<environment> whatever its event, so pull requests' previews match too.`,
-        `# ${names.up}: deploys (pulumi up), in ${envs.up.join(", ")} (required reviewers). Both allow ${MAX_SESSION_SECONDS / 3600}-hour`,
+        `# ${names.up}: deploys (pulumi up), in ${envs.up.join(", ")} (deployment branch main). Both allow ${MAX_SESSION_SECONDS / 3600}-hour`,
         `# sessions, which pulumi.yml asks for (role-duration-seconds ${MAX_SESSION_SECONDS}).`,
         `# Plain roles rather than the gh_oidc_role module: its pinned version (64b19ecf, v10.2.1) sets neither`,
         `# max_session_duration nor more than one subject per role.`,
+        `# Then ${REPOSITORY}'s GHA_VPN_* secrets, from aws/eks's gha_vpn_* outputs as manifest-secrets.tf writes`,
+        `# notification-manifests': they follow the endpoint's certificate when it is renewed.`,
         "",
         role("preview", `notify-karpenter ${stack}: preview, refresh, drift and preflight (read only)`, ["preview"]),
         "",
-        policy("preview", preview),
+        policy("preview", policies.preview),
         "",
-        role("up", `notify-karpenter ${stack}: pulumi up`, ["preview", "up"]),
+        role("up", `notify-karpenter ${stack}: pulumi up`, ["preview", "up", ...(policies.drill ? (["drill"] as const) : [])]),
         "",
-        policy("up", up),
+        policy("up", policies.up),
+        ...(policies.drill ? ["", `# The spot interruption drill's roles and template (drill.enabled), apart from the up policy to keep each under IAM's size limit.`, policy("drill", policies.drill)] : []),
+        "",
+        secrets,
         "",
     ].join("\n");
 }
@@ -486,9 +565,10 @@ export function awsAuthRoles(stack: string): string {
     const names = ciRoleNames(stack);
     const entry = (name: string, groups: string[]) =>
         [`      {`, `        rolearn  = ${q(iamArn(`role/${name}`))}`, `        username = ${q(name)}`, `        groups   = [${groups.map(q).join(", ")}]`, `      },`].join("\n");
+    // Indented as the arguments of concat() it goes among, comments too, as terraform fmt has them.
+    const comments = [header(stack, "aws/aws-auth/aws-auth.tf: add as one more argument of concat() in aws_auth_roles"), `# (authentication mode CONFIG_MAP or API_AND_CONFIG_MAP; in mode API use ${ciAccessFileNames(stack).accessEntries} instead).`];
     return [
-        header(stack, "aws/aws-auth/aws-auth.tf: add as one more argument of concat() in aws_auth_roles"),
-        `# (authentication mode CONFIG_MAP or API_AND_CONFIG_MAP; in mode API use ${CI_ACCESS_FILES.accessEntries} instead).`,
+        ...comments.join("\n").split("\n").map((l) => `    ${l}`),
         `    var.env == ${q(stack)} ? [`,
         entry(names.up, ["system:masters"]),
         entry(names.preview, [PREVIEW_GROUP]),
@@ -496,7 +576,6 @@ export function awsAuthRoles(stack: string): string {
         "",
     ].join("\n");
 }
-
 /**
  * The same identities as EKS access entries, for a cluster in authentication mode API or API_AND_CONFIG_MAP (EKS
  * refuses access entries in CONFIG_MAP): the up role with AmazonEKSClusterAdminPolicy, the preview role in
@@ -524,7 +603,7 @@ export function accessEntriesTerraform(stack: string): string {
     return [
         header(stack, "aws/eks/ (beside eks.tf)"),
         `# Only when the cluster's authentication mode is API or API_AND_CONFIG_MAP (aws eks describe-cluster --query`,
-        `# cluster.accessConfig): EKS refuses access entries in CONFIG_MAP mode, GC Notify's (use ${CI_ACCESS_FILES.awsAuth}).`,
+        `# cluster.accessConfig): EKS refuses access entries in CONFIG_MAP mode, GC Notify's (use ${ciAccessFileNames(stack).awsAuth}).`,
         "",
         entry("up", []),
         "",
@@ -546,26 +625,31 @@ export function accessEntriesTerraform(stack: string): string {
     ].join("\n");
 }
 
-function readme(stack: string, cfg: StackConfig, preview: PolicyDocument, up: PolicyDocument, unknown: string[]): string {
+function readme(stack: string, cfg: StackConfig, policies: CiPolicies, unknown: string[]): string {
     const names = ciRoleNames(stack);
     const envs = ciEnvironments(stack);
-    const f = CI_ACCESS_FILES;
+    const f = ciAccessFileNames(stack);
+    const { preview, up, drill } = policies;
     return [
         `# CI access for stack ${stack} (generated by \`npm run plan -- --stack ${stack}\`; do not edit)`,
         "",
         `What GC Notify's Terraform (cds-snc/notification-terraform) must hold before this repository's workflows can run`,
         `against cluster ${cfg.cluster.name}. The repository the roles trust is ${REPOSITORY} (\`REPOSITORY\` in`,
-        `plan/ciAccess.ts; change it there if the repository moves).`,
+        `plan/ciAccess.ts; change it there if the repository moves). The files are as \`terraform fmt\` writes them, and named`,
+        `for the stack, so staging's and production's go into the same folders side by side.`,
         "",
         `| file | where | what |`,
         `| --- | --- | --- |`,
-        `| ${f.roles} | aws/github/ | roles ${names.preview} (environments ${envs.preview.join(", ")}) and ${names.up} (${envs.up.join(", ")}), their policies; sessions up to ${MAX_SESSION_SECONDS} s |`,
+        `| ${f.roles} | aws/github/ | roles ${names.preview} (environments ${envs.preview.join(", ")}) and ${names.up} (${envs.up.join(", ")}), their policies; sessions up to ${MAX_SESSION_SECONDS} s; ${REPOSITORY}'s ${VPN_SECRETS.map((v) => `${v.secret}_${stack.toUpperCase()}`).join(", ")} secrets |`,
         `| ${f.awsAuth} | aws/aws-auth/aws-auth.tf, inside concat() of aws_auth_roles | authentication mode CONFIG_MAP (GC Notify's today) or API_AND_CONFIG_MAP: ${names.up} to system:masters, ${names.preview} to group ${PREVIEW_GROUP} |`,
         `| ${f.accessEntries} | aws/eks/ | instead of the aws-auth lines, in mode API (or API_AND_CONFIG_MAP): the same two identities as EKS access entries |`,
-        `| ${f.previewPolicy}, ${f.upPolicy} | nowhere (review) | the two policies as IAM reads them, ARNs with Terraform's \${var.account_id} and \${var.region} (${preview.Statement.length} and ${up.Statement.length} statements; the up role holds both) |`,
+        `| ${[f.previewPolicy, f.upPolicy, ...(drill ? [f.drillPolicy] : [])].join(", ")} | nowhere (review) | the policies as IAM reads them, ARNs with Terraform's \${var.account_id} and \${var.region} (${preview.Statement.length}, ${up.Statement.length}${drill ? ` and ${drill.Statement.length}` : ""} statements; the up role holds them all) |`,
         "",
         `Check the mode with \`aws eks describe-cluster --name ${cfg.cluster.name} --query cluster.accessConfig\`; \`npm run preflight\``,
         `prints it (check cluster-access).`,
+        "",
+        `The secrets need notification-terraform's GitHub provider to reach ${REPOSITORY} (the GitHub App or token it uses`,
+        `must be granted that repository). ${stack === "production" ? "Production's aws/github and aws/aws-auth are applied from a notification-terraform release (env/production's terragrunt.hcl sources ref=v${INFRASTRUCTURE_VERSION}): these changes reach production with the next release, not at merge." : "Staging applies them at merge."}`,
         "",
         `Then set each GitHub environment's variable AWS_ROLE_ARN: ${envs.preview.join(" and ")} to arn:aws:iam::<account>:role/${names.preview},`,
         `${envs.up.join(" and ")} to arn:aws:iam::<account>:role/${names.up}.`,
@@ -579,25 +663,32 @@ function readme(stack: string, cfg: StackConfig, preview: PolicyDocument, up: Po
     ].join("\n");
 }
 
+/** The policies of a stack's CI roles (plan/ciAccess.ts): what its ci-access files hold. */
+export function ciPolicies(cfg: StackConfig, rec: PlanRecording): CiPolicies & { unknown: string[] } {
+    const up = upPolicy(cfg, rec);
+    return { preview: previewPolicy(cfg, rec), up: up.policy, ...(up.drill ? { drill: up.drill } : {}), unknown: [...previewActions(cfg, rec).unknown, ...up.unknown.map((t) => `deploy of ${t}`)] };
+}
+
 /** The files the plan writes under ci-access/ for a stack on an existing cluster; none for a cluster the stack creates. */
 export function ciAccessFiles(stack: string, cfg: StackConfig, rec: PlanRecording): { files: Record<string, string>; notes: string[] } {
     if (cfg.cluster.mode !== "existing") return { files: {}, notes: [] };
-    const preview = previewPolicy(cfg, rec);
-    const up = upPolicy(cfg, rec);
-    const unknown = [...previewActions(cfg, rec).unknown, ...up.unknown.map((t) => `deploy of ${t}`)];
-    const at = (f: string) => `${CI_ACCESS_DIR}/${f}`;
+    const { unknown, ...policies } = ciPolicies(cfg, rec);
+    const f = ciAccessFileNames(stack);
+    const at = (name: string) => `${CI_ACCESS_DIR}/${name}`;
+    const json = (doc: PolicyDocument) => JSON.stringify(doc, null, 2) + "\n";
     return {
         files: {
-            [at(CI_ACCESS_FILES.readme)]: readme(stack, cfg, preview, up.policy, unknown),
-            [at(CI_ACCESS_FILES.roles)]: rolesTerraform(stack, preview, up.policy),
-            [at(CI_ACCESS_FILES.awsAuth)]: awsAuthRoles(stack),
-            [at(CI_ACCESS_FILES.accessEntries)]: accessEntriesTerraform(stack),
-            [at(CI_ACCESS_FILES.previewPolicy)]: JSON.stringify(preview, null, 2) + "\n",
-            [at(CI_ACCESS_FILES.upPolicy)]: JSON.stringify(up.policy, null, 2) + "\n",
+            [at(f.readme)]: readme(stack, cfg, policies, unknown),
+            [at(f.roles)]: rolesTerraform(stack, policies),
+            [at(f.awsAuth)]: awsAuthRoles(stack),
+            [at(f.accessEntries)]: accessEntriesTerraform(stack),
+            [at(f.previewPolicy)]: json(policies.preview),
+            [at(f.upPolicy)]: json(policies.up),
+            ...(policies.drill ? { [at(f.drillPolicy)]: json(policies.drill) } : {}),
         },
         notes: unknown.map((u) => `ci-access: no IAM actions known for the ${u}: the generated roles may lack them (plan/ciAccess.ts)`),
     };
 }
 
-/** Every file ci-access/ may hold, for the plan's list of its own files. */
-export const CI_ACCESS_PATHS = Object.values(CI_ACCESS_FILES).map((f) => `${CI_ACCESS_DIR}/${f}`);
+/** Every file ci-access/ may hold for a stack, for the plan's list of its own files. */
+export const ciAccessPaths = (stack: string) => Object.values(ciAccessFileNames(stack)).map((f) => `${CI_ACCESS_DIR}/${f}`);

@@ -13,7 +13,7 @@ import { warningLine } from "../stacks/warnings.ts";
 import { loadConfig } from "../stacks/validatedConfig.ts";
 import { createStack } from "../stacks/createStack.ts";
 import { policyConfigFor } from "../stacks/policyConfig.ts";
-import { CI_ACCESS_DIR, CI_ACCESS_PATHS, ciAccessFiles } from "./ciAccess.ts";
+import { CI_ACCESS_DIR, ciAccessFiles, ciAccessPaths } from "./ciAccess.ts";
 import { PROJECT, readStackConfig } from "./offlineRuntime.ts";
 import { cloudwatchAgentFile } from "./cloudwatchAgent.ts";
 import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts.ts";
@@ -68,8 +68,8 @@ type Args = { stack: string; out?: string; verbose: boolean; json: boolean; find
 /** The most lines `npm run plan` prints without --verbose. */
 const SUMMARY_LINES = 40;
 
-/** The files a plan writes; a refused config removes them, so that no stale plan is mistaken for this one. */
-export const PLAN_FILES = [
+/** The files a plan writes (the ci-access ones of `stack`); a refused config removes them, so that no stale plan is mistaken for this one. */
+export const planFiles = (stack: string) => [
     "preview.json",
     "manifests.yaml",
     "policy-config.json",
@@ -77,8 +77,11 @@ export const PLAN_FILES = [
     "cwagent-prometheus-karpenter.json",
     "summary.txt",
     ...GC_NOTIFY_RELEASES.map(valuesFilePath),
-    ...CI_ACCESS_PATHS,
+    // A stack name as stack files have it, so that no record can name a path of its choosing.
+    ...(/^[a-z0-9-]+$/.test(stack) ? ciAccessPaths(stack) : []),
 ];
+/** The files every plan writes, whatever its stack. */
+export const PLAN_FILES = planFiles("");
 
 /** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. */
 export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = policies): Promise<CommandResult> {
@@ -126,7 +129,7 @@ function readPlanRecord(out: string): PlanRecord | undefined {
         const files = record?.files;
         if (record?.writtenBy !== "npm run plan" || typeof files !== "object" || files === null) return undefined;
         // Only paths of the plan's own files: a record cannot name anything else in the directory, or above it.
-        const own = Object.entries(files).filter(([f, h]) => PLAN_FILES.includes(f) && typeof h === "string");
+        const own = Object.entries(files).filter(([f, h]) => planFiles(String(record.stack)).includes(f) && typeof h === "string");
         return { writtenBy: "npm run plan", stack: String(record.stack), files: Object.fromEntries(own) as Record<string, string> };
     } catch {
         return undefined;

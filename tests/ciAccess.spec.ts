@@ -1,8 +1,10 @@
 // The plan's ci-access/ files (plan/ciAccess.ts): Terraform for GC Notify's notification-terraform, parsed with
-// HashiCorp's own HCL parser (@cdktf/hcl2json, its Go hcl library built to WebAssembly) and read back: the two GitHub
-// OIDC roles, trusted for this repository's environments only, with two-hour sessions; their policies statement for
-// statement as plan/ciAccess.ts builds them; the aws-auth mappings and the access entries. The preview policy against
-// every AWS call is in tests/preflight.spec.ts (it runs preflight against the fake AWS).
+// HashiCorp's own HCL parser (@cdktf/hcl2json, its Go hcl library built to WebAssembly) and read back, and laid out as
+// `terraform fmt` lays it out (@cdktf/hcl-tools: hclwrite's Format, which `terraform fmt` runs): the two GitHub OIDC
+// roles, trusted for this repository's environments only, with three-hour sessions; their policies statement for
+// statement as plan/ciAccess.ts builds them, each well under IAM's size limit; the VPN secrets; the aws-auth mappings
+// and the access entries. The preview policy against every AWS call is in tests/preflight.spec.ts (it runs preflight
+// against the fake AWS).
 import { expect } from "chai";
 import * as fs from "fs";
 import * as os from "os";
@@ -12,13 +14,16 @@ import { parse as parseYaml } from "yaml";
 import { plan } from "../plan/cli.ts";
 import {
     CI_ACCESS_DIR,
-    CI_ACCESS_FILES,
+    IAM_POLICY_CHARACTERS,
     MAX_SESSION_SECONDS,
+    POLICY_CHARACTERS_BUDGET,
     PREVIEW_GROUP,
     type PolicyDocument,
     type PolicyStatement,
     REPOSITORY,
+    ciAccessFileNames,
     ciEnvironments,
+    ciPolicies,
     ciRoleNames,
     environmentSubject,
     previewPolicy,
@@ -45,6 +50,15 @@ let input = ""; process.stdin.on("data", (d) => (input += d)).on("end", () => {
     const out = JSON.parse(execFileSync(process.execPath, ["-e", script], { cwd: PROJECT_DIR, input: JSON.stringify({ name, text }), encoding: "utf8" }));
     if (out.error) throw new Error(out.error);
     return out.json;
+};
+/**
+ * The text as `terraform fmt` writes it: hclwrite's Format (hashicorp/hcl v2 hclwrite/format.go), which Terraform's
+ * fmt command runs, from @cdktf/hcl-tools (that Go code built to WebAssembly); in a child process, as `hcl` above.
+ */
+const terraformFmt = (text: string): string => {
+    const script = `const { format } = require("@cdktf/hcl-tools");
+let input = ""; process.stdin.on("data", (d) => (input += d)).on("end", () => format(input).then((t) => process.stdout.write(t)));`;
+    return execFileSync(process.execPath, ["-e", script], { cwd: PROJECT_DIR, input: text, encoding: "utf8" });
 };
 const one = (blocks: any, id: string) => {
     expect(blocks, `no block ${id}`).to.have.property(id);
@@ -79,7 +93,8 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
     });
 
     it("writes ci-access/ for staging and production (GC Notify's existing clusters), none for scratch's own cluster, and says so", async () => {
-        for (const stack of STACKS) expect(fs.readdirSync(path.join(out[stack], CI_ACCESS_DIR)).sort()).to.deep.equal(Object.values(CI_ACCESS_FILES).sort());
+        const drill = (stack: string): string[] => (stackConfig(stack).drill.enabled ? [] : [ciAccessFileNames(stack).drillPolicy]);
+        for (const stack of STACKS) expect(fs.readdirSync(path.join(out[stack], CI_ACCESS_DIR)).sort()).to.deep.equal(Object.values(ciAccessFileNames(stack)).filter((f) => !drill(stack).includes(f)).sort());
         expect(fs.existsSync(path.join(out.scratch, CI_ACCESS_DIR))).to.equal(false);
         // A stack that moved to a created cluster leaves no earlier ci-access files behind (those an earlier plan
         // wrote, by its record); a file of someone else's there stays.
@@ -97,6 +112,45 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
         expect(r.output).to.not.include("warning: ci-access");
     });
 
+    it("names the files GC Notify's repository takes for their stack, so both stacks' files fit in one folder of notification-terraform (MW2-F11)", () => {
+        const [staging, production] = STACKS.map((s) => ciAccessFileNames(s));
+        for (const kind of ["roles", "awsAuth", "accessEntries"] as const) {
+            expect(staging[kind]).to.not.equal(production[kind]);
+            expect(staging[kind]).to.match(/^notify-karpenter-staging-/);
+        }
+    });
+
+    it("writes every Terraform file as terraform fmt does, so notification-terraform's `terragrunt run-all fmt --check` passes (EN2-F8, MW2-F2)", () => {
+        for (const stack of STACKS) {
+            const f = ciAccessFileNames(stack);
+            for (const name of [f.roles, f.accessEntries]) expect(terraformFmt(files(stack, name)), `${stack} ${name}`).to.equal(files(stack, name));
+            // The aws-auth lines where they go: one more argument of concat() in aws/aws-auth/aws-auth.tf.
+            const inConcat = `module "eks" {\n  aws_auth_roles = concat(\n    [],\n${files(stack, f.awsAuth)}  )\n}\n`;
+            expect(terraformFmt(inConcat), `${stack} ${f.awsAuth} in concat()`).to.equal(inConcat);
+        }
+        // The formatter is the real one: it realigns what the generator used to write.
+        const misaligned = `data "x" "y" {\n  statement {\n    sid       = "A"\n    effect    = "Allow"\n    actions   = [\n      "a",\n      "b",\n    ]\n    resources = ["*"]\n  }\n}\n`;
+        expect(terraformFmt(misaligned)).to.include('    sid    = "A"\n    effect = "Allow"\n    actions = [\n');
+    });
+
+    it("keeps every policy well under IAM's 6,144 characters, whitespace not counted, with the account and region filled in (EN2-F9)", () => {
+        for (const stack of STACKS) {
+            const cfg = stackConfig(stack);
+            const p = ciPolicies(cfg, recordings[stack]);
+            const docs = { preview: p.preview, up: p.up, ...(p.drill ? { drill: p.drill } : {}) };
+            expect(Object.keys(docs), stack).to.deep.equal(cfg.drill.enabled ? ["preview", "up", "drill"] : ["preview", "up"]);
+            for (const [kind, doc] of Object.entries(docs)) {
+                const size = JSON.stringify(doc).replaceAll("${var.account_id}", "123456789012").replaceAll("${var.region}", cfg.cluster.region).replace(/\s/g, "").length;
+                expect(size, `${stack} ${kind}: ${size} of IAM's ${IAM_POLICY_CHARACTERS}`).to.be.below(POLICY_CHARACTERS_BUDGET);
+            }
+        }
+    });
+
+    const recordings: Record<string, Awaited<ReturnType<typeof buildStack>>> = {};
+    before(async () => {
+        for (const stack of STACKS) recordings[stack] = await buildStack(stack);
+    });
+
     for (const stack of STACKS) {
         describe(stack, () => {
             const names = ciRoleNames(stack);
@@ -104,8 +158,9 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
             const when = `\${var.env == "${stack}" ? 1 : 0}`;
             let roles: any;
             let rec: Awaited<ReturnType<typeof buildStack>>;
+            const f = ciAccessFileNames(stack);
             before(async () => {
-                roles = await hcl(CI_ACCESS_FILES.roles, files(stack, CI_ACCESS_FILES.roles));
+                roles = await hcl(f.roles, files(stack, f.roles));
                 rec = await buildStack(stack);
             });
 
@@ -124,7 +179,7 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
             it(`each role trusts ${REPOSITORY}'s jobs in its environments only, through the account's GitHub OIDC provider`, () => {
                 const envs = ciEnvironments(stack);
                 expect(envs.preview).to.deep.equal([`${stack}-preview`, `${stack}-drift`]);
-                expect(envs.up).to.deep.equal([`${stack}-first-up`, stack]);
+                expect(envs.up).to.deep.equal([stack]);
                 for (const kind of ["preview", "up"] as const) {
                     const [s] = one(roles.data.aws_iam_policy_document, `${id(names[kind])}_trust`).statement;
                     expect(s.actions).to.deep.equal(["sts:AssumeRoleWithWebIdentity"]);
@@ -137,24 +192,47 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
                 }
             });
 
-            it("the policies are plan/ciAccess.ts's statement for statement, and the up role holds both", () => {
+            it("the policies are plan/ciAccess.ts's statement for statement, and the up role holds them all (the drill's too, where the stack has it)", () => {
                 const cfg = stackConfig(stack);
                 const recording = { resources: rec.resources, calls: rec.calls };
-                const expected: Record<string, PolicyDocument> = { preview: previewPolicy(cfg, recording), up: upPolicy(cfg, recording).policy };
-                for (const kind of ["preview", "up"] as const) {
-                    expect(statementsOf(one(roles.data.aws_iam_policy_document, id(names[kind])))).to.deep.equal(expected[kind].Statement);
-                    expect(JSON.parse(files(stack, kind === "preview" ? CI_ACCESS_FILES.previewPolicy : CI_ACCESS_FILES.upPolicy))).to.deep.equal(expected[kind]);
-                    const policy = one(roles.resource.aws_iam_policy, id(names[kind]));
-                    expect(policy).to.include({ name: names[kind], policy: `\${data.aws_iam_policy_document.${id(names[kind])}[0].json}`, count: when });
+                const up = upPolicy(cfg, recording);
+                const drillName = `notify-karpenter-${stack}-drill`;
+                const policyNames = { preview: names.preview, up: names.up, drill: drillName };
+                const expected: Record<string, PolicyDocument> = { preview: previewPolicy(cfg, recording), up: up.policy, ...(up.drill ? { drill: up.drill } : {}) };
+                expect(Boolean(up.drill), "a drill policy exactly where the drill is on").to.equal(cfg.drill.enabled);
+                const file = { preview: f.previewPolicy, up: f.upPolicy, drill: f.drillPolicy };
+                for (const kind of Object.keys(expected) as ("preview" | "up" | "drill")[]) {
+                    expect(statementsOf(one(roles.data.aws_iam_policy_document, id(policyNames[kind])))).to.deep.equal(expected[kind].Statement);
+                    expect(JSON.parse(files(stack, file[kind]))).to.deep.equal(expected[kind]);
+                    const policy = one(roles.resource.aws_iam_policy, id(policyNames[kind]));
+                    expect(policy).to.include({ name: policyNames[kind], policy: `\${data.aws_iam_policy_document.${id(policyNames[kind])}[0].json}`, count: when });
                 }
                 const attachments = Object.values(roles.resource.aws_iam_role_policy_attachment).map((a: any) => `${a[0].role} <- ${a[0].policy_arn}`);
-                const role = (k: string) => `\${aws_iam_role.${id(names[k as "up"])}[0].name}`;
-                const pol = (k: string) => `\${aws_iam_policy.${id(names[k as "up"])}[0].arn}`;
-                expect(attachments.sort()).to.deep.equal([`${role("preview")} <- ${pol("preview")}`, `${role("up")} <- ${pol("preview")}`, `${role("up")} <- ${pol("up")}`].sort());
+                const role = (k: "preview" | "up") => `\${aws_iam_role.${id(names[k])}[0].name}`;
+                const pol = (k: "preview" | "up" | "drill") => `\${aws_iam_policy.${id(policyNames[k])}[0].arn}`;
+                const upHolds = ["preview", "up", ...(up.drill ? ["drill"] : [])] as ("preview" | "up" | "drill")[];
+                expect(attachments.sort()).to.deep.equal([`${role("preview")} <- ${pol("preview")}`, ...upHolds.map((k) => `${role("up")} <- ${pol(k)}`)].sort());
+            });
+
+            it("keeps this repository's GHA_VPN_* secrets of the stack's environment in step with aws/eks's gha_vpn_* outputs, as manifest-secrets.tf does for notification-manifests (EN2-F16)", () => {
+                const repoId = id(`notify-karpenter-${stack}`);
+                expect(one(roles.data.github_repository, repoId)).to.include({ name: "notify-karpenter", count: when });
+                const secrets = roles.resource.github_actions_secret;
+                expect(Object.keys(secrets).sort()).to.deep.equal(["gha_vpn_cert", "gha_vpn_id", "gha_vpn_key"].map((s) => `${repoId}_${s}`));
+                expect(one(secrets, `${repoId}_gha_vpn_cert`)).to.deep.include({
+                    count: when,
+                    repository: `\${data.github_repository.${repoId}[0].name}`,
+                    secret_name: "GHA_VPN_CERT_${upper(var.env)}",
+                    plaintext_value: "${var.gha_vpn_certificate}",
+                    destroy_on_drift: false,
+                });
+                // The workflows pass exactly these names on (GHA_VPN_CERT_STAGING, ...).
+                const main = fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", "main.yml"), "utf8");
+                for (const s of ["ID", "CERT", "KEY"]) expect(main).to.include(`secrets.GHA_VPN_${s}_${stack.toUpperCase()}`);
             });
 
             it("aws-auth: the up role to system:masters as the helmfile apply roles, the preview role to the read-only group (CONFIG_MAP)", async () => {
-                const snippet = files(stack, CI_ACCESS_FILES.awsAuth);
+                const snippet = files(stack, f.awsAuth);
                 // It parses where it goes: one more argument of concat() in aws/aws-auth/aws-auth.tf's aws_auth_roles.
                 const inConcat = await hcl("aws-auth.tf", `module "eks" {\n  aws_auth_roles = concat(\n    [],\n${snippet}  )\n}\n`);
                 expect(inConcat.module.eks[0].aws_auth_roles).to.include(`var.env == "${stack}" ? [`);
@@ -167,7 +245,7 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
             });
 
             it("access entries (modes API and API_AND_CONFIG_MAP): cluster admin for the up role, the read-only group for the preview role", async () => {
-                const tf = await hcl(CI_ACCESS_FILES.accessEntries, files(stack, CI_ACCESS_FILES.accessEntries));
+                const tf = await hcl(f.accessEntries, files(stack, f.accessEntries));
                 const cluster = "${aws_eks_cluster.notification-canada-ca-eks-cluster.name}";
                 const up = one(tf.resource.aws_eks_access_entry, id(names.up));
                 const preview = one(tf.resource.aws_eks_access_entry, id(names.preview));
@@ -185,7 +263,7 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
                 const recording = { resources: rec.resources, calls: rec.calls };
                 const up = upPolicy(cfg, recording);
                 expect(up.unknown, "AWS resource types without a deploy statement in plan/ciAccess.ts").to.deep.equal([]);
-                const both = { Version: "2012-10-17", Statement: [...previewPolicy(cfg, recording).Statement, ...up.policy.Statement] };
+                const both = { Version: "2012-10-17", Statement: [...previewPolicy(cfg, recording).Statement, ...up.policy.Statement, ...(up.drill?.Statement ?? [])] };
                 const region = cfg.cluster.region;
                 const fill = (doc: PolicyDocument) => JSON.parse(JSON.stringify(doc).replaceAll("${var.account_id}", PLACEHOLDERS.accountId).replaceAll("${var.region}", region));
                 const policy = fill(both as PolicyDocument);
@@ -245,7 +323,7 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
         const literals = (v: unknown): string[] => {
             const text = String(v);
             if (!text.includes("${{")) return [text];
-            // ${{ vars.X == 'true' && 'staging' || 'staging-first-up' }}: the environments it can name.
+            // ${{ vars.X == 'true' && 'a' || 'b' }}: the environments it can name.
             return [...text.matchAll(/'([^']+)'/g)].map((m) => m[1]).filter((s) => s !== "true" && s !== "false");
         };
         let calls = 0;
@@ -273,7 +351,7 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
     });
 
     it("the parser refuses broken Terraform, so the files above parse because they are well formed", async () => {
-        const good = files("staging", CI_ACCESS_FILES.roles);
+        const good = files("staging", ciAccessFileNames("staging").roles);
         await hcl("ok.tf", good);
         let error = "";
         await hcl("broken.tf", good.replace("max_session_duration =", "max_session_duration")).catch((e) => (error = String(e)));

@@ -8,7 +8,7 @@ import * as path from "path";
 import { gzipSync } from "zlib";
 import { parseDocument } from "yaml";
 import { helpText } from "../ops/args.ts";
-import { CHECKS, CHECK_NEEDS, PREFLIGHT, crdReleaseImport, keyLetsCloudWatch, policyAllows, preflight, sameOrOneBehind, selectorSelects, stackNames, surgePods } from "../ops/preflight.ts";
+import { CHECKS, CHECK_NEEDS, PREFLIGHT, crdReleaseImport, decodeRelease, keyLetsCloudWatch, policyAllows, preflight, sameOrOneBehind, selectorSelects, stackNames, surgePods } from "../ops/preflight.ts";
 import { NO_PERMISSION_NEEDED, PREFLIGHT_ACTIONS, type PolicyDocument, previewActions, previewPolicy } from "../plan/ciAccess.ts";
 import { buildStack } from "./helpers.ts";
 import { DEPLOYMENT_LABEL, burstBudgetName, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
@@ -236,8 +236,6 @@ describe("npm run preflight", function () {
         const w = goodWorld(cfg);
         w.aws.clusters[cfg.cluster.name].status = "UPDATING";
         w.aws.addons[`${cfg.cluster.name}/eks-pod-identity-agent`].status = "CREATING";
-        const secrets = w.kube.collections!["/api/v1/namespaces/kube-system/secrets"] as any[];
-        secrets.push(helmSecret("nidhogg", "kube-system", 4, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)), "pending-upgrade"));
         w.aws.logGroups[cfg.alarms.logGroupName] = [{ timestamp: NOW - 2 * 86_400_000, message: JSON.stringify({ kubernetes: { namespace_name: "karpenter", container_name: "controller" } }) }];
         w.aws.offerings = w.aws.offerings.filter((o) => !(o.zone === "ca-central-1d" && o.type === "c7a.xlarge"));
         // A DaemonSet EKS manages that the config lists as a patched agent rather than as an add-on.
@@ -248,12 +246,32 @@ describe("npm run preflight", function () {
         expect(linesOf(r.output, "WARN")).to.deep.equal([
             "WARN  cluster-version           Kubernetes 1.31, but the cluster is UPDATING: wait until it is ACTIVE before pulumi up",
             "WARN  pod-identity-agent        eks-pod-identity-agent v1.3.4-eksbuild.1 is CREATING, not ACTIVE: wait for it or fix the add-on",
-            "WARN  helm-releases             kube-system/nidhogg revision 4 is pending-upgrade: the next up upgrades it; a pending release blocks that: helm rollback nidhogg -n kube-system first",
             "WARN  daemonset-managers        kube-system/secrets-store-csi-driver is an EKS add-on (manager eks): EKS restores its fields at the next add-on update; set tolerations and priorityClassName in the add-on's configurationValues and mark it addOn in placement.nodeDaemonSets",
             "WARN  log-group                 /aws/containerinsights/notification-canada-ca-staging-eks-cluster/application has no line from the karpenter/controller container in the last day: the failure and heartbeat alarms would count nothing (the heartbeat fires); check that Fluent Bit ships the karpenter namespace",
             "WARN  instance-types            ca-central-1d: c7a.xlarge not offered (the others are)",
         ]);
-        expect(r.output.split("\n").at(-1)).to.equal("OK: no check failed (6 warnings)");
+        expect(r.output.split("\n").at(-1)).to.equal("OK: no check failed (5 warnings)");
+    });
+
+    it("FAILs on this stack's release whose latest revision is not deployed (a stopped up's pending-*, a failed upgrade), from Helm's release Secrets, naming the rollback: no up clears it (EN2-F1, EN2-F5)", async () => {
+        const w = goodWorld(cfg);
+        const kubeSystem = w.kube.collections!["/api/v1/namespaces/kube-system/secrets"] as any[];
+        kubeSystem.push(helmSecret("nidhogg", "kube-system", 4, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)), "pending-upgrade"));
+        const karpenter = w.kube.collections!["/api/v1/namespaces/karpenter/secrets"] as any[];
+        const crd = karpenter.map((x) => decodeRelease(x as any)).filter((x) => x?.name === "karpenter-crd").sort((a, b) => b!.revision - a!.revision)[0]!;
+        karpenter.push(helmSecret("karpenter-crd", "karpenter", crd.revision + 1, "karpenter-crd", crd.chartVersion, {}, "failed", releaseDescription(PROJECT, "staging")));
+        const r = await run(w);
+        expect(r.exitCode, r.output).to.equal(1);
+        expect(linesOf(r.output, "FAIL")).to.deep.equal([
+            `FAIL  helm-releases             karpenter/karpenter-crd revision ${crd.revision + 1} is failed, not deployed, and no up clears that: helm history karpenter-crd -n karpenter, then helm rollback karpenter-crd <last deployed revision> -n karpenter (docs/guardrails.md, "A stopped up"), then the up`,
+            `FAIL  helm-releases             kube-system/nidhogg revision 4 is pending-upgrade, not deployed, and no up clears that: helm history nidhogg -n kube-system, then helm rollback nidhogg <last deployed revision> -n kube-system (docs/guardrails.md, "A stopped up"), then the up`,
+        ]);
+        // An earlier revision that failed, under a later deployed one (an atomic rollback's), is no problem.
+        const rolledBack = goodWorld(cfg);
+        const ks = rolledBack.kube.collections!["/api/v1/namespaces/kube-system/secrets"] as any[];
+        ks.push(helmSecret("nidhogg", "kube-system", 4, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)), "failed"));
+        ks.push(helmSecret("nidhogg", "kube-system", 5, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)), "deployed"));
+        expect(linesOf((await run(rolledBack)).output, "FAIL")).to.deep.equal([]);
     });
 
     it("prints one FAIL per planted problem and exits 1 when everything is wrong", async () => {
@@ -810,7 +828,7 @@ describe("npm run preflight", function () {
             const r = await run(goodWorld(cfg));
             expect(r.exitCode, r.output).to.equal(0);
             expect(r.output).to.include(
-                "OK    cluster-access            endpoint private only, reached through the Client VPN (cluster.access client-vpn); authentication mode CONFIG_MAP: identities are mapped in the aws-auth ConfigMap (notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: plan-out/staging/ci-access/aws-auth-roles.hcl); EKS refuses access entries",
+                "OK    cluster-access            endpoint private only, reached through the Client VPN (cluster.access client-vpn); authentication mode CONFIG_MAP: identities are mapped in the aws-auth ConfigMap (notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: plan-out/staging/ci-access/notify-karpenter-staging-aws-auth-roles.hcl); EKS refuses access entries",
             );
             // On the VPN, an operator reaches a private endpoint whatever config says; CI's public runners would not.
             const w = goodWorld(cfg);
@@ -818,7 +836,7 @@ describe("npm run preflight", function () {
             const mismatch = await run(w, undefined, { stackFile: access("public") });
             expect(mismatch.exitCode, mismatch.output).to.equal(0);
             expect(linesOf(mismatch.output, "WARN")).to.deep.equal([
-                "WARN  cluster-access            cluster.access is public, but the endpoint is private only: this machine reaches it (on the VPN or in the VPC), CI's hosted runners will not; set cluster.access to client-vpn (or vpc-runner). endpoint private only, reached through the public endpoint (cluster.access public); authentication mode API_AND_CONFIG_MAP: an access entry (plan-out/staging/ci-access/access-entries.tf) or an aws-auth mapping (plan-out/staging/ci-access/aws-auth-roles.hcl) lets an identity in",
+                "WARN  cluster-access            cluster.access is public, but the endpoint is private only: this machine reaches it (on the VPN or in the VPC), CI's hosted runners will not; set cluster.access to client-vpn (or vpc-runner). endpoint private only, reached through the public endpoint (cluster.access public); authentication mode API_AND_CONFIG_MAP: an access entry (plan-out/staging/ci-access/notify-karpenter-staging-access-entries.tf) or an aws-auth mapping (plan-out/staging/ci-access/notify-karpenter-staging-aws-auth-roles.hcl) lets an identity in",
             ]);
         });
 
@@ -841,10 +859,10 @@ describe("npm run preflight", function () {
             w.kube.token = "not-the-testers";
             const r = await run(w);
             expect(oneLine(r)).to.equal(
-                `Could not check: cluster ${CLUSTER} (context staging): HTTP 401 Unauthorized: the cluster does not know this identity: refresh the credentials (aws eks update-kubeconfig, aws sso login), or map its role in aws-auth (authentication mode CONFIG_MAP: notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: plan-out/staging/ci-access/aws-auth-roles.hcl)`,
+                `Could not check: cluster ${CLUSTER} (context staging): HTTP 401 Unauthorized: the cluster does not know this identity: refresh the credentials (aws eks update-kubeconfig, aws sso login), or map its role in aws-auth (authentication mode CONFIG_MAP: notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: plan-out/staging/ci-access/notify-karpenter-staging-aws-auth-roles.hcl)`,
             );
             w.aws.clusters[CLUSTER].authenticationMode = "API";
-            expect(couldNotCheck(await run(w))).to.match(/or give its role an access entry \(authentication mode API: plan-out\/staging\/ci-access\/access-entries\.tf\)$/);
+            expect(couldNotCheck(await run(w))).to.match(/or give its role an access entry \(authentication mode API: plan-out\/staging\/ci-access\/notify-karpenter-staging-access-entries\.tf\)$/);
             const forbidden = goodWorld(cfg);
             forbidden.kube.listStatus = 403;
             expect(oneLine(await run(forbidden))).to.include("CI's preview role reads through group notify-karpenter-preview, which the stack's PreviewReadAccess component binds: before the stack's first up, run preflight as its up role or an operator");

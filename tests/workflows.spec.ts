@@ -7,9 +7,14 @@ import { PROJECT, PROJECT_DIR, readStackConfig } from "../plan/offlineRuntime.ts
 import { lintWorkflows, workflowFiles } from "../scripts/lint-workflows.ts";
 import { configSections, durationSeconds } from "../stacks/config.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
+import { placementArgs } from "../stacks/componentArgs.ts";
+import { NIDHOGG_CONFIG_CHECKSUM, RELOADER_AUTO_ANNOTATION, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
+import { ciEnvironments } from "../plan/ciAccess.ts";
 import { tempDir } from "./opsHelpers.ts";
 
 const WORKFLOWS = ["drift.yml", "main.yml", "pull-request.yml", "pulumi.yml"];
+/** GitHub's status functions while a run is being cancelled (docs.github.com, "Workflow cancellation reference"). */
+const CANCELLING = { success: false, failure: false, cancelled: true };
 const REUSABLE = "./.github/workflows/pulumi.yml";
 const workflow = (name: string) => parse(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8"));
 const allWorkflows = () => Object.fromEntries(WORKFLOWS.map((n) => [n, workflow(n)]));
@@ -239,7 +244,10 @@ function clusterAccessProblems(workflows: Record<string, any>, access: string, r
 
 const pulumiCalls = (wf: any) => Object.entries<any>(wf.jobs).filter(([, j]) => j.uses === REUSABLE);
 
-/** Jobs that run `up` with no preview job of the same stack, read-only and unapproved, among the jobs they need. */
+/**
+ * Jobs that run `up` with no preview job of the same stack, read-only and unapproved, among the jobs they need, whose
+ * finding of changes the up's `if` requires (a preview skipped or failed is then no green light).
+ */
 function upsWithoutPreview(wf: any): string[] {
     const needsOf = (name: string): string[] => [wf.jobs[name]?.needs ?? []].flat();
     const ancestors = (name: string, seen = new Set<string>()): Set<string> => {
@@ -252,7 +260,8 @@ function upsWithoutPreview(wf: any): string[] {
             const stack = j.with.stack;
             return ![...ancestors(name)].some((n) => {
                 const p = wf.jobs[n];
-                return p?.uses === REUSABLE && p.with?.command === "preview" && p.with?.stack === stack && p.with?.environment === `${stack}-preview` && p.if === undefined;
+                const preview = p?.uses === REUSABLE && p.with?.command === "preview" && p.with?.stack === stack && p.with?.environment === `${stack}-preview`;
+                return preview && !holds(j.if, { needs: { [n]: { result: "skipped", outputs: {} } } }) && holds(j.if, { needs: { [n]: { result: "success", outputs: { changes: "true" } } } });
             });
         })
         .map(([name]) => name);
@@ -267,8 +276,8 @@ function credentialProblems(pulumiYml: any, longestUpMinutes: number): string[] 
     const awsSeconds = Number(aws["role-duration-seconds"] ?? 3600); // the action's default for OIDC
     const pulumiSeconds = Number(pulumi["token-expiration"] ?? 0);
     const jobSeconds = Number(job["timeout-minutes"] ?? 360) * 60; // GitHub's default job timeout
-    if (awsSeconds < 7200) problems.push(`AWS credentials last ${awsSeconds} s, under two hours`);
-    if (pulumiSeconds < 7200) problems.push(`the Pulumi token asks for ${pulumiSeconds || "the default"} s, under two hours`);
+    if (awsSeconds < jobSeconds) problems.push(`AWS credentials last ${awsSeconds} s, less than the job may run`);
+    if (pulumiSeconds < jobSeconds) problems.push(`the Pulumi token asks for ${pulumiSeconds || "the default"} s, less than the job may run`);
     if (jobSeconds > Math.min(awsSeconds, pulumiSeconds || 0)) problems.push(`the job may run ${jobSeconds} s, longer than its credentials`);
     if (jobSeconds < longestUpMinutes * 60) problems.push(`the job times out after ${jobSeconds / 60} min, before the longest up (${longestUpMinutes} min)`);
     return problems;
@@ -278,14 +287,17 @@ function credentialProblems(pulumiYml: any, longestUpMinutes: number): string[] 
  * The longest an up of a stack can wait on rollouts, as if none ran in parallel: the controller, the node agents,
  * the burst Deployments and every batch of stable Deployments (their lifecycle timeouts), the karpenter-crd and
  * nidhogg releases (Helm's 300 s default: they set no timeout) and the annotator Deployment (the provider's 10
- * minutes), plus 10 minutes for the job's setup (install, build, tests, plan, preflight).
+ * minutes); the controller's atomic rollback, which waits up to its timeout again (helm v3.20.2 pkg/action/upgrade.go
+ * failRelease); plus 20 minutes for the job's setup (install, build, plan, VPN, preflight, the preview again with its
+ * refresh of every resource).
  */
+const SETUP_MINUTES = 20;
 function longestUpMinutes(stack: string): number {
     const cfg = parseStackConfig(stack, configSections(readStackConfig(stack), PROJECT));
     const l = cfg.lifecycle;
     const batches = Math.ceil(cfg.placement.stableDeployments.length / l.stableBatchSize);
-    const seconds = durationSeconds(l.controllerReadyTimeout) + durationSeconds(l.daemonSetPatchTimeout) + durationSeconds(l.burstPatchTimeout) + batches * durationSeconds(l.stablePatchTimeout) + 2 * 300 + 600;
-    return Math.ceil(seconds / 60) + 10;
+    const seconds = 2 * durationSeconds(l.controllerReadyTimeout) + durationSeconds(l.daemonSetPatchTimeout) + durationSeconds(l.burstPatchTimeout) + batches * durationSeconds(l.stablePatchTimeout) + 2 * 300 + 600;
+    return Math.ceil(seconds / 60) + SETUP_MINUTES;
 }
 
 /** Stacks whose drift check is not in the concurrency group of their up in main.yml. */
@@ -343,6 +355,14 @@ describe("GitHub workflows", () => {
             "    uses: ./.github/workflows/pulumi.yml",
             "    with: { command: preview, stack: staging, environment: staging-preview }",
             "    secrets: inherit",
+            "  destroys:",
+            "    uses: ./.github/workflows/pulumi.yml",
+            "    with: { command: destroy, stack: staging, environment: staging }",
+            "    concurrency: { group: up-staging, cancel-in-progress: true, queue: max }",
+            "  queues:",
+            "    uses: ./.github/workflows/pulumi.yml",
+            "    with: { command: up, stack: staging, environment: staging }",
+            "    concurrency: { group: up-staging, queue: all }",
             "",
         ].join("\n");
         const findings = (await lintWorkflows(repoWith({ "broken.yml": broken }))).filter((f) => f.file.endsWith("broken.yml"));
@@ -357,6 +377,14 @@ describe("GitHub workflows", () => {
             `${file}:9:3 job "up": secret "GHA_VPN_IDD" is not defined in ./.github/workflows/pulumi.yml; defined secrets are GHA_VPN_ID, GHA_VPN_CERT, GHA_VPN_KEY`,
         ]);
         expect(lines.some((l) => l.includes('job "inherits"')), "secrets: inherit passes every secret").to.equal(false);
+        // A call that would destroy (issue 29: actionlint alone accepted it), and the concurrency key actionlint 1.7.7
+        // predates, checked here instead: only single or max, and max never with cancel-in-progress.
+        expect(lines).to.include.members([
+            `${file}:20:3 job "destroys": ./.github/workflows/pulumi.yml runs preview or up, never "destroy" (CI never destroys: docs/guardrails.md)`,
+            `${file}:23:72 job "destroys": concurrency queue "max" cannot go with cancel-in-progress true: GitHub refuses the workflow`,
+            `${file}:27:46 job "queues": concurrency queue must be "single" or "max", not "all"`,
+        ]);
+        expect(lines.some((l) => l.includes('unexpected key "queue"')), "actionlint's message about queue is dropped").to.equal(false);
         expect(lines.some((l) => l.includes('undefined variable "var"')), "a misspelt context is still reported").to.equal(true);
         expect(lines.some((l) => l.includes('undefined variable "vars"')), "the vars context is known to GitHub").to.equal(false);
     });
@@ -425,9 +453,11 @@ describe("GitHub workflows", () => {
             const secrets = new Set([...text.matchAll(/secrets\.([A-Z0-9_]+)/g)].map((m) => m[1]));
             for (const s of secrets) expect(s, `${name} uses secret ${s}`).to.match(/^(GHA_VPN_(ID|CERT|KEY)(_STAGING|_PRODUCTION)?|SLACK_WEBHOOK)$/);
         }
-        for (const job of [...Object.values(workflow("main.yml").jobs), ...pulumiCalls(workflow("pull-request.yml")).map(([, j]) => j), ...pulumiCalls(workflow("drift.yml")).map(([, j]) => j)] as any[]) {
+        for (const job of [...pulumiCalls(workflow("main.yml")), ...pulumiCalls(workflow("pull-request.yml")), ...pulumiCalls(workflow("drift.yml"))].map(([, j]) => j)) {
             expect(job.permissions["id-token"]).to.equal("write");
         }
+        // The approval job holds nothing: no token permission, no role (its environment has no AWS_ROLE_ARN).
+        expect(workflow("main.yml").jobs["production-approval"].permissions).to.deep.equal({});
     });
 
     it("preview both stacks on pull requests, and update staging before production, one job per stack at a time", () => {
@@ -440,13 +470,21 @@ describe("GitHub workflows", () => {
         // Per stack: a production update waiting for its reviewer must not hold up the next staging update.
         expect(main.concurrency).to.equal(undefined);
         for (const [name, stack] of [["staging-preview", "staging"], ["staging", "staging"], ["production-preview", "production"], ["production", "production"]]) {
-            expect(main.jobs[name].concurrency, name).to.deep.equal({ group: `up-${stack}`, "cancel-in-progress": false });
+            expect(main.jobs[name].concurrency, name).to.deep.equal({ group: `up-${stack}`, "cancel-in-progress": false, queue: "max" });
         }
-        // The first update of each stack runs in an environment of its own, whose reviewers approve it (runbook).
-        expect(main.jobs.staging.with).to.deep.equal({ command: "up", stack: "staging", environment: "${{ vars.STAGING_DEPLOYED == 'true' && 'staging' || 'staging-first-up' }}" });
-        expect(main.jobs.production.with).to.deep.equal({ command: "up", stack: "production", environment: "${{ vars.PRODUCTION_DEPLOYED == 'true' && 'production' || 'production-first-up' }}" });
-        expect(main.jobs["production-preview"].needs, "production is previewed only once staging took the commit").to.equal("staging");
-        expect(main.jobs.production.needs).to.include("staging");
+        // Each up in its stack's environment (the up role); a stack's first up is by hand (docs/migration.md), so
+        // main.yml runs a stack only once <STACK>_DEPLOYED is true.
+        expect(main.jobs.staging.with).to.deep.equal({ command: "up", stack: "staging", environment: "staging" });
+        expect(main.jobs.production.with).to.deep.equal({ command: "up", stack: "production", environment: "production" });
+        expect(main.jobs["staging-preview"].if).to.equal("vars.STAGING_DEPLOYED == 'true'");
+        // Production is previewed only once staging took the commit, or had nothing to take.
+        const production = (staging: string, stagingPreview = "success", deployed = "true") =>
+            holds(main.jobs["production-preview"].if, { vars: { PRODUCTION_DEPLOYED: deployed }, needs: { staging: { result: staging }, "staging-preview": { result: stagingPreview } } }, { success: staging === "success", failure: staging === "failure", cancelled: false });
+        expect(production("success")).to.equal(true);
+        expect(production("skipped")).to.equal(true);
+        expect(production("failure")).to.equal(false);
+        expect(production("skipped", "skipped")).to.equal(false);
+        expect(production("success", "success", "")).to.equal(false);
     });
 
     it("every up has a preview of the same commit in front of it: a read-only, unapproved preview job of its stack that it needs", () => {
@@ -466,30 +504,31 @@ describe("GitHub workflows", () => {
         approved.jobs["staging-preview"].with.environment = "staging";
         expect(upsWithoutPreview(approved)).to.deep.equal(["staging"]);
         const skippable = clone(main);
-        skippable.jobs["production-preview"].if = "vars.PREVIEW == 'true'";
-        expect(upsWithoutPreview(skippable)).to.deep.equal(["production"]);
+        delete skippable.jobs.production.if;
+        expect(upsWithoutPreview(skippable), "an up that goes on when its preview was skipped").to.deep.equal(["production"]);
     });
 
-    it("credentials outlive the longest up: AWS session and Pulumi token of two hours, longer than the job may run, which is longer than every rollout wait added up", function () {
+    it("credentials outlive the longest up: AWS session and Pulumi token of three hours, longer than the job may run, which is longer than every rollout wait added up, the controller's rollback and the setup (EN2-F2)", function () {
         this.timeout(120000);
         const longest = Math.max(...["staging", "production"].map(longestUpMinutes));
-        expect(longest, "staging and production today").to.equal(120);
+        expect(longest, "staging and production today").to.equal(140);
         const pulumiYml = workflow("pulumi.yml");
         expect(credentialProblems(pulumiYml, longest)).to.deep.equal([]);
         const steps = pulumiYml.jobs.pulumi.steps;
-        expect(steps.find((s: any) => s.uses?.startsWith("aws-actions/configure-aws-credentials@")).with["role-duration-seconds"]).to.equal(7200);
-        expect(steps.find((s: any) => s.uses?.startsWith("pulumi/auth-actions@")).with["token-expiration"]).to.equal(7200);
+        expect(steps.find((s: any) => s.uses?.startsWith("aws-actions/configure-aws-credentials@")).with["role-duration-seconds"]).to.equal(10800);
+        expect(steps.find((s: any) => s.uses?.startsWith("pulumi/auth-actions@")).with["token-expiration"]).to.equal(10800);
+        expect(pulumiYml.jobs.pulumi["timeout-minutes"], "a margin above the longest up").to.be.at.least(longest + 10);
         // Broken copies: the OIDC default of an hour, a shorter token, a job allowed to outlive them, a slower stack.
         const oneHour = clone(pulumiYml);
         delete oneHour.jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("aws-actions/configure-aws-credentials@")).with["role-duration-seconds"];
-        expect(credentialProblems(oneHour, longest)).to.include("AWS credentials last 3600 s, under two hours");
+        expect(credentialProblems(oneHour, longest)).to.include("AWS credentials last 3600 s, less than the job may run");
         const shortToken = clone(pulumiYml);
         shortToken.jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("pulumi/auth-actions@")).with["token-expiration"] = 3600;
-        expect(credentialProblems(shortToken, longest)).to.include("the Pulumi token asks for 3600 s, under two hours");
+        expect(credentialProblems(shortToken, longest)).to.include("the Pulumi token asks for 3600 s, less than the job may run");
         const noTimeout = clone(pulumiYml);
         delete noTimeout.jobs.pulumi["timeout-minutes"];
         expect(credentialProblems(noTimeout, longest)).to.include("the job may run 21600 s, longer than its credentials");
-        expect(credentialProblems(pulumiYml, 130)).to.deep.equal(["the job times out after 120 min, before the longest up (130 min)"]);
+        expect(credentialProblems(pulumiYml, 160)).to.deep.equal(["the job times out after 150 min, before the longest up (160 min)"]);
     });
 
     it("for a client-vpn stack, every job joins GC Notify's Client VPN before any step talks to the cluster (kubeconfig, preflight, Pulumi, Helm)", function () {
@@ -605,8 +644,13 @@ describe("GitHub workflows", () => {
         expect(acceptedCommands(pulumiYml, ATTEMPTS)).to.deep.equal({ access: ["preview", "up"], pulumi: ["preview", "up"] });
         const refused = runStep(pulumiYml.jobs.access.steps[0].run, { COMMAND: "destroy" });
         expect(refused.out).to.include('::error::pulumi.yml runs preview or up, never "destroy"');
-        const action = pulumiYml.jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("pulumi/actions@"));
-        for (const c of ATTEMPTS) expect(interpolate(action.with.command, { inputs: { command: c } }), c).to.equal(c === "up" || c === "UP" ? "up" : "preview");
+        // Pulumi is given preview in every job, and up in a step that runs only for an up.
+        const actions = pulumiYml.jobs.pulumi.steps.filter((s: any) => s.uses?.startsWith("pulumi/actions@"));
+        expect(actions.map((a: any) => a.with.command)).to.deep.equal(["preview", "up"]);
+        for (const c of ATTEMPTS) {
+            const ctx = { inputs: { command: c }, steps: {} };
+            expect(actions.filter((a: any) => holds(a.if, ctx)).map((a: any) => a.with.command), c).to.deep.equal(c === "up" || c === "UP" ? ["preview", "up"] : ["preview"]);
+        }
         // No workflow passes anything else, and nothing runs the CLI's destroy.
         for (const file of WORKFLOWS) {
             for (const [, job] of pulumiCalls(workflow(file))) expect(job.with.command).to.be.oneOf(["preview", "up"]);
@@ -623,12 +667,13 @@ describe("GitHub workflows", () => {
 
     it("refresh before every preview and up, and fail a preview with changes only when the caller expects none", () => {
         const pulumiYml = workflow("pulumi.yml");
-        const action = pulumiYml.jobs.pulumi.steps.find((s: any) => s.uses?.startsWith("pulumi/actions@")).with;
-        expect(action).to.include({ refresh: true, "expect-no-changes": "${{ inputs.expect-no-changes }}" });
+        const [preview, up] = pulumiYml.jobs.pulumi.steps.filter((s: any) => s.uses?.startsWith("pulumi/actions@")).map((s: any) => s.with);
+        expect(preview).to.include({ refresh: true, "expect-no-changes": "${{ inputs.expect-no-changes }}" });
+        expect(up).to.include({ refresh: true });
         expect(pulumiYml.on.workflow_call.inputs["expect-no-changes"]).to.deep.include({ type: "boolean", required: false, default: false });
         expect(pulumiYml.on.workflow_call.inputs["check-releases"]).to.deep.include({ type: "boolean", required: false, default: false });
         for (const [, job] of pulumiCalls(workflow("pull-request.yml"))) expect(job.with).not.to.have.property("expect-no-changes");
-        for (const job of Object.values(workflow("main.yml").jobs) as any[]) expect(job.with).not.to.have.any.keys("expect-no-changes", "check-releases");
+        for (const [, job] of pulumiCalls(workflow("main.yml"))) expect(job.with).not.to.have.any.keys("expect-no-changes", "check-releases");
     });
 
     it("check the live account and cluster with preflight before every preview and up: kubeconfig of the stack's cluster first, AWS credentials before both", () => {
@@ -650,7 +695,7 @@ describe("GitHub workflows", () => {
         expect(Object.keys(drift.on).sort()).to.deep.equal(["schedule", "workflow_dispatch"]);
         expect(drift.on.schedule).to.have.length(1);
         expect(drift.on.schedule[0].cron.split(" ").slice(2)).to.deep.equal(["*", "*", "*"]);
-        expect(Object.keys(drift.jobs)).to.deep.equal(["staging", "production", "slack"]);
+        expect(Object.keys(drift.jobs)).to.deep.equal(["staging", "production", "watch", "slack"]);
         for (const stack of ["staging", "production"]) {
             const job = drift.jobs[stack];
             // Before a stack's first update every resource is a change: it is checked from then on.
@@ -712,14 +757,14 @@ describe("GitHub workflows", () => {
         };
 
         /** Runs the step with helm and kubectl answering from the fixtures; its output, exit code and kubectl's calls. */
-        function checkReleases(opts: { status?: Record<string, string>; live?: (name: string, items: any[]) => any[]; forbidden?: string[] } = {}) {
+        function checkReleases(opts: { status?: Record<string, string>; live?: (name: string, items: any[]) => any[]; forbidden?: string[]; raw?: Record<string, string> } = {}) {
             const dir = tempDir("helm-checks-");
             const fixtures = path.join(dir, "fixtures");
             const bin = path.join(dir, "bin");
             const temp = path.join(dir, "runner-temp");
             for (const d of [fixtures, bin, temp]) fs.mkdirSync(d);
             for (const name of Object.keys(manifests)) {
-                fs.writeFileSync(path.join(fixtures, `${name}.yaml`), manifests[name].map((d) => `---\n# Source: ${name}/templates/x.yaml\n${stringifyYaml(d)}`).join(""));
+                fs.writeFileSync(path.join(fixtures, `${name}.yaml`), manifests[name].map((d) => `---\n# Source: ${name}/templates/x.yaml\n${stringifyYaml(d)}`).join("") + (opts.raw?.[name] ?? ""));
                 const items = (opts.live ?? ((_: string, i: any[]) => i))(name, liveOf(name));
                 fs.writeFileSync(path.join(fixtures, `${name}.live.json`), items.length === 0 ? "" : JSON.stringify(items.length === 1 ? items[0] : { apiVersion: "v1", kind: "List", items }, null, 2));
                 fs.writeFileSync(path.join(fixtures, `${name}.status`), opts.status?.[name] ?? "deployed");
@@ -777,6 +822,30 @@ describe("GitHub workflows", () => {
             expect(checkReleases({ status: { "karpenter-crd": "pending-upgrade" } }).out).to.include("karpenter/karpenter-crd is pending-upgrade, not deployed");
         });
 
+        it("name the remedies that work: helm rollback for a release not deployed or objects edited by hand, never \"re-run the up\", which changes neither (EN2-F5)", function () {
+            this.timeout(120000);
+            const pending = checkReleases({ status: { "karpenter-crd": "pending-upgrade" } });
+            expect(pending.out).to.include("::error::Helm release karpenter/karpenter-crd is pending-upgrade, not deployed, and no up clears that: helm history karpenter-crd -n karpenter, then helm rollback karpenter-crd <last deployed revision> -n karpenter");
+            const edited = checkReleases({ live: (name, items) => (name === "karpenter" && (items[2].spec.replicas = 1), items) });
+            expect(edited.out).to.include("::error::the live objects of Helm release karpenter/karpenter differ from its manifest, and no up changes them: find who changed them, then helm rollback karpenter <its current revision> -n karpenter");
+            expect(stepNamed(workflow("pulumi.yml").jobs.pulumi.steps, /^Helm releases deployed/).run).not.to.match(/re-run the stack's up/);
+        });
+
+        it("read manifests as Kubernetes does, YAML 1.1: a mode of 0644 is 420 and off is false, no difference (EN2-F12)", function () {
+            this.timeout(120000);
+            const raw = ["---", "apiVersion: apps/v1", "kind: DaemonSet", "metadata:", "  name: probe", "spec:", "  template:", "    spec:", "      enableServiceLinks: off", "      volumes:", "        - name: config", "          secret:", "            secretName: nidhogg", "            defaultMode: 0644", ""].join("\n");
+            const probe = { apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: "probe", namespace: "kube-system" }, spec: { template: { spec: { enableServiceLinks: false, volumes: [{ name: "config", secret: { secretName: "nidhogg", defaultMode: 420 } }] } } } };
+            const withProbe = (live: any) => checkReleases({ raw: { nidhogg: raw }, live: (name, items) => (name === "nidhogg" ? [...items, live] : items) });
+            const same = withProbe(probe);
+            expect(same.status, same.out).to.equal(0);
+            expect(same.out).to.include("kube-system/nidhogg: deployed, live objects as its manifest (2 objects)");
+            const changed = clone(probe);
+            changed.spec.template.spec.volumes[0].secret.defaultMode = 384;
+            changed.spec.template.spec.enableServiceLinks = true;
+            const differs = withProbe(changed);
+            expect(differs.out).to.include("DaemonSet probe.spec.template.spec.enableServiceLinks: false in the manifest, true live").and.include("defaultMode: 420 in the manifest, 384 live");
+        });
+
         it("fail on a hand edit, a deleted object or a removed list item, naming the object and field, or when the live objects cannot be read", function () {
             this.timeout(120000);
             const edited = checkReleases({
@@ -806,14 +875,263 @@ describe("GitHub workflows", () => {
         });
     });
 
+    describe("an up that is approved once, outside the lock, applies what was approved, and is hard to stop halfway (engine-ci-review-2)", () => {
+        const pulumiJob = () => workflow("pulumi.yml").jobs.pulumi;
+        const step = (name: RegExp, job = pulumiJob()) => stepNamed(job.steps, name);
+
+        it("a cancel does not stop a started up: the job's `if` holds for an up under cancellation, and the up step's once it started; a preview, and an up not yet started, stop (EN2-F1)", () => {
+            const job = pulumiJob();
+            const ctx = (command: string) => ({ inputs: { command }, needs: { access: { result: "success", outputs: { "go-on": "true" } } } });
+            expect(holds(job.if, ctx("up"), CANCELLING), "GitHub keeps a running job whose `if` holds on a cancel").to.equal(true);
+            expect(holds(job.if, ctx("preview"), CANCELLING)).to.equal(false);
+            expect(holds(job.if, ctx("up")) && holds(job.if, ctx("preview"))).to.equal(true);
+            expect(holds(job.if, { ...ctx("up"), needs: { access: { result: "failure", outputs: {} } } }, { success: false, failure: true, cancelled: false })).to.equal(false);
+            const up = step(/^Up$/, job);
+            const started = (value: string) => ({ inputs: { command: "up" }, steps: { "up-started": { outputs: { started: value } } } });
+            expect(holds(up.if, started("true"), CANCELLING), "the running up step goes on").to.equal(true);
+            expect(holds(up.if, started(""), CANCELLING), "cancelled before it started: it never starts").to.equal(false);
+            expect(holds(up.if, started(""))).to.equal(true);
+            expect(holds(up.if, { inputs: { command: "preview" }, steps: {} })).to.equal(false);
+            expect(holds(up.if, started("true"), { success: false, failure: true, cancelled: false }), "not after a failed step").to.equal(false);
+            // Every step before the up stops on a cancel, so a cancel during the preview or the checks stops the up too.
+            const before = job.steps.slice(0, job.steps.indexOf(up));
+            const goOn = before.filter((s: any) => holds(s.if, { inputs: { command: "up", "check-releases": false }, needs: { access: { outputs: { access: "client-vpn" } } }, steps: {}, github: { event_name: "push" } }, CANCELLING));
+            expect(goOn.map((s: any) => s.name ?? s.uses ?? s.run)).to.deep.equal([]);
+            // The marker is the last step before the up.
+            expect(job.steps[job.steps.indexOf(up) - 1]).to.include({ id: "up-started" });
+            // Broken copy: the workflow as it was, without the job's `if`, is cancelled with its up.
+            const old = clone(job);
+            delete old.if;
+            expect(holds(old.if, ctx("up"), CANCELLING)).to.equal(false);
+        });
+
+        it("the approval waits in a job of its own, with no lock and no role; every job in an up-<stack> group queues (queue: max) instead of replacing the one waiting (EN2-F3)", () => {
+            const main = workflow("main.yml");
+            const approval = main.jobs["production-approval"];
+            expect(approval.environment).to.equal("production-approval");
+            expect(approval.concurrency, "no concurrency group: waiting for a reviewer holds nothing").to.equal(undefined);
+            expect(approval.steps.every((s: any) => !s.uses), "it runs no action").to.equal(true);
+            expect(main.jobs.production.needs).to.include("production-approval");
+            // The up's environment has no reviewers (the role's trust names it); the approval's holds no role.
+            expect(ciEnvironments("production").up).to.deep.equal(["production"]);
+            expect(ciEnvironments("production").up).not.to.include("production-approval");
+            const waitingReplaced = (wf: any) =>
+                Object.entries<any>(wf.jobs)
+                    .filter(([, j]) => String(j.concurrency?.group ?? "").startsWith("up-") && j.concurrency?.queue !== "max")
+                    .map(([n]) => n);
+            for (const file of ["main.yml", "drift.yml"]) expect(waitingReplaced(workflow(file)), file).to.deep.equal([]);
+            const old = clone(main);
+            delete old.jobs.staging.concurrency.queue;
+            expect(waitingReplaced(old)).to.deep.equal(["staging"]);
+            // Approvals in the lock: an environment with reviewers on a job in an up-<stack> group.
+            const approvalsInLock = (wf: any) => Object.entries<any>(wf.jobs).filter(([, j]) => j.concurrency && (j.environment === "production-approval" || j.with?.environment === "production-approval")).map(([n]) => n);
+            expect(approvalsInLock(main)).to.deep.equal([]);
+            const locked = clone(main);
+            locked.jobs["production-approval"].concurrency = { group: "up-production", "cancel-in-progress": false };
+            expect(approvalsInLock(locked)).to.deep.equal(["production-approval"]);
+        });
+
+        it("an up with nothing to change is skipped with its approval, and a push of docs alone runs nothing (EN2-F3)", () => {
+            const main = workflow("main.yml");
+            const needs = (changes: string) => ({ needs: { "staging-preview": { result: "success", outputs: { changes } }, "production-preview": { result: "success", outputs: { changes } } } });
+            for (const job of ["staging", "production-approval", "production"]) {
+                expect(holds(main.jobs[job].if, needs("true")), job).to.equal(true);
+                expect(holds(main.jobs[job].if, needs("false")), job).to.equal(false);
+            }
+            // GitHub's paths-ignore: the run is skipped when every changed path matches a pattern (`*` within a
+            // folder, `**` across them).
+            const ignore: string[] = main.on.push["paths-ignore"];
+            const pattern = (glob: string) => new RegExp(`^${glob.split("**").map((p) => p.split("*").map((x) => x.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join("[^/]*")).join(".*")}$`);
+            const runs = (paths: string[]) => !paths.every((p) => ignore.some((g) => pattern(g).test(p)));
+            expect(runs(["docs/guardrails.md"])).to.equal(false);
+            expect(runs(["README.md", "docs/migration.md"])).to.equal(false);
+            expect(runs(["components/karpenterController.ts"])).to.equal(true);
+            expect(runs(["docs/guardrails.md", "Pulumi.production.yaml"])).to.equal(true);
+            expect(runs([".github/workflows/main.yml"])).to.equal(true);
+            expect(Object.keys(main.on)).to.deep.equal(["push", "workflow_dispatch"]);
+        });
+
+        /** Runs the changes step on an update plan (`pulumi preview --save-plan`'s file). */
+        function changesOf(plan: object) {
+            const dir = tempDir("changes-");
+            for (const f of ["output", "summary"]) fs.writeFileSync(path.join(dir, f), "");
+            fs.writeFileSync(path.join(dir, "plan.json"), JSON.stringify(plan));
+            const run = runStep(step(/^What the preview would change/).run, { PLAN: path.join(dir, "plan.json"), CHANGES: path.join(dir, "changes.txt"), STACK: "staging", GITHUB_OUTPUT: path.join(dir, "output"), GITHUB_STEP_SUMMARY: path.join(dir, "summary") });
+            expect(run.status, run.out).to.equal(0);
+            return { changes: fs.readFileSync(path.join(dir, "changes.txt"), "utf8"), output: fs.readFileSync(path.join(dir, "output"), "utf8"), summary: fs.readFileSync(path.join(dir, "summary"), "utf8") };
+        }
+        const URN = (t: string, n: string) => `urn:pulumi:staging::notify-karpenter::${t}::${n}`;
+
+        it("the preview's update plan says what would change: its operations and changed input names per resource, reads, refreshes and sames left out (pulumi v3.259.0 apitype.DeploymentPlanV1)", () => {
+            const nothing = changesOf({ resourcePlans: { [URN("pulumi:pulumi:Stack", "s")]: { steps: ["same"] }, [URN("aws:iam/role:Role", "r")]: { steps: ["refresh", "same"] }, [URN("kubernetes:core/v1:Namespace", "n")]: { steps: ["read"] } } });
+            expect(nothing).to.deep.equal({ changes: "", output: "changes=false\n", summary: "### staging: what an up would change\n\nnothing to change: main.yml skips the up and its approval.\n" });
+            const some = changesOf({
+                resourcePlans: {
+                    [URN("kubernetes:apps/v1:DeploymentPatch", "b")]: { steps: ["update"], goal: { inputDiff: { updates: { spec: {} }, adds: { metadata: {} } } } },
+                    [URN("aws:sqs/queue:Queue", "q")]: { steps: ["create-replacement", "replace", "delete-replaced"], goal: { inputDiff: { updates: { name: "x" } } } },
+                    [URN("aws:iam/role:Role", "old")]: { steps: ["delete"] },
+                },
+            });
+            expect(some.output).to.equal("changes=true\n");
+            expect(some.changes.split("\n")).to.deep.equal([
+                `create-replacement,replace,delete-replaced ${URN("aws:sqs/queue:Queue", "q")} (name)`,
+                `delete ${URN("aws:iam/role:Role", "old")}`,
+                `update ${URN("kubernetes:apps/v1:DeploymentPatch", "b")} (metadata, spec)`,
+                "",
+            ]);
+            expect(some.summary).to.include("3 resources to change:");
+            // Every job saves the plan, and the changes become the run's artifact (main.yml's previews) or are held to it (the up).
+            const preview = step(/^Preview$/);
+            expect(preview.with).to.include({ command: "preview", plan: "${{ runner.temp }}/update-plan.json", "always-include-summary": true });
+            expect(workflow("pulumi.yml").on.workflow_call.outputs.changes.value).to.equal("${{ jobs.pulumi.outputs.changes }}");
+            expect(pulumiJob().outputs.changes).to.equal("${{ steps.changes.outputs.changes }}");
+        });
+
+        it("the up previews again and refuses to go on when that finds other changes than the approved preview of its run (EN2-F13)", () => {
+            const job = pulumiJob();
+            const upload = job.steps.find((s: any) => s.uses?.startsWith("actions/upload-artifact@"));
+            const download = job.steps.find((s: any) => s.uses?.startsWith("actions/download-artifact@"));
+            expect(upload.with.name).to.equal(download.with.name);
+            expect(holds(upload.if, { inputs: { command: "preview" }, github: { event_name: "push" } })).to.equal(true);
+            expect(holds(download.if, { inputs: { command: "up" } })).to.equal(true);
+            const refuse = step(/^Refuse an up that would change other things/, job);
+            const indexOf = (s: any) => job.steps.indexOf(s);
+            expect(indexOf(step(/^Preview$/, job))).to.be.below(indexOf(refuse));
+            expect(indexOf(refuse)).to.be.below(indexOf(step(/^Up$/, job)));
+            const dir = tempDir("approved-");
+            const approved = `update ${URN("kubernetes:apps/v1:DeploymentPatch", "b")} (spec)\n`;
+            fs.writeFileSync(path.join(dir, "approved.txt"), approved);
+            const compare = (now: string) => {
+                fs.writeFileSync(path.join(dir, "now.txt"), now);
+                return runStep(refuse.run, { APPROVED: path.join(dir, "approved.txt"), CHANGES: path.join(dir, "now.txt"), STACK: "production" });
+            };
+            expect(compare(approved).status).to.equal(0);
+            const moved = compare(`${approved}update ${URN("kubernetes:apps/v1:DaemonSetPatch", "fb")} (spec)\n`);
+            expect(moved.status).to.equal(1);
+            expect(moved.out).to.include("+update urn:pulumi:staging::notify-karpenter::kubernetes:apps/v1:DaemonSetPatch::fb (spec)");
+            expect(moved.out).to.include("::error::the live state of production changed since the preview that was approved");
+        });
+
+        /** Runs access's gate step; `tip` is what `git ls-remote` answers for main. */
+        function gate(env: Record<string, string>, tip = "abc123") {
+            const dir = tempDir("gate-");
+            fs.writeFileSync(path.join(dir, "git"), `#!/bin/bash\necho "git $*" >> "${dir}/git.log"\nprintf '%s\\trefs/heads/main\\n' "${tip}"\n`, { mode: 0o755 });
+            for (const f of ["output", "summary"]) fs.writeFileSync(path.join(dir, f), "");
+            const g = stepNamed(workflow("pulumi.yml").jobs.access.steps, /^Go on only where/);
+            const run = runStep(g.run, { COMMAND: "up", STACK: "staging", SHA: "abc123", NO_SECRETS: "false", GITHUB_OUTPUT: path.join(dir, "output"), GITHUB_STEP_SUMMARY: path.join(dir, "summary"), ...env }, { binDir: dir });
+            const read = (f: string) => (fs.existsSync(path.join(dir, f)) ? fs.readFileSync(path.join(dir, f), "utf8") : "");
+            return { ...run, output: read("output"), summary: read("summary"), git: read("git.log") };
+        }
+
+        it("a re-run of an older run, whose commit is no longer main's tip, cannot roll a stack back: its up stops, green, saying why (EN2-F4)", function () {
+            this.timeout(60000);
+            const tip = gate({});
+            expect(tip.status, tip.out).to.equal(0);
+            expect(tip.output).to.equal("go-on=true\n");
+            expect(tip.git).to.equal("git ls-remote --exit-code origin refs/heads/main\n");
+            const old = gate({ SHA: "0ld" });
+            expect(old.status).to.equal(0);
+            expect(old.output).to.equal("go-on=false\n");
+            expect(old.out).to.include("::notice::This run's commit 0ld is no longer main's tip (abc123)");
+            expect(old.summary).to.include("### up staging: not run").and.include("run main.yml (workflow_dispatch)");
+            expect(gate({ COMMAND: "preview", SHA: "0ld" }).output, "a preview of any commit goes on").to.equal("go-on=true\n");
+            // And job pulumi then does not run.
+            expect(holds(pulumiJob().if, { inputs: { command: "up" }, needs: { access: { result: "success", outputs: { "go-on": "false" } } } })).to.equal(false);
+            expect(workflow("main.yml").on).to.have.property("workflow_dispatch");
+        });
+
+        it("previews of a fork's or Dependabot's pull request stop cleanly, green, saying so in the job summary (EN2-F10)", function () {
+            this.timeout(60000);
+            const access = workflow("pulumi.yml").jobs.access;
+            const g = stepNamed(access.steps, /^Go on only where/);
+            const noSecrets = (event: string, head: string, actor = "someone") =>
+                interpolate(g.env.NO_SECRETS, { github: { event_name: event, repository: "cds-snc/notify-karpenter", actor, event: { pull_request: { head: { repo: { full_name: head } } } } } });
+            expect(noSecrets("pull_request", "someone/notify-karpenter")).to.equal(true);
+            expect(noSecrets("pull_request", "cds-snc/notify-karpenter", "dependabot[bot]")).to.equal(true);
+            expect(noSecrets("pull_request", "cds-snc/notify-karpenter")).to.equal(false);
+            expect(noSecrets("push", "")).to.equal(false);
+            const fork = gate({ COMMAND: "preview", NO_SECRETS: "true" });
+            expect(fork.status).to.equal(0);
+            expect(fork.output).to.equal("go-on=false\n");
+            expect(fork.summary).to.include("### preview staging: not run").and.include("A pull request from a fork or from Dependabot");
+            // Nothing after the gate runs: no settings check to fail on the missing variables and secrets.
+            const after = access.steps.slice(access.steps.indexOf(g) + 1);
+            expect(after.filter((s: any) => holds(s.if, { steps: { gate: { outputs: { "go-on": "false" } } } }))).to.deep.equal([]);
+            expect(access.outputs["go-on"]).to.equal("${{ steps.gate.outputs.go-on }}");
+        });
+
+        it("nidhogg's pods opt out of GC Notify's reloader, whose env vars no up removes, and roll when their configuration changes (MW2-F4)", () => {
+            const cfg = parseStackConfig("staging", configSections(readStackConfig("staging"), PROJECT));
+            const values = nidhoggValues(placementArgs(cfg));
+            // Reloader v1.4.12 (chart 2.2.7) pkg/common/common.go ShouldReload, with GC Notify's autoReloadAll: the pod
+            // template's annotations decide when the workload has none; "false" is not "", so autoReloadAll passes it by.
+            const shouldReload = (workload: Record<string, string>, pod: Record<string, string>, autoReloadAll = true) => {
+                const keys = ["reloader.stakater.com/auto", "configmap.reloader.stakater.com/reload", "reloader.stakater.com/search", "configmap.reloader.stakater.com/auto"];
+                const a = keys.some((k) => k in workload) ? workload : pod;
+                const auto = a["reloader.stakater.com/auto"] ?? "";
+                const typed = a["configmap.reloader.stakater.com/auto"] ?? "";
+                return auto === "true" || typed === "true" || (auto === "" && typed === "" && autoReloadAll) || (a["configmap.reloader.stakater.com/reload"] ?? "").split(",").includes("nidhogg");
+            };
+            expect(shouldReload({}, {}), "the chart as it was: reloaded").to.equal(true);
+            expect(shouldReload({}, values.podAnnotations)).to.equal(false);
+            expect(values.podAnnotations[RELOADER_AUTO_ANNOTATION]).to.equal("false");
+            // The checksum follows the configuration.
+            const other = nidhoggValues({ ...placementArgs(cfg), ephemeralKey: "other.example/ephemeral" });
+            expect(other.podAnnotations[NIDHOGG_CONFIG_CHECKSUM]).to.not.equal(values.podAnnotations[NIDHOGG_CONFIG_CHECKSUM]);
+            expect(nidhoggValues(placementArgs(cfg)).podAnnotations[NIDHOGG_CONFIG_CHECKSUM]).to.equal(values.podAnnotations[NIDHOGG_CONFIG_CHECKSUM]);
+        });
+
+        /** Runs drift's watch step; `jobs` are the successful job names of each run GitHub lists. */
+        function watch(jobs: string[][], deployed = { STAGING_DEPLOYED: "true", PRODUCTION_DEPLOYED: "true" }) {
+            const dir = tempDir("watch-");
+            const fixtures = path.join(dir, "github-runs");
+            fs.mkdirSync(fixtures);
+            jobs.forEach((names, i) => fs.writeFileSync(path.join(fixtures, String(100 + i)), names.map((n) => `${n}\n`).join("")));
+            fs.writeFileSync(
+                path.join(dir, "gh"),
+                `#!/bin/bash\necho "gh $*" >> "${dir}/gh.log"\ncase "$4" in\n  */workflows/drift.yml/runs) ls "${fixtures}" ;;\n  */runs/*/jobs) cat "${fixtures}/$(basename "$(dirname "$4")")" ;;\nesac\n`,
+                { mode: 0o755 },
+            );
+            fs.writeFileSync(path.join(dir, "output"), "");
+            const run = runStep(stepNamed(workflow("drift.yml").jobs.watch.steps, /no successful check in 48 hours/).run, { REPOSITORY: "cds-snc/notify-karpenter", RUNNER_TEMP: dir, GITHUB_OUTPUT: path.join(dir, "output"), ...deployed }, { binDir: dir });
+            return { ...run, output: fs.readFileSync(path.join(dir, "output"), "utf8"), calls: fs.readFileSync(path.join(dir, "gh.log"), "utf8") };
+        }
+
+        it("drift fails, and tells Slack, when a deployed stack has had no successful check for 48 hours, not only when a check fails (EN2-F3, EN2-F11)", function () {
+            this.timeout(60000);
+            const ok = watch([["drift staging / preview staging", "drift staging / preview staging (settings and cluster access)"], ["drift production / preview production"]]);
+            expect(ok.status, ok.out).to.equal(0);
+            expect(ok.output).to.equal("stale=\n");
+            expect(ok.calls).to.match(/^gh api -X GET repos\/cds-snc\/notify-karpenter\/actions\/workflows\/drift\.yml\/runs -f created=>=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ -F per_page=100 --paginate/);
+            // Production's checks were cancelled or skipped for two days; only its access job succeeded.
+            const stale = watch([["drift staging / preview staging", "drift production / preview production (settings and cluster access)"]]);
+            expect(stale.status).to.equal(1);
+            expect(stale.output).to.equal("stale=production\n");
+            expect(stale.out).to.include("::error::no successful drift check of production since");
+            expect(watch([[]], { STAGING_DEPLOYED: "true", PRODUCTION_DEPLOYED: "" }).output, "a stack not yet deployed is not checked").to.equal("stale=staging\n");
+            expect(watch([]).output).to.equal("stale=staging and production\n");
+            // It runs whatever became of the checks, unless the run itself was cancelled; its token only reads runs.
+            const job = workflow("drift.yml").jobs.watch;
+            expect(holds(job.if, { needs: {} }, { success: false, failure: false, cancelled: false })).to.equal(true);
+            expect(holds(job.if, { needs: {} }, CANCELLING)).to.equal(false);
+            expect(job.permissions).to.deep.equal({ actions: "read" });
+            // The check jobs carry the names the watch looks for.
+            const drift = workflow("drift.yml");
+            for (const stack of ["staging", "production"]) expect(drift.jobs[stack].name).to.equal(`drift ${stack}`);
+            expect(workflow("pulumi.yml").jobs.pulumi.name).to.equal("${{ inputs.command }} ${{ inputs.stack }}");
+        });
+    });
+
     describe("drift's Slack message", () => {
         const slack = () => workflow("drift.yml").jobs.slack;
 
         it("is sent when a stack's check failed, not when checks pass, are skipped (not yet deployed) or are cancelled by a newer run", () => {
             const job = slack();
-            expect(job.needs).to.deep.equal(["staging", "production"]);
-            const when = (staging: string, production: string) => holds(job.if, { needs: { staging: { result: staging }, production: { result: production } } }, { success: false, failure: staging === "failure" || production === "failure", cancelled: false });
+            expect(job.needs).to.deep.equal(["staging", "production", "watch"]);
+            const when = (staging: string, production: string, watch = "success") =>
+                holds(job.if, { needs: { staging: { result: staging }, production: { result: production }, watch: { result: watch } } }, { success: false, failure: [staging, production, watch].includes("failure"), cancelled: false });
             expect(when("success", "failure")).to.equal(true);
+            expect(when("skipped", "success", "failure"), "no successful check for 48 hours").to.equal(true);
             expect(when("failure", "skipped")).to.equal(true);
             expect(when("success", "success")).to.equal(false);
             expect(when("skipped", "skipped")).to.equal(false);
@@ -838,6 +1156,11 @@ describe("GitHub workflows", () => {
             expect(args.slice(0, 8)).to.deep.equal(["--fail", "--silent", "--show-error", "-X", "POST", "-H", "Content-type: application/json", "--data"]);
             expect(args[9]).to.equal("https://hooks.slack.com/services/T/B/x");
             expect(JSON.parse(args[8])).to.deep.equal({ text: "<!here> notify-karpenter drift check is failing for staging and production: <https://github.com/cds-snc/notify-karpenter/actions/runs/7|cds-snc/notify-karpenter drift run> !" });
+            const stale = runStep(post.run, { STAGING: "cancelled", PRODUCTION: "success", STALE: "staging", RUN_URL: "https://github.com/cds-snc/notify-karpenter/actions/runs/8", REPOSITORY: "cds-snc/notify-karpenter", SLACK_WEBHOOK: "https://hooks.slack.com/services/T/B/x" }, { binDir: dir });
+            expect(stale.status, stale.out).to.equal(0);
+            expect(JSON.parse(fs.readFileSync(path.join(dir, "curl.args"), "utf8").trim().split("\n")[8]).text).to.equal(
+                "<!here> notify-karpenter drift has not been checked successfully for 48 hours for staging: <https://github.com/cds-snc/notify-karpenter/actions/runs/8|cds-snc/notify-karpenter drift run> !",
+            );
         });
     });
 });
