@@ -11,7 +11,7 @@ import { helpText } from "../ops/args.ts";
 import { CHECKS, CHECK_NEEDS, PREFLIGHT, crdReleaseImport, keyLetsCloudWatch, policyAllows, preflight, sameOrOneBehind, selectorSelects, stackNames, surgePods } from "../ops/preflight.ts";
 import { NO_PERMISSION_NEEDED, PREFLIGHT_ACTIONS, type PolicyDocument, previewActions, previewPolicy } from "../plan/ciAccess.ts";
 import { buildStack } from "./helpers.ts";
-import { DEPLOYMENT_LABEL, burstBudgetName, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
+import { type BurstDeployment, DEPLOYMENT_LABEL, burstBudgetName, celeryPreStop, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
 import { releaseDescription } from "../components/karpenterController.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig, approvedInstanceTypes, configSections } from "../stacks/config.ts";
@@ -65,6 +65,41 @@ const meta = (name: string, namespace?: string, managers = ["helm"]) => ({ name,
 const container = (name: string, cpu = "100m", memory = "128Mi") => ({ name, image: "x", resources: { requests: { cpu, memory } } });
 /** As GC Notify's charts make them: pods labelled app: <deployment>, which the chart's budgets select. */
 const deployment = (name: string, ns: string) => ({ metadata: meta(name, ns), spec: { replicas: 2, template: { metadata: { labels: { app: name } }, spec: { containers: [container("app")] } } } });
+/**
+ * A burst Deployment as the stack's patch leaves it: notify-celery's worker container (named after the Deployment,
+ * templates/deployment.yaml) with the program's preStop hook, the stack's grace, the pods labelled with their Deployment.
+ */
+const burstDeployment = (d: BurstDeployment, ns: string) => {
+    const o = deployment(d.name, ns);
+    return {
+        ...o,
+        spec: {
+            ...o.spec,
+            template: {
+                metadata: { labels: { app: d.name, [DEPLOYMENT_LABEL]: d.name } },
+                spec: { terminationGracePeriodSeconds: d.terminationGracePeriodSeconds, containers: [{ ...container(d.name), lifecycle: { preStop: celeryPreStop(d.terminationGracePeriodSeconds) } }] },
+            },
+        },
+    };
+};
+/** GC Notify's preStop, as notify-celery renders it for every worker (charts/notify-celery/templates/deployment.yaml:72-78). */
+const GC_NOTIFY_HOOK = { exec: { command: ["/bin/bash", "-c", "/app/scripts/run_celery_exit.sh"] } };
+/**
+ * A task's success line in the application log group, as GC Notify's Fluent Bit ships it (notification-manifests
+ * 609853e2 fluentbit-agent.yaml.gotmpl, celery-log.conf): the raw container line in `log` (a multiline regex parser,
+ * no JSON to merge), Celery's own format, then the app logger's JSON line joined to it as a continuation. `withMetadata`:
+ * the kubernetes filter found the pod (stream named after the container); without it, the input's Kube_Tag_Prefix
+ * (celery.var.log.containers.) is not its tag's, no metadata is added, and the stream is fallback-stream + the tag.
+ */
+function tookLine(container: string, task: string, seconds: number, timestamp: number, withMetadata = true) {
+    const took = `${task} took ${seconds.toFixed(4)}s`;
+    const log = `2026-11-30T23:00:00.123456789Z stdout F [2026-11-30 23:00:00,123: INFO/MainProcess] ${took}\n2026-11-30T23:00:00.123456789Z stdout F ${JSON.stringify({ asctime: "2026-11-30T23:00:00", levelname: "INFO", message: took })}`;
+    const pod = `${container}-5c7d8f9b4-xk2p9`;
+    const file = `${pod}_notification-canada-ca_${container}-${"0123456789abcdef".repeat(4)}.log`;
+    return withMetadata
+        ? { timestamp, logStream: container, message: JSON.stringify({ log, kubernetes: { pod_name: pod, namespace_name: "notification-canada-ca", container_name: container } }) }
+        : { timestamp, logStream: `fallback-streamnotify-celery.var.log.containers.${file}`, message: JSON.stringify({ log }) };
+}
 /** A container whose requests equal its limits, as the stack's guaranteed patch and GC Notify's cwagent chart set them. */
 const guaranteed = (g: { container: string; cpu: string; memory: string }) => ({ name: g.container, image: "x", resources: { requests: { cpu: g.cpu, memory: g.memory }, limits: { cpu: g.cpu, memory: g.memory } } });
 const node = (name: string, zone: string, cpu = "4", memory = "16Gi", taints: object[] = []) => ({
@@ -74,6 +109,11 @@ const node = (name: string, zone: string, cpu = "4", memory = "16Gi", taints: ob
 });
 /** GC Notify's SigNoz nodes: a managed on-demand group, so stable by label, but tainted for SigNoz alone (aws/eks/eks.tf). */
 const signozNode = (name: string, zone: string) => node(name, zone, "8", "32Gi", [{ key: "dedicated", value: "signoz", effect: "NoSchedule" }]);
+
+/** A successful task on each burst worker in the last day, well within its longest task; one without kubernetes metadata. */
+function celeryLines(cfg: StackConfig) {
+    return cfg.placement.burst.deployments.map((d, i) => tookLine(d.name, `task-of-${d.name}`, 0.5 + i, NOW - 7_200_000 - i * 60_000, i !== 1));
+}
 
 interface World {
     aws: FakeAwsState;
@@ -88,6 +128,10 @@ function goodWorld(cfg: StackConfig): World {
     const names = stackNames(cfg);
     const lg = cfg.alarms.logGroupName;
     const line = JSON.stringify({ log: "{\"level\":\"INFO\",\"message\":\"found provisionable pod(s)\"}", kubernetes: { namespace_name: "karpenter", container_name: "controller", pod_name: "karpenter-abc" } });
+    const args = placementArgs(cfg);
+    // The periodic worker's queues hide a held message for longer than its drain (4 × 600 s); the others, GC Notify's 310 s.
+    const visibility = (d: { longestTaskSeconds?: number }) => String(p.burst.prefetchMultiplier * (d.longestTaskSeconds ?? p.burst.longestTaskSeconds) > 310 ? 3600 : 310);
+    const sqs = Object.fromEntries(p.burst.deployments.flatMap((d) => (d.queues ?? []).map((q) => [p.burst.queuePrefix + q, { attributes: { VisibilityTimeout: visibility(d) }, messages: [] }])));
     return {
         aws: {
             account: ACCOUNT,
@@ -97,7 +141,7 @@ function goodWorld(cfg: StackConfig): World {
                 // The add-on staging's placement.nodeDaemonSets names (ebs-csi-node).
                 [`${cfg.cluster.name}/aws-ebs-csi-driver`]: { status: "ACTIVE", addonVersion: "v1.37.0-eksbuild.1" },
             },
-            logGroups: { [lg]: [{ timestamp: NOW - 3_600_000, message: line }] },
+            logGroups: { [lg]: [{ timestamp: NOW - 3_600_000, message: line, logStream: "controller" }, ...celeryLines(cfg)] },
             images: [{ ImageId: cfg.nodePool.ami.id!, State: "available", Architecture: "x86_64", Name: "amazon-eks-node-al2023-x86_64-standard-1.31-v20251117" }],
             subnets: cfg.nodePool.zones.map((z, i) => ({ SubnetId: `subnet-0${i}`, AvailabilityZone: z, Tags: { "karpenter.sh/discovery": cfg.cluster.name } })),
             securityGroups: [{ GroupId: "sg-01", Tags: { "karpenter.sh/discovery": cfg.cluster.name } }],
@@ -106,6 +150,7 @@ function goodWorld(cfg: StackConfig): World {
             roles: { AWSServiceRoleForEC2Spot: {}, "eks-worker-role": {}, [names.controllerRole]: { [STACK_TAG]: "staging" } },
             policies: {},
             queues: {},
+            sqs,
             rules: {},
             topics: {
                 [WARNING_TOPIC]: { attributes: { KmsMasterKeyId: "alias/notify-alarms" }, subscriptions: [`${WARNING_TOPIC}:0b1c`] },
@@ -132,7 +177,7 @@ function goodWorld(cfg: StackConfig): World {
                     { metadata: meta(burstBudgetName(p.burst.deployments[0].name), ns, ["pulumi-kubernetes-1a2b3c4d"]), spec: { minAvailable: 2, selector: { matchLabels: { [DEPLOYMENT_LABEL]: p.burst.deployments[0].name } } } },
                 ],
                 "/apis/policy/v1/namespaces/kube-system/poddisruptionbudgets": [],
-                [`/apis/apps/v1/namespaces/${ns}/deployments`]: [...p.burst.deployments.map((d) => d.name), ...p.stableDeployments].map((d) => deployment(d, ns)),
+                [`/apis/apps/v1/namespaces/${ns}/deployments`]: [...args.burst.deployments.map((d) => burstDeployment(d, ns)), ...p.stableDeployments.map((d) => deployment(d, ns))],
                 ...Object.fromEntries(
                     [...new Set(p.nodeDaemonSets.map((d) => d.namespace))].map((dsNs) => [
                         `/apis/apps/v1/namespaces/${dsNs}/daemonsets`,
@@ -155,6 +200,8 @@ interface RunOptions {
     kubeConfig?: (fake: KubeConfig) => KubeConfig;
     /** Changes to the stack file (staging's with GC Notify's topics); `null`: staging's own file, as it is. */
     stackFile?: ((yaml: string) => string) | null;
+    /** How task-durations polls its query: at once, with a deadline of a few seconds, unless a test says otherwise. */
+    taskQuery?: { pollMs: number; deadlineMs: number };
 }
 
 async function run(world: World, argv = ["--stack", "staging", "--context", "staging"], opts: RunOptions = {}) {
@@ -166,8 +213,8 @@ async function run(world: World, argv = ["--stack", "staging", "--context", "sta
         if (opts.awsDown) await aws.stop();
         if (opts.kubeDown) await kube.stop();
         const kubeConfig = () => (opts.kubeConfig ?? ((kc: KubeConfig) => kc))(kube.kubeConfig());
-        const r = await preflight(argv, { dir, aws: aws.clientConfig(), kubeConfig, now: () => NOW, reachTimeoutMs: opts.reachTimeoutMs });
-        return { ...r, awsRequests: aws.requests };
+        const r = await preflight(argv, { dir, aws: aws.clientConfig(), kubeConfig, now: () => NOW, reachTimeoutMs: opts.reachTimeoutMs, taskQuery: opts.taskQuery ?? { pollMs: 1, deadlineMs: 5000 } });
+        return { ...r, awsRequests: aws.requests, queries: Object.values(aws.queries) };
     } finally {
         if (!opts.awsDown) await aws.stop();
         if (!opts.kubeDown) await kube.stop();
@@ -228,7 +275,7 @@ describe("npm run preflight", function () {
         w.aws.addons[`${cfg.cluster.name}/eks-pod-identity-agent`].status = "CREATING";
         const secrets = w.kube.collections!["/api/v1/namespaces/kube-system/secrets"] as any[];
         secrets.push(helmSecret("nidhogg", "kube-system", 4, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)), "pending-upgrade"));
-        w.aws.logGroups[cfg.alarms.logGroupName] = [{ timestamp: NOW - 2 * 86_400_000, message: JSON.stringify({ kubernetes: { namespace_name: "karpenter", container_name: "controller" } }) }];
+        w.aws.logGroups[cfg.alarms.logGroupName] = [{ timestamp: NOW - 2 * 86_400_000, message: JSON.stringify({ kubernetes: { namespace_name: "karpenter", container_name: "controller" } }) }, ...celeryLines(cfg)];
         w.aws.offerings = w.aws.offerings.filter((o) => !(o.zone === "ca-central-1d" && o.type === "c7a.xlarge"));
         // A DaemonSet EKS manages that the config lists as a patched agent rather than as an add-on.
         const ds = (w.kube.collections!["/apis/apps/v1/namespaces/kube-system/daemonsets"] as any[]).find((d) => d.metadata.name === "secrets-store-csi-driver");
@@ -337,7 +384,9 @@ describe("npm run preflight", function () {
         expect(r.output).to.not.include("installed: false");
         // Room for the first up's surge is advice, not a gate: after it the controller's pods already count as used.
         expect(linesOf(r.output, "WARN").join("\n")).to.include("free 0 CPU and 0 GiB, the rollout's surge and the controller need");
-        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 24 problems, 1 warning/);
+        // Without the log group there is no evidence of task durations: a warning, the log-group FAIL says the rest.
+        expect(linesOf(r.output, "WARN")).to.include("WARN  task-durations            /aws/containerinsights/notification-canada-ca-staging-eks-cluster/application does not exist, so no task durations were read (log-group says more)");
+        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 24 problems, 2 warnings/);
     });
 
     it("passes a spot service-linked role this stack created, and warns (not fails) on stable nodes in one zone", async () => {
@@ -941,7 +990,10 @@ describe("npm run preflight", function () {
             const later = goodWorld(cfg);
             later.aws.queues[names.queue] = { [STACK_TAG]: "staging" };
             for (const rule of Object.values(names.rules)) later.aws.rules[rule] = { [STACK_TAG]: "staging" };
-            const runs = [await run(goodWorld(cfg)), await run(later), await run(goodWorld(cfg), undefined, { stackFile: null })];
+            // A task-durations query that outlasts its deadline, which preflight then stops.
+            const slow = goodWorld(cfg);
+            slow.aws.insights = { runningPolls: Infinity };
+            const runs = [await run(goodWorld(cfg)), await run(later), await run(goodWorld(cfg), undefined, { stackFile: null }), await run(slow, undefined, { taskQuery: { pollMs: 1, deadlineMs: 20 } })];
             for (const r of runs) expect(r.exitCode, r.output).to.equal(0);
             return [...new Set(runs.flatMap((r) => r.awsRequests))].sort();
         }
@@ -973,6 +1025,19 @@ describe("npm run preflight", function () {
                 expect(uncovered(policy, required)).to.deep.equal([]);
                 // The W2 action taken out: the check names it.
                 expect(uncovered(without(policy, "logs:ListTagsForResource"), required)).to.deep.equal(["logs:ListTagsForResource"]);
+                // Log events are read in the stack's log group only: another group's are neither filtered nor queried.
+                const group = (name: string) => `arn:aws:logs:\${var.region}:\${var.account_id}:log-group:${name}:*`;
+                for (const action of ["logs:FilterLogEvents", "logs:StartQuery"]) {
+                    expect(policyAllows(policy, { action, resource: group(mine.alarms.logGroupName) }), action).to.equal(true);
+                    expect(policyAllows(policy, { action, resource: group("/aws/lambda/other") }), action).to.equal(false);
+                }
+                // Queues: the interruption queue and GC Notify's Celery queues (queuePrefix + name), no other.
+                const queue = (name: string) => `arn:aws:sqs:\${var.region}:\${var.account_id}:${name}`;
+                for (const action of ["sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ListQueueTags"]) {
+                    expect(policyAllows(policy, { action, resource: queue(stackNames(mine).queue) }), action).to.equal(true);
+                    expect(policyAllows(policy, { action, resource: queue(`${mine.placement.burst.queuePrefix}send-email-high`) }), action).to.equal(true);
+                    expect(policyAllows(policy, { action, resource: queue("other-queue") }), action).to.equal(false);
+                }
                 // And so for every action of the policy: none is there for nothing.
                 for (const action of policy.Statement.flatMap((st) => st.Action)) {
                     expect(uncovered(without(policy, action), required), `without ${action}`).to.include(action);
