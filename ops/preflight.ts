@@ -795,7 +795,8 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     if (td) {
         const window = `the last ${plural(td.hours, "hour")}`;
         const lg = cfg.alarms.logGroupName;
-        const scanned = td.bytesScanned !== undefined ? `; ${plural(td.recordsScanned ?? 0, "record")}, ${fmt(td.bytesScanned / 1e9)} GB scanned` : "";
+        const size = (bytes: number) => (bytes >= 1e9 ? `${fmt(bytes / 1e9)} GB` : `${fmt(bytes / 1e6)} MB`);
+        const scanned = td.bytesScanned !== undefined ? `; ${plural(td.recordsScanned ?? 0, "record")}, ${size(td.bytesScanned)} scanned` : "";
         if (td.outcome === "no-log-group") warn("task-durations", `${lg} does not exist, so no task durations were read (log-group says more)`);
         else if (td.outcome === "refused") warn("task-durations", `Logs Insights refused the query (${td.detail}): the account runs at most 30 queries at once; the evidence for longestTaskSeconds was not read: run npm run preflight -- --only task-durations later`);
         else if (td.outcome === "stopped") warn("task-durations", `the Logs Insights query over ${window} of ${lg} did not finish within ${td.detail} and was stopped: the evidence for longestTaskSeconds was not read; retry, or shorten --task-window`);
