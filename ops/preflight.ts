@@ -497,9 +497,12 @@ function celeryShutdown(cfg: StackConfig, d: { name: string; terminationGracePer
     if (live.spec?.template?.metadata?.labels?.[DEPLOYMENT_LABEL] !== d.name) {
         return { status: "warn", message: `${object}: ${found}, not yet patched by this stack: its first up sets ${needs}; until GC Notify makes the chart change, each notify-celery release puts its own back and this check fails: hand over ${handover}` };
     }
+    // A hook that kills later than the stack's, in a grace long enough, cuts no task: it just no longer fits its grace.
+    const cuts = !ours || grace < d.terminationGracePeriodSeconds || killAt! < d.terminationGracePeriodSeconds - HOOK_MARGIN_SECONDS;
+    const consequence = cuts ? "when its node goes, a task still running is killed, and lost (GC Notify acknowledges a task as it starts)" : "the hook no longer fits its grace (a hand edit, or a rollout cut short)";
     return {
         status: "fail",
-        message: `${object}: ${problems.join(", and ")}: found ${found}, the stack needs ${needs}; when its node goes, a task still running is killed, and lost (GC Notify acknowledges a task as it starts); a pulumi up puts the stack's back now, until the next notify-celery release; the lasting fix is GC Notify's chart change and values, ${handover}`,
+        message: `${object}: ${problems.join(", and ")}: found ${found}, the stack needs ${needs}; ${consequence}; a pulumi up puts the stack's back now, until the next notify-celery release; the lasting fix is GC Notify's chart change and values, ${handover}`,
     };
 }
 

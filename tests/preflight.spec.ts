@@ -595,7 +595,9 @@ describe("npm run preflight", function () {
                     `FAIL  celery-shutdown           Deployment ${NS}/${EMAIL}: its hook kills at 85 s, not 5 s before the grace ends`,
                     `FAIL  celery-shutdown           Deployment ${NS}/notify-celery-sms-send-burst: its grace is shorter than the 90 s the worker needs to finish the tasks it holds`,
                 ]);
-                expect(fails[0]).to.include("found the program's hook with its SIGKILL at 85 s and a grace of 120 s, the stack needs the program's hook with its SIGKILL at 85 s and a grace of 90 s");
+                expect(fails[0]).to.include("found the program's hook with its SIGKILL at 85 s and a grace of 120 s, the stack needs the program's hook with its SIGKILL at 85 s and a grace of 90 s (prefetchMultiplier 4 × longest task 20 s + 10 s); the hook no longer fits its grace (a hand edit, or a rollout cut short)");
+                // A hook that kills before the worker's drain ends cuts tasks.
+                expect(fails[1]).to.include("found the program's hook with its SIGKILL at 55 s and a grace of 60 s, the stack needs the program's hook with its SIGKILL at 85 s and a grace of 90 s (prefetchMultiplier 4 × longest task 20 s + 10 s); when its node goes, a task still running is killed");
                 // No hook at all, and a hook that is neither GC Notify's nor the program's.
                 delete worker(w, EMAIL).containers[0].lifecycle;
                 worker(w, "notify-celery-sms-send-burst").containers[0].lifecycle = { preStop: { exec: { command: ["/bin/sh", "-c", "sleep 5"] } } };
