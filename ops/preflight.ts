@@ -6,25 +6,25 @@
 import * as fs from "fs";
 import * as path from "path";
 import { gunzipSync } from "zlib";
-import { CloudWatchLogsClient, DescribeLogGroupsCommand, FilterLogEventsCommand } from "@aws-sdk/client-cloudwatch-logs";
+import { CloudWatchLogsClient, DescribeLogGroupsCommand, FilterLogEventsCommand, GetQueryResultsCommand, StartQueryCommand, StopQueryCommand } from "@aws-sdk/client-cloudwatch-logs";
 import { DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client, paginateDescribeInstanceTypeOfferings, paginateDescribeInstanceTypes } from "@aws-sdk/client-ec2";
 import { DescribeAddonCommand, DescribeClusterCommand, EKSClient, paginateListAddons } from "@aws-sdk/client-eks";
 import { DescribeRuleCommand, EventBridgeClient, ListTagsForResourceCommand } from "@aws-sdk/client-eventbridge";
 import { GetPolicyCommand, GetRoleCommand, IAMClient } from "@aws-sdk/client-iam";
 import { DescribeKeyCommand, GetKeyPolicyCommand, KMSClient } from "@aws-sdk/client-kms";
 import { GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, SNSClient } from "@aws-sdk/client-sns";
-import { GetQueueUrlCommand, ListQueueTagsCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { GetQueueAttributesCommand, GetQueueUrlCommand, ListQueueTagsCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
 import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames, releaseDescription } from "../components/karpenterController.ts";
-import { NIDHOGG_RELEASE, burstBudgetName, burstPodTemplate, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
+import { CELERY_PRESTOP_SCRIPT, DEPLOYMENT_LABEL, HOOK_MARGIN_SECONDS, NIDHOGG_RELEASE, burstBudgetName, burstGraceSeconds, burstPodTemplate, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
 import { quantityValue } from "../components/ephemeralNodePool.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig, approvedInstanceTypes } from "../stacks/config.ts";
 import { STACK_TAG } from "../stacks/createStack.ts";
 import { PROJECT, PROJECT_DIR } from "../plan/offlineRuntime.ts";
 import { ANNOTATOR_NAME, serviceAccountUser } from "../components/burstScaleDownOrder.ts";
-import { CAPACITY_TYPE_KEY, type ChartDifference, GC_NOTIFY_WORKLOADS, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts.ts";
-import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, didYouMean, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { CAPACITY_TYPE_KEY, CELERY_PRESTOP_TEMPLATE_FILE, type ChartDifference, GC_NOTIFY_PRESTOP, GC_NOTIFY_WORKLOADS, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, didYouMean, inForm, integerFlag, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
 import { elapsed, jsonText, progress } from "./output.ts";
 import { VersionApi } from "@kubernetes/client-node";
 import { CI_ACCESS_DIR, PREVIEW_GROUP, PREVIEW_READ_ACCESS, ciAccessFileNames } from "../plan/ciAccess.ts";
@@ -43,6 +43,9 @@ export const CHECKS: [string, string][] = [
     ["patch-targets", "every patched Deployment and DaemonSet exists, and each guaranteed.container is its DaemonSet's first"],
     ["daemonset-managers", "who else manages each patched DaemonSet (an EKS add-on: use its configurationValues); each addOn is an add-on of the cluster"],
     ["chart-fields", "no field the stack's patches set holds a chart's other value live (each release of the chart puts it back)"],
+    ["celery-shutdown", "each burst worker has the program's preStop hook and a grace long enough to finish the tasks it holds"],
+    ["queue-visibility", "each burst worker's SQS queues exist and hide a held message for as long as a drain can make it wait"],
+    ["task-durations", "no burst worker's task took longer than its longestTaskSeconds in the logs of the last day (Logs Insights)"],
     ["mutating-webhooks", "the mutating webhooks that match pod updates in the burst namespace (with the scale-down order: a change to the annotator's patch makes its policy refuse it)"],
     ["log-group", "the controller's log group exists and has Karpenter lines from the last day"],
     ["ami", "the pinned AMI exists, is x86_64 (amd64) and Amazon Linux 2023"],
@@ -70,6 +73,9 @@ export const CHECK_NEEDS: Record<string, "aws" | "cluster" | "both"> = {
     "patch-targets": "cluster",
     "daemonset-managers": "both",
     "chart-fields": "cluster",
+    "celery-shutdown": "cluster",
+    "queue-visibility": "aws",
+    "task-durations": "aws",
     "mutating-webhooks": "cluster",
     "log-group": "aws",
     ami: "aws",
@@ -86,8 +92,12 @@ const needsOf = (check: string) => CHECK_NEEDS[check] ?? "both";
 const needsAws = (check: string) => needsOf(check) !== "cluster";
 const needsCluster = (check: string) => needsOf(check) !== "aws";
 
+/** The task-durations check's window, by default and at most (a week: Logs Insights bills per GB scanned). */
+export const TASK_WINDOW_HOURS = 24;
+export const MAX_TASK_WINDOW_HOURS = 168;
+
 export const PREFLIGHT: Command = {
-    usage: ["npm run preflight -- --stack <name> [--context <kubecontext>] [--only <check,...>] [--profile <name>] [--region <region>] [--json] [--findings]"],
+    usage: ["npm run preflight -- --stack <name> [--context <kubecontext>] [--only <check,...>] [--profile <name>] [--region <region>] [--task-window <hours>] [--json] [--findings]"],
     summary: [
         "Read-only checks of the live AWS account (the default credential chain, the stack's region) and the cluster that",
         "`pulumi up` relies on. One line per check: OK, WARN or FAIL with what to do (docs/preflight.md). When the cluster",
@@ -107,6 +117,11 @@ export const PREFLIGHT: Command = {
         },
         profile: { value: "<name>", meaning: "the AWS profile (shared config and credentials files) the SDK clients use", default: "the default credential chain (AWS_PROFILE, environment, SSO, instance or web identity)" },
         region: { value: "<region>", meaning: "the AWS region to read; it must be the stack's cluster.region (another is refused)", default: "notify-karpenter:cluster.region" },
+        "task-window": {
+            value: "<hours>",
+            meaning: `the hours of logs the task-durations check reads, 1 to ${MAX_TASK_WINDOW_HOURS} (Logs Insights bills per GB it scans: a longer window costs more)`,
+            default: String(TASK_WINDOW_HOURS),
+        },
         json: OUTPUT_FLAGS.json,
         findings: { meaning: "print only the findings: WARN, FAIL and NOT RUN lines, and the verdict" },
     },
@@ -120,6 +135,7 @@ export const PREFLIGHT: Command = {
         "npm run preflight -- --stack production --context production --profile notify-production",
         "npm run preflight -- --stack staging --only ami,subnets,instance-types",
         "npm run preflight -- --stack staging --json --findings",
+        "npm run preflight -- --stack production --only task-durations --task-window 168",
     ],
 };
 
@@ -173,6 +189,38 @@ export interface AwsFacts {
     existingNodeRole?: boolean;
     names: { kind: string; name: string; tags?: Tags }[];
     topics: TopicFacts[];
+    /** The burst workers' SQS queues, read only for queue-visibility. */
+    queues?: QueueFacts[];
+    /** The Logs Insights answer on task durations, read only for task-durations. */
+    taskDurations?: TaskDurationFacts;
+}
+
+/** A burst worker's queue as SQS answers: its SQS name, and its VisibilityTimeout (undefined: no such queue). */
+export interface QueueFacts {
+    name: string;
+    visibilityTimeout?: number;
+}
+
+/** The longest successful run of one task in one burst container, and how many runs, over the window. */
+export interface TaskDurationRow {
+    container: string;
+    task: string;
+    longest: number;
+    runs: number;
+}
+
+export interface TaskDurationFacts {
+    hours: number;
+    /**
+     * Complete, or the status the query ended in (Failed, Cancelled, Timeout, Unknown); "stopped": preflight stopped
+     * it at its deadline; "no-log-group" and "refused" (LimitExceededException): no query ran, `detail` says why.
+     */
+    outcome: string;
+    detail?: string;
+    rows: TaskDurationRow[];
+    /** GetQueryResults' statistics (what the query cost: Logs Insights bills per GB scanned). */
+    recordsScanned?: number;
+    bytesScanned?: number;
 }
 
 export interface TopicFacts {
@@ -401,6 +449,61 @@ function capacityTypeSelected(stack: string, d: ChartDifference): string {
     const live = (d.chart as Record<string, string>)[CAPACITY_TYPE_KEY];
     const fix = d.release ? `set ${d.valuesKey}: {${CAPACITY_TYPE_KEY}: null} in GC Notify's ${d.release} release (${valuesFile(stack, d.release)} sets it)` : "remove the key from the chart that renders it";
     return `${d.object}: its pod template still has nodeSelector ${CAPACITY_TYPE_KEY}: ${live}, which the stack's patch leaves to the chart (it sets no nodeSelector: setting one would replace the atomic map, and the chart's next release would put the key back), so burst pods can use ${live} nodes only; ${fix}`;
+}
+
+/** The pod-template fields that decide whether a burst worker finishes its tasks when its node goes (celery-shutdown's). */
+const SHUTDOWN_FIELDS = ["preStop", "terminationGracePeriodSeconds"];
+
+/** What a live preStop command is, in words. */
+function preStopWords(command: unknown): string {
+    if (command === undefined) return "no preStop hook (the kubelet's SIGTERM, then its SIGKILL at the end of the grace)";
+    if (JSON.stringify(command) === JSON.stringify(GC_NOTIFY_PRESTOP)) return "GC Notify's preStop /app/scripts/run_celery_exit.sh, which SIGKILLs the worker about 10 s after its SIGTERM (notification-api scripts/run_celery_exit.sh)";
+    if (Array.isArray(command) && command[3] === "celery-prestop") return "another version of the program's preStop hook";
+    return `the preStop ${shortValue(command)}`;
+}
+
+/**
+ * One burst Deployment's shutdown, live: its worker container's preStop (the program's hook, whose last argument is
+ * the seconds to its SIGKILL) and the pod template's grace, against what the stack sets (burstGraceSeconds).
+ */
+function celeryShutdown(cfg: StackConfig, d: { name: string; terminationGracePeriodSeconds: number }, live: KubeObject): { status: Status; message: string } {
+    const b = cfg.placement.burst;
+    const object = `Deployment ${cfg.placement.namespace}/${d.name}`;
+    const spec = live.spec?.template?.spec ?? {};
+    const containers: { name: string; lifecycle?: any }[] = spec.containers ?? [];
+    // notify-celery names the worker's container after its Deployment (templates/deployment.yaml), as the patch does.
+    const worker = containers.find((c) => c.name === d.name);
+    if (!worker) {
+        return { status: "fail", message: `${object} has no container ${d.name} (it has ${containers.map((c) => c.name).join(", ") || "none"}): the stack's patch names the worker's container after its Deployment, as notify-celery does, and would add one without an image; fix placement.burst.deployments or the chart` };
+    }
+    const grace: number = spec.terminationGracePeriodSeconds ?? 30; // the API server's default
+    const command = worker.lifecycle?.preStop?.exec?.command;
+    const ours = Array.isArray(command) && command.length === 5 && command[0] === "/bin/bash" && command[1] === "-c" && command[2] === CELERY_PRESTOP_SCRIPT && command[3] === "celery-prestop" && /^[0-9]+$/.test(command[4]);
+    const killAt = ours ? Number(command[4]) : undefined;
+    const longest = b.deployments.find((x) => x.name === d.name)?.longestTaskSeconds ?? b.longestTaskSeconds;
+    const needs = `the program's hook with its SIGKILL at ${d.terminationGracePeriodSeconds - HOOK_MARGIN_SECONDS} s and a grace of ${d.terminationGracePeriodSeconds} s (prefetchMultiplier ${b.prefetchMultiplier} × longest task ${longest} s + 10 s)`;
+    const found = ours ? `the program's hook with its SIGKILL at ${killAt} s and a grace of ${grace} s` : `${preStopWords(command)} and a grace of ${grace} s`;
+    const problems = [
+        ...(ours ? [] : ["its preStop is not the program's hook"]),
+        ...(ours && killAt !== grace - HOOK_MARGIN_SECONDS ? [`its hook kills at ${killAt} s, not ${HOOK_MARGIN_SECONDS} s before the grace ends`] : []),
+        ...(grace < d.terminationGracePeriodSeconds ? [`its grace is shorter than the ${d.terminationGracePeriodSeconds} s the worker needs to finish the tasks it holds`] : []),
+    ];
+    if (!problems.length) return { status: "ok", message: `${object}: ${found}${grace > d.terminationGracePeriodSeconds ? ` (the stack sets ${d.terminationGracePeriodSeconds} s)` : ""}: a worker finishes the tasks it holds before its node goes` };
+    const chart = GC_NOTIFY_WORKLOADS.find((w) => w.kind === "Deployment" && w.name === d.name);
+    const keys = [chart?.fields.preStop, chart?.fields.terminationGracePeriodSeconds].flatMap((source) => (source && "key" in source ? [source.key.join(".")] : []));
+    const handover = `plan-out/${cfg.stack}/${CELERY_PRESTOP_TEMPLATE_FILE} and ${valuesFile(cfg.stack, "notify-celery")}${keys.length ? ` (${keys.join(", ")})` : ""}`;
+    // The patch labels the pods with their Deployment (DEPLOYMENT_LABEL), a label no chart renders: without it, this
+    // stack has not patched the Deployment yet, and its first up sets both.
+    if (live.spec?.template?.metadata?.labels?.[DEPLOYMENT_LABEL] !== d.name) {
+        return { status: "warn", message: `${object}: ${found}, not yet patched by this stack: its first up sets ${needs}; until GC Notify makes the chart change, each notify-celery release puts its own back and this check fails: hand over ${handover}` };
+    }
+    // A hook that kills later than the stack's, in a grace long enough, cuts no task: it just no longer fits its grace.
+    const cuts = !ours || grace < d.terminationGracePeriodSeconds || killAt! < d.terminationGracePeriodSeconds - HOOK_MARGIN_SECONDS;
+    const consequence = cuts ? "when its node goes, a task still running is killed, and lost (GC Notify acknowledges a task as it starts)" : "the hook no longer fits its grace (a hand edit, or a rollout cut short)";
+    return {
+        status: "fail",
+        message: `${object}: ${problems.join(", and ")}: found ${found}, the stack needs ${needs}; ${consequence}; a pulumi up puts the stack's back now, until the next notify-celery release; the lasting fix is GC Notify's chart change and values, ${handover}`,
+    };
 }
 
 /** A node's taints that keep pods off (NoSchedule, NoExecute), as key=value:effect. */
@@ -650,15 +753,89 @@ export function preflightChecks(cfg: StackConfig, aws: AwsFacts, kube: KubeFacts
     // chart-fields. Helm 3 upgrades with a three-way merge that puts back every field the chart renders: a field the
     // patch sets but the chart renders otherwise changes hands at each release of the chart. Budgets are owned-objects'.
     const workloads = [...kube.deployments.map((o) => ({ ...o, kind: "Deployment" })), ...kube.daemonSets.map((o) => ({ ...o, kind: "DaemonSet" }))];
-    const differences = chartDifferences(workloads, args);
     const burstObjects = new Set(p.burst.deployments.map((d) => `Deployment ${p.namespace}/${d.name}`));
+    // The burst workers' preStop and grace are celery-shutdown's: one line per fact, read from the live worker itself.
+    const differences = chartDifferences(workloads, args).filter((d) => !(burstObjects.has(d.object) && SHUTDOWN_FIELDS.includes(d.field)));
     for (const d of differences) {
         if (burstObjects.has(d.object) && d.field === "nodeSelector") fail("chart-fields", capacityTypeSelected(cfg.stack, d));
         else if (d.blocksCapacity) fail("chart-fields", `${chartSets(d)}: new ephemeral nodes keep a startup taint until this agent runs there, and it does not tolerate them, so no burst pod starts; ${valuesFix(cfg.stack, d)}`);
-        else if (d.killsTasks) fail("chart-fields", `${chartSets(d)}: when its node goes, a task still running is killed, and with GC Notify's early acknowledgement lost; a pulumi up puts the stack's value back until the chart's next release; ${valuesFix(cfg.stack, d)}`);
         else warn("chart-fields", `${chartSets(d)}, and each release of the chart puts its value back: ${valuesFix(cfg.stack, d)}`);
     }
-    if (!differences.length) ok("chart-fields", `no chart sets a field the stack's patches set otherwise, on ${plural(p.burst.deployments.length + p.stableDeployments.length, "Deployment")} and ${plural(patchedAgents.length, "DaemonSet")}`);
+    if (!differences.length) ok("chart-fields", `no chart sets a field the stack's patches set otherwise, on ${plural(p.burst.deployments.length + p.stableDeployments.length, "Deployment")} and ${plural(patchedAgents.length, "DaemonSet")} (the burst workers' preStop and grace: celery-shutdown)`);
+
+    // celery-shutdown
+    for (const d of args.burst.deployments) {
+        const live = kube.deployments.find((o) => o.metadata.name === d.name && o.metadata.namespace === p.namespace);
+        if (!live) warn("celery-shutdown", `Deployment ${p.namespace}/${d.name} does not exist: its workers' shutdown is not checked (patch-targets says more)`);
+        else out.push({ check: "celery-shutdown", ...celeryShutdown(cfg, d, live) });
+    }
+
+    // queue-visibility. GC Notify acknowledges a task as it starts: a message the worker holds but has not started
+    // stays unacknowledged, and SQS hands it out again when its visibility timeout ends.
+    const b = p.burst;
+    const visibility = new Map((aws.queues ?? []).map((q) => [q.name, q.visibilityTimeout]));
+    b.deployments.forEach((d, i) => {
+        if (!aws.queues) return;
+        const longest = d.longestTaskSeconds ?? b.longestTaskSeconds;
+        const drain = b.prefetchMultiplier * longest;
+        if (!d.queues) {
+            warn("queue-visibility", `${d.name}: placement.burst.deployments[${i}].queues is not set, so its queues are not read; list the -Q queues of its notification-api run_celery_*.sh`);
+            return;
+        }
+        const sqsName = (q: string) => b.queuePrefix + q;
+        const missing = d.queues.filter((q) => visibility.get(sqsName(q)) === undefined);
+        const short = d.queues.filter((q) => (visibility.get(sqsName(q)) ?? Infinity) < drain);
+        if (missing.length) {
+            warn("queue-visibility", `${d.name}: no SQS queue ${missing.map(sqsName).join(", ")} in ${region}: placement.burst.deployments[${i}].queues names a queue GC Notify does not have (the SQS name is placement.burst.queuePrefix ${b.queuePrefix} + the queue); fix the list or the prefix`);
+        }
+        if (short.length) {
+            warn(
+                "queue-visibility",
+                `${d.name}: a message its worker holds but has not started can wait ${drain} s in a drain (prefetchMultiplier ${b.prefetchMultiplier} × longest task ${longest} s), longer than the visibility timeout of ${short.map((q) => `${sqsName(q)} (${visibility.get(sqsName(q))} s)`).join(", ")}: SQS then hands it to another worker while this one will still run it, so the task runs twice (a duplicate, not a loss); raise their VisibilityTimeout to ${drain} s or more (notification-terraform aws/common/sqs.tf, or the queue's attributes where kombu made it), or lower the prefetch`,
+            );
+        }
+        if (!missing.length && !short.length) {
+            const shortest = d.queues.reduce((m, q) => (visibility.get(sqsName(q))! < visibility.get(sqsName(m))! ? q : m));
+            ok("queue-visibility", `${d.name}: ${plural(d.queues.length, "queue")}, the shortest visibility timeout ${visibility.get(sqsName(shortest))} s (${sqsName(shortest)}), at least the ${drain} s a held message can wait in a drain`);
+        }
+    });
+
+    // task-durations: the evidence for longestTaskSeconds, each successful task's "<name> took <seconds>s" line.
+    const td = aws.taskDurations;
+    if (td) {
+        const window = `the last ${plural(td.hours, "hour")}`;
+        const lg = cfg.alarms.logGroupName;
+        const size = (bytes: number) => (bytes >= 1e9 ? `${fmt(bytes / 1e9)} GB` : `${fmt(bytes / 1e6)} MB`);
+        const scanned = td.bytesScanned !== undefined ? `; ${plural(td.recordsScanned ?? 0, "record")}, ${size(td.bytesScanned)} scanned` : "";
+        if (td.outcome === "no-log-group") warn("task-durations", `${lg} does not exist, so no task durations were read (log-group says more)`);
+        else if (td.outcome === "refused") warn("task-durations", `Logs Insights refused the query (${td.detail}): the account runs at most 30 queries at once; the evidence for longestTaskSeconds was not read: run npm run preflight -- --only task-durations later`);
+        else if (td.outcome === "stopped") warn("task-durations", `the Logs Insights query over ${window} of ${lg} did not finish within ${td.detail} and was stopped: the evidence for longestTaskSeconds was not read; retry, or shorten --task-window`);
+        else if (td.outcome !== "Complete") warn("task-durations", `the Logs Insights query over ${window} of ${lg} ended ${td.outcome}: the evidence for longestTaskSeconds was not read; retry`);
+        else if (!td.rows.length) {
+            warn(
+                "task-durations",
+                `no "<task> took <seconds>s" line from a burst worker (${b.deployments.map((d) => d.name).join(", ")}) in ${lg} over ${window}${scanned}: the evidence for longestTaskSeconds is missing. Each successful task logs one at INFO (notification-api app/celery/celery.py:40-42); none arrive when no burst worker ran, when Fluent Bit does not ship the notify-celery containers to this group (GC Notify's fb-agent celery input), or when the workers log above INFO`,
+            );
+        } else {
+            for (const d of b.deployments) {
+                const longest = d.longestTaskSeconds ?? b.longestTaskSeconds;
+                const rows = td.rows.filter((r) => r.container === d.name).sort((x, y) => y.longest - x.longest);
+                if (!rows.length) {
+                    warn("task-durations", `${d.name}: no successful task logged over ${window}: no evidence for its longestTaskSeconds ${longest} (no pod of it ran, or its lines do not reach ${lg})`);
+                    continue;
+                }
+                const runs = rows.reduce((n, r) => n + r.runs, 0);
+                const slowest = rows.slice(0, 3).map((r) => `${r.task} ${fmt(r.longest)} s`).join(", ");
+                if (rows[0].longest > longest) {
+                    const needed = Math.ceil(rows[0].longest);
+                    fail(
+                        "task-durations",
+                        `${d.name}: ${rows[0].task} took ${fmt(rows[0].longest)} s over ${window}, above its longestTaskSeconds ${longest} (slowest: ${slowest}; ${plural(runs, "successful run")}): its grace lets a warm shutdown finish tasks of ${longest} s, so a task this long is killed when its node goes, and lost (GC Notify acknowledges a task as it starts); set longestTaskSeconds: ${needed} on ${d.name} in placement.burst.deployments (a grace of ${burstGraceSeconds(needed, b.prefetchMultiplier)} s), or shorten the task`,
+                    );
+                } else ok("task-durations", `${d.name}: ${plural(runs, "successful run")} over ${window}, the longest ${fmt(rows[0].longest)} s (${rows[0].task}), within its longestTaskSeconds ${longest}`);
+            }
+        }
+    }
 
     // mutating-webhooks (KS-F1's neighbour): the annotator's patch passes through every mutating webhook that matches
     // pod updates; the annotation-only policy then compares the mutated pod with the old one and refuses any other change.
@@ -897,7 +1074,7 @@ export function report(cfg: StackConfig, context: string | undefined, account: s
     const exitCode = notRead.length ? EXIT.cannotCheck : failed ? EXIT.findings : EXIT.ok;
     const counts = `${plural(failed, "problem")}, ${plural(warned, "warning")}`;
     const verdict = notRead.length
-        ? `COULD NOT CHECK: ${plural(notRun.length, "check")} not run (${notRead.map((h) => (h.half === "aws" ? "AWS" : "the cluster")).join(" and ")} could not be read); in the checks that ran: ${counts}`
+        ? `COULD NOT CHECK: ${plural(notRun.length, "check")} not run (${[...new Set(notRead.map((h) => (h.half === "aws" ? "AWS" : "the cluster")))].join(" and ")} could not be read); in the checks that ran: ${counts}`
         : failed
           ? `FAILED: ${counts}: fix each FAIL before pulumi up`
           : `OK: no check failed${warned ? ` (${plural(warned, "warning")})` : ""}`;
@@ -936,19 +1113,22 @@ export class CannotCheck extends Error {}
 /** SDK client settings: the region always; --profile a shared-config profile; tests add an endpoint, static credentials and one attempt. */
 export type AwsClientConfig = { endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string }; maxAttempts?: number; profile?: string };
 
+/** The errors by which AWS refuses a caller a call: JSON services answer AccessDeniedException with HTTP 400. */
+const ACCESS_DENIED = ["AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthorizationError"];
+
 /** Runs one AWS call; `missing` error names mean "not there" (undefined); anything else cannot be checked. */
-async function call<T>(what: string, fn: () => Promise<T>, missing: string[] = [], onMissing?: (message: string) => void): Promise<T | undefined> {
+async function call<T>(what: string, fn: () => Promise<T>, missing: string[] = [], onMissing?: (message: string, name: string) => void): Promise<T | undefined> {
     try {
         return await fn();
     } catch (e) {
         const err = e as { name?: string; message?: string; Code?: string; $metadata?: { httpStatusCode?: number }; cause?: { code?: string; message?: string } };
         if (missing.includes(err.name ?? "") || missing.includes(err.Code ?? "")) {
-            onMissing?.(err.message ?? String(err.name));
+            onMissing?.(err.message ?? String(err.name), err.name ?? err.Code ?? "");
             return undefined;
         }
         const status = err.$metadata?.httpStatusCode;
         const reason =
-            status === 401 || status === 403
+            status === 401 || status === 403 || ACCESS_DENIED.includes(err.name ?? "")
                 ? `HTTP ${status} ${err.name}: ${err.message} (the credentials lack ${what.split(" ")[0]}; docs/preflight.md lists the read permissions)`
                 : status
                   ? `HTTP ${status} ${err.name}: ${err.message}`
@@ -961,11 +1141,7 @@ async function call<T>(what: string, fn: () => Promise<T>, missing: string[] = [
 export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: number, onCall?: (operation: string) => void): Promise<AwsFacts> {
     const c = { region: cfg.cluster.region, ...config };
     const [sts, eks, ec2, iam, sqs, sns, kms, logs, events] = [new STSClient(c), new EKSClient(c), new EC2Client(c), new IAMClient(c), new SQSClient(c), new SNSClient(c), new KMSClient(c), new CloudWatchLogsClient(c), new EventBridgeClient(c)];
-    if (onCall) {
-        for (const client of [sts, eks, ec2, iam, sqs, sns, kms, logs, events] as { middlewareStack: { add: (m: unknown, o: object) => void } }[]) {
-            client.middlewareStack.add((next: (a: unknown) => unknown, context: { commandName?: string }) => (args: unknown) => (onCall(context.commandName ?? "?"), next(args)), { step: "initialize", name: "preflightProgress" });
-        }
-    }
+    heard(onCall, sts, eks, ec2, iam, sqs, sns, kms, logs, events);
     try {
         const me = (await call("sts:GetCallerIdentity", () => sts.send(new GetCallerIdentityCommand({}))))!;
         const [partition, account] = [me.Arn!.split(":")[1], me.Account!];
@@ -980,7 +1156,7 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
         const policy = async (policyName: string) =>
             (await call(`iam:GetPolicy ${policyName}`, () => iam.send(new GetPolicyCommand({ PolicyArn: `arn:${partition}:iam::${account}:policy/${policyName}` })), ["NoSuchEntityException", "NoSuchEntity"]))?.Policy;
         const queue = async (queueName: string) => {
-            const url = (await call(`sqs:GetQueueUrl ${queueName}`, () => sqs.send(new GetQueueUrlCommand({ QueueName: queueName })), ["QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"]))?.QueueUrl;
+            const url = (await call(`sqs:GetQueueUrl ${queueName}`, () => sqs.send(new GetQueueUrlCommand({ QueueName: queueName })), NO_QUEUE))?.QueueUrl;
             return url ? ((await call(`sqs:ListQueueTags ${queueName}`, () => sqs.send(new ListQueueTagsCommand({ QueueUrl: url }))))!.Tags ?? {}) : undefined;
         };
         const rule = async (ruleName: string) => {
@@ -1103,6 +1279,97 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
     }
 }
 
+/** Has `onCall` hear each request these clients send. */
+function heard(onCall: ((operation: string) => void) | undefined, ...clients: { middlewareStack: { add: (m: any, o: any) => void } }[]): void {
+    if (!onCall) return;
+    for (const client of clients) {
+        client.middlewareStack.add((next: (a: unknown) => unknown, context: { commandName?: string }) => (args: unknown) => (onCall(context.commandName ?? "?"), next(args)), { step: "initialize", name: "preflightProgress" });
+    }
+}
+
+/** SQS's answer for a queue that does not exist (JSON protocol, and its awsQuery-compatible code). */
+const NO_QUEUE = ["QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"];
+
+/** Each burst worker's queue (queue-visibility): its URL, then its VisibilityTimeout; each queue once. */
+export async function gatherQueues(cfg: StackConfig, config: AwsClientConfig, onCall?: (operation: string) => void): Promise<QueueFacts[]> {
+    const b = cfg.placement.burst;
+    const names = [...new Set(b.deployments.flatMap((d) => (d.queues ?? []).map((q) => b.queuePrefix + q)))];
+    const sqs = new SQSClient({ region: cfg.cluster.region, ...config });
+    heard(onCall, sqs);
+    try {
+        return await Promise.all(
+            names.map(async (name): Promise<QueueFacts> => {
+                const url = (await call(`sqs:GetQueueUrl ${name}`, () => sqs.send(new GetQueueUrlCommand({ QueueName: name })), NO_QUEUE))?.QueueUrl;
+                const attributes = url === undefined ? undefined : (await call(`sqs:GetQueueAttributes ${name}`, () => sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["VisibilityTimeout"] })), NO_QUEUE))?.Attributes;
+                return attributes?.VisibilityTimeout === undefined ? { name } : { name, visibilityTimeout: Number(attributes.VisibilityTimeout) };
+            }),
+        );
+    } finally {
+        sqs.destroy();
+    }
+}
+
+/**
+ * The Logs Insights query of task durations: every line "<task name> took <seconds>s" (notification-api 72e3ae1e
+ * app/celery/celery.py:40-42, NotifyTask.on_success: four decimals) from the burst workers' containers, the longest
+ * and the count per container and task. The line is matched anywhere in the event (@message): GC Notify's Fluent Bit
+ * keeps the raw container line in `log` (notification-manifests 609853e2 helmfile/overrides/system/fluentbit-agent.yaml.gotmpl,
+ * celery-log.conf: a multiline regex parser, so no JSON to merge into log_processed). The container is the
+ * record's kubernetes.container_name, or else the one in the log stream's name: that input's Kube_Tag_Prefix
+ * (celery.var.log.containers.) is not its tag's (notify-celery.var.log.containers.), so Fluent Bit's kubernetes filter
+ * may find no pod and add no metadata, and the output then names the stream fallback-stream + the tag, which ends in
+ * the container log's file name, <pod>_<namespace>_<container>-<id>.log.
+ */
+export function taskDurationQuery(containers: string[]): string {
+    return [
+        "filter @message like / took [0-9]+\\.[0-9]+s/",
+        "| parse @message /(?<task>[A-Za-z0-9_.:-]+) took (?<seconds>[0-9]+\\.[0-9]+)s/",
+        "| parse @logStream /_[^_]+_(?<streamContainer>[a-z0-9-]+)-[0-9a-f]{64}\\.log$/",
+        "| fields coalesce(kubernetes.container_name, streamContainer, @logStream) as container",
+        `| filter container in [${containers.map((c) => JSON.stringify(c)).join(", ")}] and ispresent(seconds)`,
+        "| stats max(seconds) as longest, count(*) as runs by container, task",
+        "| limit 10000",
+    ].join("\n");
+}
+
+/** How often task-durations asks for its query's results, and how long it waits for them before it stops the query. */
+export interface QueryTiming {
+    pollMs: number;
+    deadlineMs: number;
+}
+export const TASK_QUERY_TIMING: QueryTiming = { pollMs: 1000, deadlineMs: 120_000 };
+
+/** Runs the task-durations query over the last `hours` (StartQuery, GetQueryResults until it ends, StopQuery at the deadline). */
+export async function gatherTaskDurations(cfg: StackConfig, config: AwsClientConfig, now: number, hours: number, timing: QueryTiming, onCall?: (operation: string) => void): Promise<TaskDurationFacts> {
+    const group = cfg.alarms.logGroupName;
+    const logs = new CloudWatchLogsClient({ region: cfg.cluster.region, ...config });
+    heard(onCall, logs);
+    try {
+        let refusal: { message: string; name: string } | undefined;
+        const input = { logGroupName: group, startTime: Math.floor((now - hours * 3_600_000) / 1000), endTime: Math.floor(now / 1000), queryString: taskDurationQuery(cfg.placement.burst.deployments.map((d) => d.name)), limit: 10_000 };
+        const started = await call(`logs:StartQuery ${group}`, () => logs.send(new StartQueryCommand(input)), ["ResourceNotFoundException", "LimitExceededException"], (message, name) => (refusal = { message, name }));
+        if (!started?.queryId) return { hours, outcome: refusal?.name === "ResourceNotFoundException" ? "no-log-group" : "refused", detail: refusal?.message, rows: [] };
+        const queryId = started.queryId;
+        const deadline = Date.now() + timing.deadlineMs;
+        for (;;) {
+            const r = (await call(`logs:GetQueryResults ${group}`, () => logs.send(new GetQueryResultsCommand({ queryId }))))!;
+            if (r.status !== "Scheduled" && r.status !== "Running") {
+                const field = (row: { field?: string; value?: string }[], name: string) => row.find((f) => f.field === name)?.value ?? "";
+                const rows = (r.results ?? []).map((row) => ({ container: field(row, "container"), task: field(row, "task"), longest: Number(field(row, "longest")), runs: Number(field(row, "runs")) }));
+                return { hours, outcome: r.status ?? "Unknown", rows: r.status === "Complete" ? rows : [], recordsScanned: r.statistics?.recordsScanned, bytesScanned: r.statistics?.bytesScanned };
+            }
+            if (Date.now() >= deadline) {
+                // A query left running still counts against the account's concurrent queries (and bills its scan).
+                await call(`logs:StopQuery ${group}`, () => logs.send(new StopQueryCommand({ queryId })), ["InvalidParameterException", "ResourceNotFoundException"]);
+                return { hours, outcome: "stopped", detail: `${timing.deadlineMs / 1000} s`, rows: [] };
+            }
+            await new Promise((resolve) => setTimeout(resolve, timing.pollMs));
+        }
+    } finally {
+        logs.destroy();
+    }
+}
+
 /** DescribeCluster's endpoint access and authentication mode (botocore eks 2017-11-01 VpcConfigResponse, AccessConfigResponse). */
 function endpointAccess(c: { resourcesVpcConfig?: { endpointPublicAccess?: boolean; endpointPrivateAccess?: boolean; publicAccessCidrs?: string[] }; accessConfig?: { authenticationMode?: string } }): EndpointAccess {
     const v = c.resourcesVpcConfig ?? {};
@@ -1146,6 +1413,8 @@ export interface PreflightDeps {
     aws?: AwsClientConfig;
     dir?: string;
     now?: () => number;
+    /** How often task-durations polls its query, and its deadline (TASK_QUERY_TIMING by default). */
+    taskQuery?: QueryTiming;
 }
 
 const cannotCheck = (why: string): CommandResult => ({ exitCode: EXIT.cannotCheck, output: `Could not check: ${why}` });
@@ -1186,6 +1455,10 @@ async function runPreflight(line: CommandLine, deps: PreflightDeps, mode: { json
         }
     }
     const checks = only ?? CHECKS.map(([id]) => id);
+    const windowFlag = valueOf(line, "task-window");
+    const hours = windowFlag === undefined ? TASK_WINDOW_HOURS : integerFlag("task-window", windowFlag, 1, MAX_TASK_WINDOW_HOURS);
+    if (typeof hours === "string") return usage(hours, PREFLIGHT);
+    if (windowFlag !== undefined && !checks.includes("task-durations")) return usage(`--task-window only applies to the task-durations check, which --only leaves out`, PREFLIGHT);
     const [wantAws, wantCluster] = [checks.some(needsAws), checks.some(needsCluster)];
 
     let kc: KubeConfig | undefined;
@@ -1213,7 +1486,9 @@ async function runPreflight(line: CommandLine, deps: PreflightDeps, mode: { json
     ticker.unref?.();
     const awsConfig: AwsClientConfig = { ...(deps.aws ?? {}), ...(profile ? { profile } : {}) };
     const [aws, kube] = await Promise.allSettled([
-        wantAws ? gatherAws(cfg, awsConfig, now, () => calls++).finally(() => progress(`preflight: AWS read in ${elapsed(started)} (${plural(calls, "call")})`)) : Promise.resolve(undefined),
+        wantAws
+            ? readAws(cfg, awsConfig, now, checks, { hours, timing: deps.taskQuery ?? TASK_QUERY_TIMING }, () => calls++).finally(() => progress(`preflight: AWS read in ${elapsed(started)} (${plural(calls, "call")})`))
+            : Promise.resolve(undefined),
         wantCluster && kc
             ? reachCluster(kc, deps.reachTimeoutMs ?? REACH_TIMEOUT_MS)
                   .then(() => gatherKube(cfg, listerOf(kc!)).catch((e) => Promise.reject(new KubeRefusal(e))))
@@ -1222,14 +1497,20 @@ async function runPreflight(line: CommandLine, deps: PreflightDeps, mode: { json
     ]).finally(() => clearInterval(ticker));
     if (aws.status === "rejected" && !(aws.reason instanceof CannotCheck)) throw aws.reason;
     if (kube.status === "rejected" && !(kube.reason instanceof Unreachable) && !(kube.reason instanceof KubeRefusal)) throw kube.reason;
-    const awsFacts = aws.status === "fulfilled" ? aws.value : undefined;
+    const awsFacts = aws.status === "fulfilled" ? aws.value?.facts : undefined;
     const kubeFacts = kube.status === "fulfilled" ? kube.value : undefined;
-    const notRead: HalfNotRead[] = [];
+    const notRead: HalfNotRead[] = aws.status === "fulfilled" ? (aws.value?.failed ?? []) : [];
     if (aws.status === "rejected") notRead.push({ half: "aws", reason: (aws.reason as Error).message, checks: checks.filter(needsAws) });
     if (kube.status === "rejected") {
         // The endpoint's access comes from the AWS half: without it, say so rather than guess.
         const endpoint = awsFacts?.cluster?.endpoint;
-        const noEndpoint = !wantAws ? "the endpoint's access was not read (the checks selected need no AWS read)" : !awsFacts ? "the endpoint's access could not be read (AWS could not be read either)" : undefined;
+        const noEndpoint = !wantAws
+            ? "the endpoint's access was not read (the checks selected need no AWS read)"
+            : !awsFacts
+              ? "the endpoint's access could not be read (AWS could not be read either)"
+              : aws.status === "fulfilled" && aws.value?.account === undefined
+                ? "the endpoint's access was not read (the checks selected do not read the cluster's)"
+                : undefined;
         const reason =
             kube.reason instanceof Unreachable
                 ? `${cluster} is unreachable (${kube.reason.message}): ${endpoint || !noEndpoint ? missingAccessStep(cfg.cluster.access, endpoint, cfg.cluster.name) : `${noEndpoint}; cluster.access is ${cfg.cluster.access}`}`
@@ -1237,9 +1518,43 @@ async function runPreflight(line: CommandLine, deps: PreflightDeps, mode: { json
         notRead.push({ half: "cluster", reason, checks: checks.filter((c) => needsCluster(c) && !notRead.some((h) => h.checks.includes(c))) });
     }
     // Each check runs on the facts of the halves it needs; the other half's facts are empty stand-ins it never reads.
-    const ran = checks.filter((c) => (!needsAws(c) || awsFacts) && (!needsCluster(c) || kubeFacts));
+    const ran = checks.filter((c) => (!needsAws(c) || awsFacts) && (!needsCluster(c) || kubeFacts) && !notRead.some((h) => h.checks.includes(c)));
     const verdicts = ran.length ? preflightChecks(cfg, awsFacts ?? NO_AWS_FACTS, kubeFacts ?? NO_KUBE_FACTS).filter((v) => ran.includes(v.check)) : [];
-    return report(cfg, context, awsFacts?.account, verdicts, { only, notRead, json: mode.json, findingsOnly: mode.findingsOnly });
+    return report(cfg, context, aws.status === "fulfilled" ? aws.value?.account : undefined, verdicts, { only, notRead, json: mode.json, findingsOnly: mode.findingsOnly });
+}
+
+/** Checks that make AWS reads of their own, only when selected; the others share gatherAws's. */
+const OWN_AWS_READS = ["queue-visibility", "task-durations"];
+
+/**
+ * The AWS half: gatherAws's reads when a selected check needs them, and each check's own reads only when it is
+ * selected (the task-durations query bills per GB it scans). A refusal of gatherAws's reads fails the half
+ * (CannotCheck); a refusal of a check's own reads leaves that check alone NOT RUN, so that a role without the new
+ * permissions still gets every other check. `account` is undefined when gatherAws did not run.
+ */
+async function readAws(
+    cfg: StackConfig,
+    config: AwsClientConfig,
+    now: number,
+    checks: string[],
+    tasks: { hours: number; timing: QueryTiming },
+    onCall: (operation: string) => void,
+): Promise<{ facts: AwsFacts; account?: string; failed: HalfNotRead[] }> {
+    const own = (check: string) => checks.includes(check);
+    const [base, queues, durations] = await Promise.allSettled([
+        checks.some((c) => needsAws(c) && !OWN_AWS_READS.includes(c)) ? gatherAws(cfg, config, now, onCall) : Promise.resolve(undefined),
+        own("queue-visibility") ? gatherQueues(cfg, config, onCall) : Promise.resolve(undefined),
+        own("task-durations") ? gatherTaskDurations(cfg, config, now, tasks.hours, tasks.timing, onCall) : Promise.resolve(undefined),
+    ]);
+    for (const r of [base, queues, durations]) if (r.status === "rejected" && !(r.reason instanceof CannotCheck)) throw r.reason;
+    if (base.status === "rejected") throw base.reason;
+    const facts: AwsFacts = { ...(base.value ?? NO_AWS_FACTS) };
+    const failed: HalfNotRead[] = [];
+    if (queues.status === "fulfilled") facts.queues = queues.value;
+    else failed.push({ half: "aws", reason: (queues.reason as Error).message, checks: ["queue-visibility"] });
+    if (durations.status === "fulfilled") facts.taskDurations = durations.value;
+    else failed.push({ half: "aws", reason: (durations.reason as Error).message, checks: ["task-durations"] });
+    return { facts, account: base.value?.account, failed };
 }
 
 /**

@@ -112,6 +112,7 @@ export const PREFLIGHT_ACTIONS = [
     "iam:GetRole",
     "iam:GetPolicy",
     "sqs:GetQueueUrl",
+    "sqs:GetQueueAttributes",
     "sqs:ListQueueTags",
     "events:DescribeRule",
     "events:ListTagsForResource",
@@ -121,6 +122,9 @@ export const PREFLIGHT_ACTIONS = [
     "kms:GetKeyPolicy",
     "logs:DescribeLogGroups",
     "logs:FilterLogEvents",
+    "logs:StartQuery",
+    "logs:GetQueryResults",
+    "logs:StopQuery",
 ];
 
 /**
@@ -197,20 +201,30 @@ const arn = (service: string, resource: string, region = REGION) => `arn:aws:${s
 const iamArn = (resource: string) => `arn:aws:iam::${ACCOUNT}:${resource}`;
 const logGroupArns = (name: string) => [arn("logs", `log-group:${name}`), arn("logs", `log-group:${name}:*`)];
 
+/** What reads log events, allowed on the configured log group only: the controller's lines, the task durations' query. */
+const LOG_EVENT_READS = ["logs:FilterLogEvents", "logs:StartQuery"];
+/** The queue reads (every SQS action the role needs), allowed on the interruption queue and GC Notify's Celery queues only. */
+const QUEUE_READS = ["sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ListQueueTags"];
+
 /**
  * The preview role's policy: every read preflight, the workflow, the program's lookups and a refresh of the stack's
- * resources make (Resource "*": most of them have no resource-level permissions), the controller's log lines in the
- * configured group only, and for client-vpn stacks the gha-vpn endpoint's client configuration, as GC Notify's
- * helmfile apply policy allows it (aws/github/iam_policies.tf). Not AWS's ReadOnlyAccess: that one also reads every
- * S3 object (GC Notify's Terraform state among them) and every log group's events.
+ * resources make (Resource "*": most of them have no resource-level permissions); the queue reads on the interruption
+ * queue and the queues of placement.burst.queuePrefix only (GC Notify's Celery queues, whose visibility timeouts
+ * preflight reads); the log events of the configured group only (FilterLogEvents, and StartQuery, which names the
+ * groups a query reads; GetQueryResults and StopQuery take a query's ID and no group, so "*"); and for client-vpn
+ * stacks the gha-vpn endpoint's client configuration, as GC Notify's helmfile apply policy allows it
+ * (aws/github/iam_policies.tf). Not AWS's ReadOnlyAccess: that one also reads every S3 object (GC Notify's Terraform
+ * state among them) and every log group's events.
  */
 export function previewPolicy(cfg: StackConfig, rec: PlanRecording): PolicyDocument {
     const { actions } = previewActions(cfg, rec);
     const vpn = "ec2:ExportClientVpnClientConfiguration";
-    const scoped = new Set(["logs:FilterLogEvents", vpn, ...NO_PERMISSION_NEEDED]);
+    const scoped = new Set([...LOG_EVENT_READS, ...QUEUE_READS, vpn, ...NO_PERMISSION_NEEDED]);
+    const interruptionQueue = controllerNames(cfg.controller.namePrefix ?? cfg.cluster.name).queue;
     const statements: PolicyStatement[] = [
         { Sid: "PreflightLookupsAndRefresh", Effect: "Allow", Action: actions.filter((a) => !scoped.has(a)), Resource: ["*"] },
-        { Sid: "KarpenterLogLines", Effect: "Allow", Action: ["logs:FilterLogEvents"], Resource: logGroupArns(cfg.alarms.logGroupName) },
+        { Sid: "Queues", Effect: "Allow", Action: QUEUE_READS.filter((a) => actions.includes(a)), Resource: [arn("sqs", interruptionQueue), arn("sqs", `${cfg.placement.burst.queuePrefix}*`)] },
+        { Sid: "ApplicationLogEvents", Effect: "Allow", Action: LOG_EVENT_READS, Resource: logGroupArns(cfg.alarms.logGroupName) },
     ];
     if (actions.includes(vpn)) statements.push({ Sid: "GhaVpnClientConfiguration", Effect: "Allow", Action: [vpn], Resource: [arn("ec2", "client-vpn-endpoint/*")] });
     return { Version: "2012-10-17", Statement: statements };

@@ -17,6 +17,7 @@ import { configErrorOf } from "./helpers.ts";
 import { capacity } from "../ops/capacityCli.ts";
 import { scaleTest } from "../ops/scaleTest.ts";
 import { readToEnd, verifyPlacement } from "../ops/verifyPlacement.ts";
+import { preflight } from "../ops/preflight.ts";
 import { plan } from "../plan/cli.ts";
 import { PROJECT, PROJECT_DIR, readStackConfig } from "../plan/offlineRuntime.ts";
 import { ConfigError, configSections } from "../stacks/config.ts";
@@ -566,6 +567,8 @@ describe("bad input: command lines", () => {
         capacity: (argv: string[]) => capacity(argv),
         "verify-placement": (argv: string[]) => verifyPlacement(argv),
         "scale-test": (argv: string[]) => scaleTest(argv, { kubeConfig: () => api.kubeConfig() }),
+        // Every preflight line below is refused before any kubeconfig or AWS read.
+        preflight: (argv: string[]) => preflight(argv, { kubeConfig: () => api.kubeConfig() }),
     };
     const lines: [keyof typeof run, string[], RegExp][] = [
         ...(["plan", "capacity", "scale-test"] as const).flatMap((cmd) =>
@@ -603,6 +606,11 @@ describe("bad input: command lines", () => {
         ["scale-test", ["--stack", "staging", "--context", "staging", "--pods", "many"], /--pods must be an integer from 1 to 1000 \(got "many"\)/],
         ["scale-test", ["--stack", "staging", "--context", "production"], /context|cluster/],
         ["scale-test", ["--stack", "staging"], /--context is required/],
+        ["preflight", ["--stack", "staging", "--task-window", "0"], /^--task-window must be an integer from 1 to 168 \(got "0"\)$/],
+        ["preflight", ["--stack", "staging", "--task-window", "169"], /^--task-window must be an integer from 1 to 168 \(got "169"\)$/],
+        ["preflight", ["--stack", "staging", "--task-window", "a week"], /^--task-window must be an integer from 1 to 168 \(got "a week"\)$/],
+        ["preflight", ["--stack", "staging", "--only", "ami", "--task-window", "24"], /^--task-window only applies to the task-durations check, which --only leaves out$/],
+        ["preflight", ["--stack", "staging", "--only", "task-duration"], /^--only: unknown check "task-duration" \(did you mean task-durations\?\)/],
         ["verify-placement", ["--stack", "staging"], /--context or --manifests|one of --context/],
         ["verify-placement", ["--stack", "staging", "--manifests", file, "--namespace", "Bad_Name"], /^--namespace must be a Kubernetes namespace name \(lowercase letters, digits and -, at most 63 characters\) \(got "Bad_Name"\)$/],
         ["verify-placement", ["--stack", "staging", "--manifests", file, "--namespace", "x".repeat(64)], /^--namespace must be a Kubernetes namespace name/],

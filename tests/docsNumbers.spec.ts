@@ -9,7 +9,7 @@ import * as path from "path";
 import { pathToFileURL } from "url";
 import { capacity } from "../ops/capacityCli.ts";
 import { capacityInputs, capacityReport } from "../ops/capacity.ts";
-import { REACH_TIMEOUT_MS } from "../ops/preflight.ts";
+import { MAX_TASK_WINDOW_HOURS, REACH_TIMEOUT_MS, TASK_QUERY_TIMING, TASK_WINDOW_HOURS } from "../ops/preflight.ts";
 import { plan } from "../plan/cli.ts";
 import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
 import { stackConfig } from "./helpers.ts";
@@ -245,6 +245,20 @@ const CLAIMS: Claim[] = [
         now: () => [REACH_TIMEOUT_MS / 1000],
     },
     { file: "docs/preflight.md", pattern: /is unreachable \(no answer within (\d+) s\)/, what: "how long preflight waits, as it prints it", command: "npm run preflight", now: () => [REACH_TIMEOUT_MS / 1000] },
+    {
+        file: "docs/preflight.md",
+        pattern: /`--task-window <hours>`: how many hours of logs task-durations reads, (\d+) to (\d+) \(default (\d+)\)/,
+        what: "task-durations' window: least, most, default",
+        command: "npm run preflight -- --help",
+        now: () => [1, MAX_TASK_WINDOW_HOURS, TASK_WINDOW_HOURS],
+    },
+    {
+        file: "docs/preflight.md",
+        pattern: /`GetQueryResults` every second, for\s+at most (\d+) minutes/,
+        what: "how long task-durations waits for its query (TASK_QUERY_TIMING)",
+        command: "npm run preflight",
+        now: () => [TASK_QUERY_TIMING.deadlineMs / 60_000],
+    },
     // docs/capacity.md: the figures table, one row per stack, and how production's are made up
     ...STACKS.map(
         (s): Claim => ({

@@ -11,6 +11,11 @@
 // - KMS, CloudWatch Logs, EventBridge (JSON 1.1, X-Amz-Target TrentService.*, Logs_20140328.*, AWSEvents.*):
 //   https://docs.aws.amazon.com/kms/latest/APIReference/API_DescribeKey.html, API_GetKeyPolicy.html;
 //   https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_DescribeLogGroups.html, API_FilterLogEvents.html;
+//   Logs Insights: API_StartQuery.html (startTime and endTime in epoch seconds; ResourceNotFoundException for a
+//   missing group, LimitExceededException past 30 concurrent queries, MalformedQueryException), API_GetQueryResults.html
+//   (status Scheduled, Running, Complete, Failed, Cancelled, Timeout; results as rows of {field, value}, all strings;
+//   statistics), API_StopQuery.html ({success}); queries run on the group's events by a small Logs Insights engine
+//   (insightsQuery: the commands preflight's query uses, anything else refused as malformed).
 //   https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_DescribeRule.html, API_ListTagsForResource.html.
 // - EKS (REST JSON, error type in x-amzn-ErrorType): https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html, API_DescribeAddon.html,
 //   API_ListAddons.html (GET /clusters/<name>/addons?maxResults&nextToken: {addons: [names], nextToken}, botocore eks 2017-11-01);
@@ -45,8 +50,10 @@ export interface FakeAwsState {
     addons: Record<string, { status: string; addonVersion: string }>;
     /** ListAddons answers at most this many names a page (the API's default and most is 100), with a nextToken. */
     addonPageSize?: number;
-    /** Log groups and their events (messages are Fluent Bit's JSON records). */
-    logGroups: Record<string, { timestamp: number; message: string }[]>;
+    /** Log groups and their events (messages are Fluent Bit's JSON records; the stream, the container's name by default). */
+    logGroups: Record<string, { timestamp: number; message: string; logStream?: string }[]>;
+    /** Logs Insights: GetQueryResults answers Running this many times before the query ends (Infinity: never), and how it ends. */
+    insights?: { runningPolls?: number; outcome?: "Complete" | "Failed" | "Cancelled" | "Timeout"; limitExceeded?: boolean };
     /**
      * Empty FilterLogEvents pages (with a nextToken) to answer before the events: the API reference says a call may
      * return no events and a token while it keeps searching a large group.
@@ -109,6 +116,8 @@ export interface FakeCluster {
 export class FakeAwsApi {
     /** "service:Action" of every request, in order. */
     readonly requests: string[] = [];
+    /** Logs Insights queries started, by ID: the query string, its answer, and how often its results were asked for. */
+    readonly queries: Record<string, { input: any; answer: InsightsAnswer; polls: number; stopped: boolean }> = {};
     private server = http.createServer((req, res) => this.handle(req, res));
     url = "";
 
@@ -216,7 +225,7 @@ export class FakeAwsApi {
         const ok = (body: object) => jsonReply(res, 200, body);
         switch (`${service}:${action}`) {
             case "sqs:GetQueueUrl":
-                return s.queues[input.QueueName]
+                return s.queues[input.QueueName] || this.queue(input.QueueName)
                     ? ok({ QueueUrl: `https://sqs.ca-central-1.amazonaws.com/${s.account}/${input.QueueName}` })
                     : fail("com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.", "AWS.SimpleQueueService.NonExistentQueue;Sender");
             case "sqs:CreateQueue": {
@@ -250,13 +259,14 @@ export class FakeAwsApi {
                 const q = this.queue(input.QueueUrl);
                 if (!q) return fail("com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.", "AWS.SimpleQueueService.NonExistentQueue;Sender");
                 const now = this.now();
-                return ok({
-                    Attributes: {
-                        ...q.attributes,
-                        ApproximateNumberOfMessages: String(q.messages.filter((m) => m.visibleAt <= now).length),
-                        ApproximateNumberOfMessagesNotVisible: String(q.messages.filter((m) => m.visibleAt > now).length),
-                    },
-                });
+                const all: Record<string, string> = {
+                    ...q.attributes,
+                    ApproximateNumberOfMessages: String(q.messages.filter((m) => m.visibleAt <= now).length),
+                    ApproximateNumberOfMessagesNotVisible: String(q.messages.filter((m) => m.visibleAt > now).length),
+                };
+                // Only the attributes asked for ("All": every one; none asked: none answered).
+                const names: string[] = input.AttributeNames ?? [];
+                return ok({ Attributes: Object.fromEntries(Object.entries(all).filter(([k]) => names.includes("All") || names.includes(k))) });
             }
             case "sqs:DeleteQueue": {
                 const q = this.queue(input.QueueUrl);
@@ -285,7 +295,7 @@ export class FakeAwsApi {
                 });
             }
             case "sqs:ListQueueTags":
-                return ok({ Tags: s.queues[String(input.QueueUrl).split("/").pop()!] ?? {} });
+                return ok({ Tags: s.queues[String(input.QueueUrl).split("/").pop()!] ?? this.queue(input.QueueUrl)?.tags ?? {} });
             case "kms:DescribeKey": {
                 const k = s.keys[input.KeyId];
                 if (!k) return fail("NotFoundException", `Key '${input.KeyId}' does not exist`);
@@ -309,6 +319,33 @@ export class FakeAwsApi {
                 const hits = events.filter((e) => e.timestamp >= (input.startTime ?? 0) && e.timestamp <= (input.endTime ?? Infinity) && (!input.filterPattern || filterPatternMatches(input.filterPattern, e.message)));
                 return ok({ events: hits.slice(0, input.limit ?? 10000).map((e, i) => ({ logStreamName: "karpenter-abc_karpenter_controller", timestamp: e.timestamp, message: e.message, ingestionTime: e.timestamp, eventId: String(i) })), searchedLogStreams: [] });
             }
+            case "logs:StartQuery": {
+                const events = s.logGroups[input.logGroupName];
+                if (!events) return fail("ResourceNotFoundException", `Log group '${input.logGroupName}' does not exist for account ID '${s.account}'`);
+                if (s.insights?.limitExceeded) return fail("LimitExceededException", "Account maximum query concurrency limit of [30] reached.");
+                if (!(input.startTime < input.endTime)) return fail("InvalidParameterException", "End time should not be before the start time");
+                const inRange = events.filter((e) => e.timestamp >= input.startTime * 1000 && e.timestamp <= input.endTime * 1000);
+                const answer = insightsQuery(String(input.queryString), inRange);
+                if (typeof answer === "string") return fail("MalformedQueryException", answer);
+                const queryId = crypto.randomUUID();
+                this.queries[queryId] = { input, answer, polls: 0, stopped: false };
+                return ok({ queryId });
+            }
+            case "logs:GetQueryResults": {
+                const q = this.queries[input.queryId];
+                if (!q) return fail("ResourceNotFoundException", `Query ${input.queryId} does not exist`);
+                const running = !q.stopped && q.polls++ < (s.insights?.runningPolls ?? 0);
+                const status = q.stopped ? "Cancelled" : running ? "Running" : (s.insights?.outcome ?? "Complete");
+                const rows = status === "Complete" ? q.answer.rows.slice(0, q.input.limit ?? 10000) : [];
+                return ok({ status, results: rows.map((r) => Object.entries(r).map(([field, value]) => ({ field, value }))), statistics: q.answer.statistics });
+            }
+            case "logs:StopQuery": {
+                const q = this.queries[input.queryId];
+                if (!q) return fail("ResourceNotFoundException", `Query ${input.queryId} does not exist`);
+                const running = !q.stopped && q.polls <= (s.insights?.runningPolls ?? 0);
+                q.stopped ||= running;
+                return ok({ success: running });
+            }
             case "events:DescribeRule":
                 return s.rules[input.Name]
                     ? ok({ Name: input.Name, Arn: `arn:aws:events:ca-central-1:${s.account}:rule/${input.Name}`, State: "ENABLED", EventBusName: "default" })
@@ -323,7 +360,7 @@ export class FakeAwsApi {
         return (this.state.now ?? Date.now)();
     }
 
-    /** The queue a QueueUrl names (undefined when absent or deleted). */
+    /** The queue a QueueUrl (or a queue name) names (undefined when absent or deleted). */
     private queue(url: string): FakeQueue | undefined {
         const q = this.state.sqs?.[String(url).split("/").pop()!];
         return q && !q.deleted ? q : undefined;
@@ -546,6 +583,100 @@ function jsonReply(res: http.ServerResponse, code: number, body: object): void {
 function restError(res: http.ServerResponse, code: number, type: string, message: string): void {
     res.writeHead(code, { "Content-Type": "application/json", "x-amzn-ErrorType": type, "x-amzn-RequestId": "req-1" });
     res.end(JSON.stringify({ message }));
+}
+
+/** A Logs Insights query's rows (every value a string, as GetQueryResults answers) and its statistics. */
+export interface InsightsAnswer {
+    rows: Record<string, string>[];
+    statistics: { recordsMatched: number; recordsScanned: number; bytesScanned: number };
+}
+
+/**
+ * Runs a Logs Insights query (CloudWatch Logs User Guide, "CloudWatch Logs Insights language query syntax") on log
+ * events, for the commands preflight's query uses: `filter` (terms joined by `and`: `<field> like /re/`, `<field> in
+ * [...]`, `ispresent(<field>)`), `parse <field> /re/` (named groups become fields; the first match), `fields
+ * coalesce(...) as <name>`, `stats max(<field>) as <name>, count(*) as <name> by <field>, ...`, `limit <n>`. Fields:
+ * @message, @logStream, @timestamp and the JSON event's, flattened with dots. Anything else is malformed (the message).
+ */
+export function insightsQuery(query: string, events: { timestamp: number; message: string; logStream?: string }[]): InsightsAnswer | string {
+    const flatten = (v: unknown, prefix: string, out: Record<string, string>) => {
+        if (v && typeof v === "object" && !Array.isArray(v)) for (const [k, x] of Object.entries(v)) flatten(x, prefix ? `${prefix}.${k}` : k, out);
+        else if (prefix) out[prefix] = typeof v === "string" ? v : JSON.stringify(v);
+        return out;
+    };
+    let records = events.map((e) => {
+        let json: unknown;
+        try {
+            json = JSON.parse(e.message);
+        } catch {
+            json = undefined;
+        }
+        return { ...flatten(json, "", {}), "@message": e.message, "@logStream": e.logStream ?? "stream", "@timestamp": String(e.timestamp) } as Record<string, string | undefined>;
+    });
+    const statistics = { recordsMatched: 0, recordsScanned: events.length, bytesScanned: events.reduce((n, e) => n + Buffer.byteLength(e.message), 0) };
+    const regex = (text: string) => {
+        const m = /^\/(.*)\/$/.exec(text.trim());
+        return m ? new RegExp(m[1]) : undefined;
+    };
+    const term = (t: string): ((r: Record<string, string | undefined>) => boolean) | string => {
+        let m = /^ispresent\(([\w.@]+)\)$/.exec(t);
+        if (m) return (r) => r[m![1]] !== undefined;
+        m = /^([\w.@]+) like (\/.*\/)$/.exec(t);
+        if (m) {
+            const [field, re] = [m[1], regex(m[2])!];
+            return (r) => r[field] !== undefined && re.test(r[field]!);
+        }
+        m = /^([\w.@]+) in (\[.*\])$/.exec(t);
+        if (m) {
+            const [field, list] = [m[1], JSON.parse(m[2]) as string[]];
+            return (r) => list.includes(r[field] as string);
+        }
+        return `unknown filter term: ${t}`;
+    };
+    let stats: Record<string, string>[] | undefined;
+    for (const command of query.split(/\n\s*\|\s*/)) {
+        const [, verb, rest] = /^(\w+)\s+([\s\S]*)$/.exec(command.trim()) ?? [];
+        if (stats && verb !== "limit") return `only limit may follow stats here: ${command}`;
+        if (verb === "filter") {
+            const terms = rest.split(" and ").map(term);
+            const bad = terms.find((t) => typeof t === "string");
+            if (bad) return bad as string;
+            records = records.filter((r) => terms.every((t) => (t as (r: Record<string, string | undefined>) => boolean)(r)));
+        } else if (verb === "parse") {
+            const [, field, pattern] = /^([\w.@]+) (\/.*\/)$/.exec(rest) ?? [];
+            const re = pattern && regex(pattern);
+            if (!re) return `parse needs a field and a /regular expression/: ${command}`;
+            records = records.map((r) => ({ ...r, ...(re.exec(r[field] ?? "")?.groups ?? {}) }));
+        } else if (verb === "fields") {
+            const [, args, name] = /^coalesce\(([^)]*)\) as (\w+)$/.exec(rest) ?? [];
+            if (!args) return `fields supports coalesce(...) as <name> here: ${command}`;
+            const from = args.split(",").map((a) => a.trim());
+            records = records.map((r) => ({ ...r, [name]: from.map((f) => r[f]).find((v) => v !== undefined) }));
+        } else if (verb === "stats") {
+            const [, aggs, by] = /^(.*) by (.*)$/.exec(rest) ?? [];
+            if (!aggs) return `stats needs "by": ${command}`;
+            const keys = by.split(",").map((k) => k.trim());
+            const functions = aggs.split(",").map((a) => /^(max|count)\(([\w.@]+|\*)\) as (\w+)$/.exec(a.trim()));
+            if (functions.some((f) => !f)) return `unknown stats function: ${aggs}`;
+            statistics.recordsMatched = records.length;
+            const groups = new Map<string, Record<string, string | undefined>[]>();
+            for (const r of records.filter((r) => keys.every((k) => r[k] !== undefined))) {
+                const key = JSON.stringify(keys.map((k) => r[k]));
+                groups.set(key, [...(groups.get(key) ?? []), r]);
+            }
+            stats = [...groups.values()].map((rs) => ({
+                ...Object.fromEntries(keys.map((k) => [k, rs[0][k]!])),
+                ...Object.fromEntries(functions.map((f) => [f![3], f![1] === "count" ? String(rs.length) : String(Math.max(...rs.map((r) => Number(r[f![2]]))))])),
+            }));
+        } else if (verb === "limit") {
+            if (!/^[0-9]+$/.test(rest) || Number(rest) > 10000) return `limit takes a number up to 10000: ${command}`;
+            const n = Number(rest);
+            if (stats) stats = stats.slice(0, n);
+            else records = records.slice(0, n);
+        } else return `unknown command: ${command}`;
+    }
+    if (!stats) return "this fake answers stats queries only";
+    return { rows: stats, statistics };
 }
 
 const queueUrl = (account: string, name: string) => `https://sqs.ca-central-1.amazonaws.com/${account}/${name}`;

@@ -11,7 +11,7 @@ import { helpText } from "../ops/args.ts";
 import { CHECKS, CHECK_NEEDS, PREFLIGHT, crdReleaseImport, decodeRelease, keyLetsCloudWatch, policyAllows, preflight, sameOrOneBehind, selectorSelects, stackNames, surgePods } from "../ops/preflight.ts";
 import { NO_PERMISSION_NEEDED, PREFLIGHT_ACTIONS, type PolicyDocument, previewActions, previewPolicy } from "../plan/ciAccess.ts";
 import { buildStack } from "./helpers.ts";
-import { DEPLOYMENT_LABEL, burstBudgetName, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
+import { type BurstDeployment, DEPLOYMENT_LABEL, burstBudgetName, celeryPreStop, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
 import { releaseDescription } from "../components/karpenterController.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig, approvedInstanceTypes, configSections } from "../stacks/config.ts";
@@ -65,6 +65,41 @@ const meta = (name: string, namespace?: string, managers = ["helm"]) => ({ name,
 const container = (name: string, cpu = "100m", memory = "128Mi") => ({ name, image: "x", resources: { requests: { cpu, memory } } });
 /** As GC Notify's charts make them: pods labelled app: <deployment>, which the chart's budgets select. */
 const deployment = (name: string, ns: string) => ({ metadata: meta(name, ns), spec: { replicas: 2, template: { metadata: { labels: { app: name } }, spec: { containers: [container("app")] } } } });
+/**
+ * A burst Deployment as the stack's patch leaves it: notify-celery's worker container (named after the Deployment,
+ * templates/deployment.yaml) with the program's preStop hook, the stack's grace, the pods labelled with their Deployment.
+ */
+const burstDeployment = (d: BurstDeployment, ns: string) => {
+    const o = deployment(d.name, ns);
+    return {
+        ...o,
+        spec: {
+            ...o.spec,
+            template: {
+                metadata: { labels: { app: d.name, [DEPLOYMENT_LABEL]: d.name } },
+                spec: { terminationGracePeriodSeconds: d.terminationGracePeriodSeconds, containers: [{ ...container(d.name), lifecycle: { preStop: celeryPreStop(d.terminationGracePeriodSeconds) } }] },
+            },
+        },
+    };
+};
+/** GC Notify's preStop, as notify-celery renders it for every worker (charts/notify-celery/templates/deployment.yaml:72-78). */
+const GC_NOTIFY_HOOK = { exec: { command: ["/bin/bash", "-c", "/app/scripts/run_celery_exit.sh"] } };
+/**
+ * A task's success line in the application log group, as GC Notify's Fluent Bit ships it (notification-manifests
+ * 609853e2 fluentbit-agent.yaml.gotmpl, celery-log.conf): the raw container line in `log` (a multiline regex parser,
+ * no JSON to merge), Celery's own format, then the app logger's JSON line joined to it as a continuation. `withMetadata`:
+ * the kubernetes filter found the pod (stream named after the container); without it, the input's Kube_Tag_Prefix
+ * (celery.var.log.containers.) is not its tag's, no metadata is added, and the stream is fallback-stream + the tag.
+ */
+function tookLine(container: string, task: string, seconds: number, timestamp: number, withMetadata = true) {
+    const took = `${task} took ${seconds.toFixed(4)}s`;
+    const log = `2026-11-30T23:00:00.123456789Z stdout F [2026-11-30 23:00:00,123: INFO/MainProcess] ${took}\n2026-11-30T23:00:00.123456789Z stdout F ${JSON.stringify({ asctime: "2026-11-30T23:00:00", levelname: "INFO", message: took })}`;
+    const pod = `${container}-5c7d8f9b4-xk2p9`;
+    const file = `${pod}_notification-canada-ca_${container}-${"0123456789abcdef".repeat(4)}.log`;
+    return withMetadata
+        ? { timestamp, logStream: container, message: JSON.stringify({ log, kubernetes: { pod_name: pod, namespace_name: "notification-canada-ca", container_name: container } }) }
+        : { timestamp, logStream: `fallback-streamnotify-celery.var.log.containers.${file}`, message: JSON.stringify({ log }) };
+}
 /** A container whose requests equal its limits, as the stack's guaranteed patch and GC Notify's cwagent chart set them. */
 const guaranteed = (g: { container: string; cpu: string; memory: string }) => ({ name: g.container, image: "x", resources: { requests: { cpu: g.cpu, memory: g.memory }, limits: { cpu: g.cpu, memory: g.memory } } });
 const node = (name: string, zone: string, cpu = "4", memory = "16Gi", taints: object[] = []) => ({
@@ -74,6 +109,11 @@ const node = (name: string, zone: string, cpu = "4", memory = "16Gi", taints: ob
 });
 /** GC Notify's SigNoz nodes: a managed on-demand group, so stable by label, but tainted for SigNoz alone (aws/eks/eks.tf). */
 const signozNode = (name: string, zone: string) => node(name, zone, "8", "32Gi", [{ key: "dedicated", value: "signoz", effect: "NoSchedule" }]);
+
+/** A successful task on each burst worker in the last day, well within its longest task; one without kubernetes metadata. */
+function celeryLines(cfg: StackConfig) {
+    return cfg.placement.burst.deployments.map((d, i) => tookLine(d.name, `task-of-${d.name}`, 0.5 + i, NOW - 7_200_000 - i * 60_000, i !== 1));
+}
 
 interface World {
     aws: FakeAwsState;
@@ -88,6 +128,10 @@ function goodWorld(cfg: StackConfig): World {
     const names = stackNames(cfg);
     const lg = cfg.alarms.logGroupName;
     const line = JSON.stringify({ log: "{\"level\":\"INFO\",\"message\":\"found provisionable pod(s)\"}", kubernetes: { namespace_name: "karpenter", container_name: "controller", pod_name: "karpenter-abc" } });
+    const args = placementArgs(cfg);
+    // The periodic worker's queues hide a held message for longer than its drain (4 × 600 s); the others, GC Notify's 310 s.
+    const visibility = (d: { longestTaskSeconds?: number }) => String(p.burst.prefetchMultiplier * (d.longestTaskSeconds ?? p.burst.longestTaskSeconds) > 310 ? 3600 : 310);
+    const sqs = Object.fromEntries(p.burst.deployments.flatMap((d) => (d.queues ?? []).map((q) => [p.burst.queuePrefix + q, { attributes: { VisibilityTimeout: visibility(d) }, messages: [] }])));
     return {
         aws: {
             account: ACCOUNT,
@@ -97,7 +141,7 @@ function goodWorld(cfg: StackConfig): World {
                 // The add-on staging's placement.nodeDaemonSets names (ebs-csi-node).
                 [`${cfg.cluster.name}/aws-ebs-csi-driver`]: { status: "ACTIVE", addonVersion: "v1.37.0-eksbuild.1" },
             },
-            logGroups: { [lg]: [{ timestamp: NOW - 3_600_000, message: line }] },
+            logGroups: { [lg]: [{ timestamp: NOW - 3_600_000, message: line, logStream: "controller" }, ...celeryLines(cfg)] },
             images: [{ ImageId: cfg.nodePool.ami.id!, State: "available", Architecture: "x86_64", Name: "amazon-eks-node-al2023-x86_64-standard-1.31-v20251117" }],
             subnets: cfg.nodePool.zones.map((z, i) => ({ SubnetId: `subnet-0${i}`, AvailabilityZone: z, Tags: { "karpenter.sh/discovery": cfg.cluster.name } })),
             securityGroups: [{ GroupId: "sg-01", Tags: { "karpenter.sh/discovery": cfg.cluster.name } }],
@@ -106,6 +150,7 @@ function goodWorld(cfg: StackConfig): World {
             roles: { AWSServiceRoleForEC2Spot: {}, "eks-worker-role": {}, [names.controllerRole]: { [STACK_TAG]: "staging" } },
             policies: {},
             queues: {},
+            sqs,
             rules: {},
             topics: {
                 [WARNING_TOPIC]: { attributes: { KmsMasterKeyId: "alias/notify-alarms" }, subscriptions: [`${WARNING_TOPIC}:0b1c`] },
@@ -132,7 +177,7 @@ function goodWorld(cfg: StackConfig): World {
                     { metadata: meta(burstBudgetName(p.burst.deployments[0].name), ns, ["pulumi-kubernetes-1a2b3c4d"]), spec: { minAvailable: 2, selector: { matchLabels: { [DEPLOYMENT_LABEL]: p.burst.deployments[0].name } } } },
                 ],
                 "/apis/policy/v1/namespaces/kube-system/poddisruptionbudgets": [],
-                [`/apis/apps/v1/namespaces/${ns}/deployments`]: [...p.burst.deployments.map((d) => d.name), ...p.stableDeployments].map((d) => deployment(d, ns)),
+                [`/apis/apps/v1/namespaces/${ns}/deployments`]: [...args.burst.deployments.map((d) => burstDeployment(d, ns)), ...p.stableDeployments.map((d) => deployment(d, ns))],
                 ...Object.fromEntries(
                     [...new Set(p.nodeDaemonSets.map((d) => d.namespace))].map((dsNs) => [
                         `/apis/apps/v1/namespaces/${dsNs}/daemonsets`,
@@ -155,6 +200,8 @@ interface RunOptions {
     kubeConfig?: (fake: KubeConfig) => KubeConfig;
     /** Changes to the stack file (staging's with GC Notify's topics); `null`: staging's own file, as it is. */
     stackFile?: ((yaml: string) => string) | null;
+    /** How task-durations polls its query: at once, with a deadline of a few seconds, unless a test says otherwise. */
+    taskQuery?: { pollMs: number; deadlineMs: number };
 }
 
 async function run(world: World, argv = ["--stack", "staging", "--context", "staging"], opts: RunOptions = {}) {
@@ -166,8 +213,8 @@ async function run(world: World, argv = ["--stack", "staging", "--context", "sta
         if (opts.awsDown) await aws.stop();
         if (opts.kubeDown) await kube.stop();
         const kubeConfig = () => (opts.kubeConfig ?? ((kc: KubeConfig) => kc))(kube.kubeConfig());
-        const r = await preflight(argv, { dir, aws: aws.clientConfig(), kubeConfig, now: () => NOW, reachTimeoutMs: opts.reachTimeoutMs });
-        return { ...r, awsRequests: aws.requests };
+        const r = await preflight(argv, { dir, aws: aws.clientConfig(), kubeConfig, now: () => NOW, reachTimeoutMs: opts.reachTimeoutMs, taskQuery: opts.taskQuery ?? { pollMs: 1, deadlineMs: 5000 } });
+        return { ...r, awsRequests: aws.requests, queries: Object.values(aws.queries) };
     } finally {
         if (!opts.awsDown) await aws.stop();
         if (!opts.kubeDown) await kube.stop();
@@ -236,7 +283,7 @@ describe("npm run preflight", function () {
         const w = goodWorld(cfg);
         w.aws.clusters[cfg.cluster.name].status = "UPDATING";
         w.aws.addons[`${cfg.cluster.name}/eks-pod-identity-agent`].status = "CREATING";
-        w.aws.logGroups[cfg.alarms.logGroupName] = [{ timestamp: NOW - 2 * 86_400_000, message: JSON.stringify({ kubernetes: { namespace_name: "karpenter", container_name: "controller" } }) }];
+        w.aws.logGroups[cfg.alarms.logGroupName] = [{ timestamp: NOW - 2 * 86_400_000, message: JSON.stringify({ kubernetes: { namespace_name: "karpenter", container_name: "controller" } }) }, ...celeryLines(cfg)];
         w.aws.offerings = w.aws.offerings.filter((o) => !(o.zone === "ca-central-1d" && o.type === "c7a.xlarge"));
         // A DaemonSet EKS manages that the config lists as a patched agent rather than as an add-on.
         const ds = (w.kube.collections!["/apis/apps/v1/namespaces/kube-system/daemonsets"] as any[]).find((d) => d.metadata.name === "secrets-store-csi-driver");
@@ -365,7 +412,9 @@ describe("npm run preflight", function () {
         expect(r.output).to.not.include("installed: false");
         // Room for the first up's surge is advice, not a gate: after it the controller's pods already count as used.
         expect(linesOf(r.output, "WARN").join("\n")).to.include("free 0 CPU and 0 GiB, the rollout's surge and the controller need");
-        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 24 problems, 1 warning/);
+        // Without the log group there is no evidence of task durations: a warning, the log-group FAIL says the rest.
+        expect(linesOf(r.output, "WARN")).to.include("WARN  task-durations            /aws/containerinsights/notification-canada-ca-staging-eks-cluster/application does not exist, so no task durations were read (log-group says more)");
+        expect(r.output.split("\n").at(-1)).to.match(/^FAILED: 24 problems, 2 warnings/);
     });
 
     it("passes a spot service-linked role this stack created, and warns (not fails) on stable nodes in one zone", async () => {
@@ -522,6 +571,263 @@ describe("npm run preflight", function () {
         ]);
         // Fields the charts do not set live (before the first up: no tolerations on burst pods) are no difference.
         expect(r.output).to.not.match(/chart-fields .*notify-celery-core-tasks-burst/);
+    });
+
+    describe("the burst workers' shutdown, live (issue 27): celery-shutdown, queue-visibility, task-durations", () => {
+        const NS = "notification-canada-ca";
+        const EMAIL = "notify-celery-email-send-burst";
+        const burst = (w: World, name: string) => (w.kube.collections![`/apis/apps/v1/namespaces/${NS}/deployments`] as any[]).find((d) => d.metadata.name === name);
+        const worker = (w: World, name: string) => burst(w, name).spec.template.spec;
+        const lineOf = (output: string, check: string, status = "") => output.split("\n").filter((l) => l.includes(`  ${check.padEnd(25)}`) && l.startsWith(status));
+        const HANDOVER = "plan-out/staging/gc-notify-handover/celery-shutdown.md and plan-out/staging/gc-notify-values/notify-celery.yaml (nodes.email-burst.deployment.preStopCommand, nodes.email-burst.deployment.terminationGracePeriodSeconds)";
+
+        describe("celery-shutdown", () => {
+            it("OK: each burst worker has the program's hook, its SIGKILL 5 s before its grace ends, and the grace it needs", async () => {
+                const r = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--only", "celery-shutdown"]);
+                expect(r.exitCode, r.output).to.equal(0);
+                expect(lineOf(r.output, "celery-shutdown", "OK")).to.have.length(cfg.placement.burst.deployments.length);
+                expect(r.output).to.include(`OK    celery-shutdown           Deployment ${NS}/${EMAIL}: the program's hook with its SIGKILL at 85 s and a grace of 90 s: a worker finishes the tasks it holds before its node goes`);
+                // The periodic worker's own longest task (600 s): 4 × 600 + 10.
+                expect(r.output).to.include(`Deployment ${NS}/notify-celery-periodic-burst: the program's hook with its SIGKILL at 2405 s and a grace of 2410 s`);
+                // A longer grace, with the hook 5 s before its end, lets the worker finish too.
+                const w = goodWorld(cfg);
+                Object.assign(worker(w, EMAIL), { terminationGracePeriodSeconds: 120 });
+                worker(w, EMAIL).containers[0].lifecycle.preStop = celeryPreStop(120);
+                expect((await run(w)).output).to.include(`OK    celery-shutdown           Deployment ${NS}/${EMAIL}: the program's hook with its SIGKILL at 115 s and a grace of 120 s (the stack sets 90 s): a worker finishes the tasks it holds`);
+            });
+
+            it("FAILs GC Notify's hook and grace back after a notify-celery release: one line, the celery-shutdown one, with what the stack needs and the hand-over", async () => {
+                const w = goodWorld(cfg);
+                // What a notify-celery release puts back (values.yaml: terminationGracePeriodSeconds 60, the hardcoded hook).
+                Object.assign(worker(w, EMAIL), { terminationGracePeriodSeconds: 60 });
+                worker(w, EMAIL).containers[0].lifecycle = { preStop: GC_NOTIFY_HOOK };
+                const r = await run(w);
+                expect(r.exitCode).to.equal(1);
+                expect(linesOf(r.output, "FAIL")).to.deep.equal([
+                    `FAIL  celery-shutdown           Deployment ${NS}/${EMAIL}: its preStop is not the program's hook, and its grace is shorter than the 90 s the worker needs to finish the tasks it holds: found GC Notify's preStop /app/scripts/run_celery_exit.sh, which SIGKILLs the worker about 10 s after its SIGTERM (notification-api scripts/run_celery_exit.sh) and a grace of 60 s, the stack needs the program's hook with its SIGKILL at 85 s and a grace of 90 s (prefetchMultiplier 4 × longest task 20 s + 10 s); when its node goes, a task still running is killed, and lost (GC Notify acknowledges a task as it starts); a pulumi up puts the stack's back now, until the next notify-celery release; the lasting fix is GC Notify's chart change and values, ${HANDOVER}`,
+                ]);
+                // chart-fields leaves those two fields to celery-shutdown: no second line for the same fact.
+                expect(linesOf(r.output, "WARN"), r.output).to.deep.equal([]);
+                expect(r.output).to.match(/OK    chart-fields +no chart sets a field the stack's patches set otherwise, .* \(the burst workers' preStop and grace: celery-shutdown\)/);
+            });
+
+            it("FAILs a hook whose SIGKILL is not 5 s before the grace ends, and a grace shorter than the worker's", async () => {
+                const w = goodWorld(cfg);
+                // The grace raised by hand, the hook left: the hook still kills at 85 s.
+                Object.assign(worker(w, EMAIL), { terminationGracePeriodSeconds: 120 });
+                // The program's hook for a shorter grace (an older longestTaskSeconds).
+                Object.assign(worker(w, "notify-celery-sms-send-burst"), { terminationGracePeriodSeconds: 60 });
+                worker(w, "notify-celery-sms-send-burst").containers[0].lifecycle.preStop = celeryPreStop(60);
+                const fails = linesOf((await run(w)).output, "FAIL");
+                expect(fails.map((l) => l.split(": found")[0])).to.deep.equal([
+                    `FAIL  celery-shutdown           Deployment ${NS}/${EMAIL}: its hook kills at 85 s, not 5 s before the grace ends`,
+                    `FAIL  celery-shutdown           Deployment ${NS}/notify-celery-sms-send-burst: its grace is shorter than the 90 s the worker needs to finish the tasks it holds`,
+                ]);
+                expect(fails[0]).to.include("found the program's hook with its SIGKILL at 85 s and a grace of 120 s, the stack needs the program's hook with its SIGKILL at 85 s and a grace of 90 s (prefetchMultiplier 4 × longest task 20 s + 10 s); the hook no longer fits its grace (a hand edit, or a rollout cut short)");
+                // A hook that kills before the worker's drain ends cuts tasks.
+                expect(fails[1]).to.include("found the program's hook with its SIGKILL at 55 s and a grace of 60 s, the stack needs the program's hook with its SIGKILL at 85 s and a grace of 90 s (prefetchMultiplier 4 × longest task 20 s + 10 s); when its node goes, a task still running is killed");
+                // No hook at all, and a hook that is neither GC Notify's nor the program's.
+                delete worker(w, EMAIL).containers[0].lifecycle;
+                worker(w, "notify-celery-sms-send-burst").containers[0].lifecycle = { preStop: { exec: { command: ["/bin/sh", "-c", "sleep 5"] } } };
+                const other = linesOf((await run(w)).output, "FAIL").join("\n");
+                expect(other).to.include("found no preStop hook (the kubelet's SIGTERM, then its SIGKILL at the end of the grace) and a grace of 120 s");
+                expect(other).to.include('found the preStop ["/bin/sh","-c","sleep 5"] and a grace of 60 s');
+            });
+
+            it("WARNs a worker this stack has not patched yet (its first up sets the hook), and a missing Deployment; FAILs one whose container is not named after it", async () => {
+                const w = goodWorld(cfg);
+                // Before the first up: the chart's hook and grace, and no notify-karpenter/deployment label.
+                const before = burst(w, EMAIL);
+                before.spec.template = { metadata: { labels: { app: EMAIL } }, spec: { terminationGracePeriodSeconds: 60, containers: [{ ...container(EMAIL), lifecycle: { preStop: GC_NOTIFY_HOOK } }] } };
+                const c = w.kube.collections!;
+                c[`/apis/apps/v1/namespaces/${NS}/deployments`] = (c[`/apis/apps/v1/namespaces/${NS}/deployments`] as any[]).filter((d) => d.metadata.name !== "notify-celery-sms-send-burst");
+                worker(w, "notify-celery-periodic-burst").containers[0].name = "celery";
+                const r = await run(w, ["--stack", "staging", "--context", "staging", "--only", "celery-shutdown"]);
+                expect(r.exitCode).to.equal(1);
+                expect(linesOf(r.output, "WARN")).to.deep.equal([
+                    `WARN  celery-shutdown           Deployment ${NS}/${EMAIL}: GC Notify's preStop /app/scripts/run_celery_exit.sh, which SIGKILLs the worker about 10 s after its SIGTERM (notification-api scripts/run_celery_exit.sh) and a grace of 60 s, not yet patched by this stack: its first up sets the program's hook with its SIGKILL at 85 s and a grace of 90 s (prefetchMultiplier 4 × longest task 20 s + 10 s); until GC Notify makes the chart change, each notify-celery release puts its own back and this check fails: hand over ${HANDOVER}`,
+                    `WARN  celery-shutdown           Deployment ${NS}/notify-celery-sms-send-burst does not exist: its workers' shutdown is not checked (patch-targets says more)`,
+                ]);
+                expect(linesOf(r.output, "FAIL")).to.deep.equal([
+                    `FAIL  celery-shutdown           Deployment ${NS}/notify-celery-periodic-burst has no container notify-celery-periodic-burst (it has celery): the stack's patch names the worker's container after its Deployment, as notify-celery does, and would add one without an image; fix placement.burst.deployments or the chart`,
+                ]);
+            });
+        });
+
+        describe("queue-visibility", () => {
+            it("OK: every queue of every burst worker hides a held message for at least its drain; each queue read once", async () => {
+                const r = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--only", "queue-visibility"]);
+                expect(r.exitCode, r.output).to.equal(0);
+                expect(lineOf(r.output, "queue-visibility", "OK")).to.have.length(cfg.placement.burst.deployments.length);
+                expect(r.output).to.include(`OK    queue-visibility          ${EMAIL}: 3 queues, the shortest visibility timeout 310 s (eks-notification-canada-casend-email-high), at least the 80 s a held message can wait in a drain`);
+                // delivery-receipts is two workers' queue: read once.
+                const queues = new Set(cfg.placement.burst.deployments.flatMap((d) => d.queues ?? []));
+                expect(r.awsRequests.filter((q) => q === "sqs:GetQueueAttributes")).to.have.length(queues.size);
+                expect(r.awsRequests.filter((q) => q === "sqs:GetQueueUrl")).to.have.length(queues.size);
+            });
+
+            it("WARNs, naming the queues and the numbers, where a drain outlasts the visibility timeout (GC Notify's 26 s and SQS's default 30 s)", async () => {
+                const w = goodWorld(cfg);
+                const q = w.aws.sqs!;
+                q["eks-notification-canada-casend-email-high"].attributes.VisibilityTimeout = "26"; // notification-terraform aws/common/sqs.tf:49-58
+                q["eks-notification-canada-ca-priority-database-tasks.fifo"].attributes.VisibilityTimeout = "30"; // no visibility_timeout_seconds: SQS's 30
+                const r = await run(w);
+                expect(r.exitCode, r.output).to.equal(0);
+                expect(linesOf(r.output, "WARN")).to.deep.equal([
+                    "WARN  queue-visibility          notify-celery-core-tasks-burst: a message its worker holds but has not started can wait 80 s in a drain (prefetchMultiplier 4 × longest task 20 s), longer than the visibility timeout of eks-notification-canada-ca-priority-database-tasks.fifo (30 s): SQS then hands it to another worker while this one will still run it, so the task runs twice (a duplicate, not a loss); raise their VisibilityTimeout to 80 s or more (notification-terraform aws/common/sqs.tf, or the queue's attributes where kombu made it), or lower the prefetch",
+                    `WARN  queue-visibility          ${EMAIL}: a message its worker holds but has not started can wait 80 s in a drain (prefetchMultiplier 4 × longest task 20 s), longer than the visibility timeout of eks-notification-canada-casend-email-high (26 s): SQS then hands it to another worker while this one will still run it, so the task runs twice (a duplicate, not a loss); raise their VisibilityTimeout to 80 s or more (notification-terraform aws/common/sqs.tf, or the queue's attributes where kombu made it), or lower the prefetch`,
+                ]);
+            });
+
+            it("WARNs a configured queue GC Notify does not have, and a worker with no queues listed", async () => {
+                const w = goodWorld(cfg);
+                delete w.aws.sqs!["eks-notification-canada-casend-email-low"];
+                const noQueues = (yaml: string) => {
+                    const sms = /(name: notify-celery-sms-send-burst,\s+maxUnavailable: 1),\s+queues: \[[^\]]*\]/;
+                    if (!sms.test(yaml)) throw new Error("no queues of notify-celery-sms-send-burst in the stack file");
+                    return yaml.replace(sms, "$1");
+                };
+                const r = await run(w, ["--stack", "staging", "--context", "staging", "--only", "queue-visibility"], { stackFile: noQueues });
+                expect(r.exitCode, r.output).to.equal(0);
+                expect(linesOf(r.output, "WARN")).to.deep.equal([
+                    `WARN  queue-visibility          ${EMAIL}: no SQS queue eks-notification-canada-casend-email-low in ca-central-1: placement.burst.deployments[2].queues names a queue GC Notify does not have (the SQS name is placement.burst.queuePrefix eks-notification-canada-ca + the queue); fix the list or the prefix`,
+                    "WARN  queue-visibility          notify-celery-sms-send-burst: placement.burst.deployments[3].queues is not set, so its queues are not read; list the -Q queues of its notification-api run_celery_*.sh",
+                ]);
+            });
+
+            it("a refused queue read leaves queue-visibility alone NOT RUN, naming the call and the permission; every other check runs (exit 3)", async () => {
+                const w = goodWorld(cfg);
+                w.aws.deny = ["sqs:GetQueueAttributes"];
+                const r = await run(w);
+                expect(couldNotCheck(r)).to.match(/^Could not check: sqs:GetQueueAttributes eks-notification-canada-ca\S+: HTTP 400 AccessDeniedException: User is not authorized to perform: sqs:GetQueueAttributes \(the credentials lack sqs:GetQueueAttributes; docs\/preflight.md lists the read permissions\)$/);
+                expect(checksWith(r.output, "NOT RUN")).to.deep.equal(["queue-visibility"]);
+                expect(checksWith(r.output, "OK")).to.deep.equal(CHECKS.map(([id]) => id).filter((id) => id !== "queue-visibility"));
+                expect(r.output.split("\n").at(-1)).to.equal("COULD NOT CHECK: 1 check not run (AWS could not be read); in the checks that ran: 0 problems, 0 warnings");
+            });
+        });
+
+        describe("task-durations", () => {
+            it("OK: each worker's longest successful run is within its longestTaskSeconds, with or without kubernetes metadata on the line", async () => {
+                const r = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--only", "task-durations"]);
+                expect(r.exitCode, r.output).to.equal(0);
+                expect(linesOf(r.output, "OK")).to.deep.equal(
+                    cfg.placement.burst.deployments.map((d, i) => `OK    task-durations            ${d.name}: 1 successful run over the last 24 hours, the longest ${0.5 + i} s (task-of-${d.name}), within its longestTaskSeconds ${d.longestTaskSeconds ?? 20}`),
+                );
+                // One query, over the last 24 h, in epoch seconds, of the configured group.
+                expect(r.queries).to.have.length(1);
+                expect(r.queries[0].input).to.deep.include({ logGroupName: cfg.alarms.logGroupName, startTime: (NOW - 86_400_000) / 1000, endTime: NOW / 1000 });
+            });
+
+            it("FAILs a worker whose task took longer than its longestTaskSeconds, naming the slowest tasks; other containers and older lines do not count", async () => {
+                const w = goodWorld(cfg);
+                const lines = w.aws.logGroups[cfg.alarms.logGroupName];
+                const core = "notify-celery-core-tasks-burst";
+                lines.push(
+                    // notification-api app/celery/reporting_tasks.py: minutes-class aggregations on reporting-tasks.
+                    tookLine(core, "create-nightly-billing-for-day", 143.2, NOW - 5 * 3_600_000),
+                    tookLine(core, "create-nightly-billing-for-day", 12, NOW - 6 * 3_600_000),
+                    tookLine(core, "create-nightly-notification-status-for-day", 88.1, NOW - 5 * 3_600_000, false),
+                    tookLine(core, "deliver_email", 0.3, NOW - 3_600_000),
+                    // A static worker's slow task, and a burst worker's slow task three days ago.
+                    tookLine("notify-celery-core-tasks-static", "create-nightly-billing", 900, NOW - 3_600_000),
+                    tookLine(EMAIL, "deliver_email", 75.5, NOW - 3 * 86_400_000),
+                );
+                const r = await run(w);
+                expect(r.exitCode).to.equal(1);
+                expect(linesOf(r.output, "FAIL")).to.deep.equal([
+                    `FAIL  task-durations            ${core}: create-nightly-billing-for-day took 143.2 s over the last 24 hours, above its longestTaskSeconds 20 (slowest: create-nightly-billing-for-day 143.2 s, create-nightly-notification-status-for-day 88.1 s, task-of-${core} 0.5 s; 5 successful runs): its grace lets a warm shutdown finish tasks of 20 s, so a task this long is killed when its node goes, and lost (GC Notify acknowledges a task as it starts); set longestTaskSeconds: 144 on ${core} in placement.burst.deployments (a grace of 586 s), or shorten the task`,
+                ]);
+                // A week's window reaches the email worker's slow run too.
+                const week = await run(w, ["--stack", "staging", "--context", "staging", "--only", "task-durations", "--task-window", "168"]);
+                expect(linesOf(week.output, "FAIL").map((l) => l.split(":")[0])).to.deep.equal([`FAIL  task-durations            ${core}`, `FAIL  task-durations            ${EMAIL}`]);
+                expect(week.queries[0].input.startTime).to.equal((NOW - 168 * 3_600_000) / 1000);
+            });
+
+            it("WARNs when no line at all is found (the evidence is missing, and why), and per worker without a line", async () => {
+                const w = goodWorld(cfg);
+                const lg = cfg.alarms.logGroupName;
+                w.aws.logGroups[lg] = w.aws.logGroups[lg].filter((e) => !e.message.includes(" took "));
+                const none = await run(w, ["--stack", "staging", "--context", "staging", "--only", "task-durations"]);
+                expect(none.exitCode, none.output).to.equal(0);
+                expect(linesOf(none.output, "WARN")).to.deep.equal([
+                    `WARN  task-durations            no "<task> took <seconds>s" line from a burst worker (${cfg.placement.burst.deployments.map((d) => d.name).join(", ")}) in ${lg} over the last 24 hours; 1 record, 0 MB scanned: the evidence for longestTaskSeconds is missing. Each successful task logs one at INFO (notification-api app/celery/celery.py:40-42); none arrive when no burst worker ran, when Fluent Bit does not ship the notify-celery containers to this group (GC Notify's fb-agent celery input), or when the workers log above INFO`,
+                ]);
+                w.aws.logGroups[lg].push(tookLine(EMAIL, "deliver_email", 0.2, NOW - 60_000));
+                const one = await run(w, ["--stack", "staging", "--context", "staging", "--only", "task-durations"]);
+                expect(linesOf(one.output, "OK").map(checkOf)).to.deep.equal(["task-durations"]);
+                expect(linesOf(one.output, "WARN")).to.have.length(cfg.placement.burst.deployments.length - 1);
+                expect(linesOf(one.output, "WARN")[0]).to.equal(
+                    `WARN  task-durations            notify-celery-core-tasks-burst: no successful task logged over the last 24 hours: no evidence for its longestTaskSeconds 20 (no pod of it ran, or its lines do not reach ${lg})`,
+                );
+            });
+
+            it("WARNs a query that outlasts its deadline (and stops it), one that ends otherwise than Complete, and one Logs Insights refuses", async () => {
+                const argv = ["--stack", "staging", "--context", "staging", "--only", "task-durations"];
+                const w = goodWorld(cfg);
+                const lg = cfg.alarms.logGroupName;
+                w.aws.insights = { runningPolls: Infinity };
+                const slow = await run(w, argv, { taskQuery: { pollMs: 1, deadlineMs: 30 } });
+                expect(slow.exitCode, slow.output).to.equal(0);
+                expect(linesOf(slow.output, "WARN")).to.deep.equal([`WARN  task-durations            the Logs Insights query over the last 24 hours of ${lg} did not finish within 0.03 s and was stopped: the evidence for longestTaskSeconds was not read; retry, or shorten --task-window`]);
+                expect(slow.awsRequests.at(-1)).to.equal("logs:StopQuery");
+                expect(slow.queries[0].stopped).to.equal(true);
+                // Polled until it ends: Running twice, then its end.
+                w.aws.insights = { runningPolls: 2, outcome: "Timeout" };
+                const timedOut = await run(w, argv);
+                expect(timedOut.awsRequests.filter((q) => q === "logs:GetQueryResults")).to.have.length(3);
+                expect(linesOf(timedOut.output, "WARN")).to.deep.equal([`WARN  task-durations            the Logs Insights query over the last 24 hours of ${lg} ended Timeout: the evidence for longestTaskSeconds was not read; retry`]);
+                w.aws.insights = { limitExceeded: true };
+                expect(linesOf((await run(w, argv)).output, "WARN")).to.deep.equal([
+                    "WARN  task-durations            Logs Insights refused the query (Account maximum query concurrency limit of [30] reached.): the account runs at most 30 queries at once; the evidence for longestTaskSeconds was not read: run npm run preflight -- --only task-durations later",
+                ]);
+            });
+
+            it("a refused query leaves task-durations alone NOT RUN, naming the call and the permission (exit 3)", async () => {
+                const w = goodWorld(cfg);
+                w.aws.deny = ["logs:StartQuery"];
+                const r = await run(w, ["--stack", "staging", "--context", "staging", "--only", "task-durations,ami"]);
+                expect(couldNotCheck(r)).to.equal(
+                    `Could not check: logs:StartQuery ${cfg.alarms.logGroupName}: HTTP 400 AccessDeniedException: User is not authorized to perform: logs:StartQuery (the credentials lack logs:StartQuery; docs/preflight.md lists the read permissions)`,
+                );
+                expect(checksWith(r.output, "NOT RUN")).to.deep.equal(["task-durations"]);
+                expect(checksWith(r.output, "OK")).to.deep.equal(["ami"]);
+            });
+        });
+
+        it("--only reads only what the selected checks need: the queue and query reads when selected, and nothing else", async () => {
+            const kubeConfig = () => {
+                throw new Error("the kubeconfig was loaded");
+            };
+            const api = await new FakeAwsApi(goodWorld(cfg).aws).start();
+            try {
+                const own = await preflight(["--stack", "staging", "--only", "queue-visibility,task-durations"], { dir: stackDir(), kubeConfig, aws: api.clientConfig(), now: () => NOW, taskQuery: { pollMs: 1, deadlineMs: 5000 } });
+                expect(own.exitCode, own.output).to.equal(0);
+                expect(own.output.split("\n")[0]).to.equal("Preflight of stack staging: cluster notification-canada-ca-staging-eks-cluster in ca-central-1 (account not read), context not read; only queue-visibility, task-durations");
+                expect([...new Set(api.requests)].sort()).to.deep.equal(["logs:GetQueryResults", "logs:StartQuery", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"]);
+            } finally {
+                await api.stop();
+            }
+            const other = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--only", "ami,chart-fields"]);
+            expect(other.exitCode, other.output).to.equal(0);
+            expect(other.awsRequests.filter((q) => /^(sqs:GetQueueAttributes|logs:StartQuery)$/.test(q))).to.deep.equal([]);
+            expect(other.queries).to.deep.equal([]);
+        });
+
+        it("refuses a --task-window outside 1 to 168 hours, and one the selection does not use (exit 2)", async () => {
+            const argv = (...rest: string[]) => ["--stack", "staging", "--context", "staging", ...rest];
+            for (const [value, message] of [
+                ["0", '--task-window must be an integer from 1 to 168 (got "0")'],
+                ["169", '--task-window must be an integer from 1 to 168 (got "169")'],
+                ["1d", '--task-window must be an integer from 1 to 168 (got "1d")'],
+            ]) {
+                const r = await run(goodWorld(cfg), argv("--task-window", value));
+                expect(r.exitCode).to.equal(2);
+                expect(r.output.split("\n")[0]).to.equal(message);
+            }
+            const unused = await run(goodWorld(cfg), argv("--only", "ami", "--task-window", "48"));
+            expect(unused.exitCode).to.equal(2);
+            expect(unused.output.split("\n")[0]).to.equal("--task-window only applies to the task-durations check, which --only leaves out");
+        });
     });
 
     it("pages through FilterLogEvents' empty pages (a large log group), and says unsure rather than none when it stops", async () => {
@@ -969,7 +1275,10 @@ describe("npm run preflight", function () {
             const later = goodWorld(cfg);
             later.aws.queues[names.queue] = { [STACK_TAG]: "staging" };
             for (const rule of Object.values(names.rules)) later.aws.rules[rule] = { [STACK_TAG]: "staging" };
-            const runs = [await run(goodWorld(cfg)), await run(later), await run(goodWorld(cfg), undefined, { stackFile: null })];
+            // A task-durations query that outlasts its deadline, which preflight then stops.
+            const slow = goodWorld(cfg);
+            slow.aws.insights = { runningPolls: Infinity };
+            const runs = [await run(goodWorld(cfg)), await run(later), await run(goodWorld(cfg), undefined, { stackFile: null }), await run(slow, undefined, { taskQuery: { pollMs: 1, deadlineMs: 20 } })];
             for (const r of runs) expect(r.exitCode, r.output).to.equal(0);
             return [...new Set(runs.flatMap((r) => r.awsRequests))].sort();
         }
@@ -1001,6 +1310,19 @@ describe("npm run preflight", function () {
                 expect(uncovered(policy, required)).to.deep.equal([]);
                 // The W2 action taken out: the check names it.
                 expect(uncovered(without(policy, "logs:ListTagsForResource"), required)).to.deep.equal(["logs:ListTagsForResource"]);
+                // Log events are read in the stack's log group only: another group's are neither filtered nor queried.
+                const group = (name: string) => `arn:aws:logs:\${var.region}:\${var.account_id}:log-group:${name}:*`;
+                for (const action of ["logs:FilterLogEvents", "logs:StartQuery"]) {
+                    expect(policyAllows(policy, { action, resource: group(mine.alarms.logGroupName) }), action).to.equal(true);
+                    expect(policyAllows(policy, { action, resource: group("/aws/lambda/other") }), action).to.equal(false);
+                }
+                // Queues: the interruption queue and GC Notify's Celery queues (queuePrefix + name), no other.
+                const queue = (name: string) => `arn:aws:sqs:\${var.region}:\${var.account_id}:${name}`;
+                for (const action of ["sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ListQueueTags"]) {
+                    expect(policyAllows(policy, { action, resource: queue(stackNames(mine).queue) }), action).to.equal(true);
+                    expect(policyAllows(policy, { action, resource: queue(`${mine.placement.burst.queuePrefix}send-email-high`) }), action).to.equal(true);
+                    expect(policyAllows(policy, { action, resource: queue("other-queue") }), action).to.equal(false);
+                }
                 // And so for every action of the policy: none is there for nothing.
                 for (const action of policy.Statement.flatMap((st) => st.Action)) {
                     expect(uncovered(without(policy, action), required), `without ${action}`).to.include(action);
