@@ -52,7 +52,7 @@ export interface FakeKubeApiOptions {
     onCreateDeployment?: (namespace: string, deployment: any, now: number) => Step[];
     /** Answer the Deployment create with this HTTP status instead of 201. */
     createDeploymentStatus?: number;
-    /** Answer every list and watch of pods, nodes and NodeClaims (and of `collections`) with this HTTP status (401, 403...) instead of 200. */
+    /** Answer every list and watch of pods, nodes and NodeClaims (and of `collections`) with this HTTP status (401, 403...) instead of 200; read once a request. */
     listStatus?: number;
     /**
      * Read-only lists served as they are, by list path (such as /apis/apps/v1/namespaces/x/daemonsets), filtered by
@@ -357,7 +357,9 @@ export class FakeKubeApi {
         for (const [pattern, resource, namespaced] of PATHS) {
             const m = pattern.exec(p);
             if (!m || method !== "GET") continue;
-            if (this.opts.listStatus) return status(res, this.opts.listStatus, this.opts.listStatus === 401 ? "Unauthorized" : `cannot list ${resource}`);
+            // Read once a request: a test may answer it with a getter that fails one list only.
+            const refused = this.opts.listStatus;
+            if (refused) return status(res, refused, refused === 401 ? "Unauthorized" : `cannot list ${resource}`);
             const selector = parseSelector(url.searchParams.get("labelSelector"));
             const w: Watcher = { resource, namespace: namespaced ? m[1] : undefined, selector, res };
             if (url.searchParams.get("watch") === "true") return this.startWatch(w, url.searchParams.get("resourceVersion"));

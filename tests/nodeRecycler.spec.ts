@@ -191,7 +191,8 @@ describe("node recycler: the script as a process against a fake Kubernetes API",
     async function start(opts: FakeKubeApiOptions, env: Record<string, string> = {}) {
         const dir = tempDir();
         fs.writeFileSync(path.join(dir, "token"), "s3cret\n");
-        api = await new FakeKubeApi(new FakeClock(), { token: "s3cret", ...opts }).start();
+        // The options themselves (not a copy), so that a test's getters answer at each request.
+        api = await new FakeKubeApi(new FakeClock(), Object.assign(opts, { token: "s3cret" })).start();
         const output: string[] = [];
         child = spawn(process.execPath, [SCRIPT], {
             env: {
@@ -460,6 +461,26 @@ describe("node recycler: the script as a process against a fake Kubernetes API",
         expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/stuck"]);
         expect(marks()).to.deep.equal([]);
         expect(JSON.parse(output[output.length - 1])).to.deep.include({ msg: "stopped", done: [{ name: "stuck", uid: "uid-stuck", action: "deleted" }] });
+    });
+
+    it("withdraws its mark when the run fails while it waits (the API answers 500 once), then exits 1", async () => {
+        let failures = 0;
+        const output = await start({
+            nodeclaims: [nodeClaim("old", 8 * 1440)],
+            nodes: [],
+            onNodeClaimPatch: (nc) => {
+                if (isMark(nc)) failures = 1;
+            },
+            get listStatus() {
+                return failures-- > 0 ? 500 : undefined;
+            },
+        });
+        expect(await exit()).to.equal(1);
+        expect(marks()).to.deep.equal([
+            ["old", mark()],
+            ["old", HASHES[HASH]],
+        ]);
+        expect(messages(output).slice(-2)).to.deep.equal(["mark withdrawn", "run failed"]);
     });
 
     it("withdraws its mark on SIGTERM (the Job's deadline) while Karpenter has not begun replacing the node", async () => {

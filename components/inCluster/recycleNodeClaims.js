@@ -319,6 +319,26 @@ async function main(env) {
         }
         done.push({ name: c.name, uid: c.uid, action: "marked" });
         log("info", "marked nodeclaim drifted", { nodeClaim: c.name, node: c.node, reason: c.reason, [HASH]: mark });
+        try {
+            return await waitForReplacement(c, mark);
+        } catch (err) {
+            // The run fails (an API error): the mark must not outlive it, or Karpenter could act on it at any hour.
+            await withdrawOnce(c, mark).catch(() => undefined);
+            throw err;
+        }
+    }
+
+    /** Puts the hash back once, if the mark is still there and Karpenter has not begun deleting the NodeClaim. */
+    async function withdrawOnce(c, mark) {
+        const { nodeClaims } = await lookAtPool(api, s);
+        const current = found(nodeClaims, c);
+        if (!current || current.metadata.deletionTimestamp || annotations(current)[HASH] !== mark) return;
+        const back = await setHash(api, c.name, current.metadata.resourceVersion, unmarked(mark));
+        log(back.status === 200 ? "info" : "error", back.status === 200 ? "mark withdrawn" : "the mark could not be withdrawn", { nodeClaim: c.name, status: back.status });
+    }
+
+    /** Until the marked NodeClaim is gone, or its mark withdrawn: "next", or an exit code. */
+    async function waitForReplacement(c, mark) {
         const withdrawAt = Date.now() + s.markSeconds * 1000;
         let deletingUntil;
         for (;;) {
