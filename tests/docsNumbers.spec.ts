@@ -60,7 +60,7 @@ const CLAIMS: Claim[] = [
     { file: "README.md", pattern: /feeds (\d+) bad inputs/, what: "bad inputs", command: "npm test (tests/badInput.spec.ts)", now: (o) => [o.badInputs] },
     {
         file: "README.md",
-        pattern: /\(production: USD ([0-9.]+)\s+against ([0-9.]+)\)/,
+        pattern: /\(production: USD ([0-9.]+)\s+against\s+([0-9.]+)\)/,
         what: "production's day, configured and back to baseline",
         command: capacities("production"),
         now: (o) => [usd(cap(o, "production").daily.configured.perDay), usd(cap(o, "production").daily.backToBaseline.perDay)],
