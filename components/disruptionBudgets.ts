@@ -1,17 +1,20 @@
-// A pure model of how Karpenter v1.14.1 reads a NodePool's disruption budgets over time, and of the sending hours
-// they must protect. Used by config validation (a budget that forbids Underutilized throughout sending hours, an
-// expireAfter that never lands a node in them, whatever minute it was launched) and by the capacity model (when
-// nodes kept after a burst go).
+// A pure model of how Karpenter v1.14.1 reads a NodePool's disruption budgets over time, and of the daily windows
+// they must protect: sending hours and GC Notify's nightly batch. Used by config validation (budgets that forbid
+// Underutilized and Drifted throughout both windows, an expireAfter that never lands a node in sending hours, whatever
+// minute it was launched), by the recycler's schedule and by the capacity model (when nodes kept after a burst go).
 import { type CronReader, cronFiresOnDay, parseCron } from "./cron.ts";
 import { type DisruptionBudget } from "./ephemeralNodePool.ts";
 
 export type DisruptionReason = "Underutilized" | "Empty" | "Drifted";
 
-/** Hours of the day when batches run, in a time zone: budgets (in UTC) must cover them in summer and winter time. */
-export interface SendingHours {
+/**
+ * Hours of every day when work runs on the burst nodes, in a time zone: sending hours, the nightly batch. Budgets (in
+ * UTC) must cover them in summer and winter time.
+ */
+export interface DailyWindow {
     /** "08:00": local start. */
     start: string;
-    /** "18:00": local end (exclusive). */
+    /** "18:00": local end (exclusive); across midnight when not after the start. */
     end: string;
     /** IANA time zone, such as America/Toronto (Eastern: EST UTC-5 in winter, EDT UTC-4 in summer). */
     timeZone: string;
@@ -92,8 +95,8 @@ export function isTimeZone(timeZone: string): boolean {
 const offsets = new Map<string, number>();
 const clock = (s: string) => Number(s.slice(0, 2)) * 60 + Number(s.slice(3, 5));
 
-/** The sending-hours window of a local calendar day, as UTC minutes since `from`; DST changes at night, so noon's offset holds all day. */
-export function sendingWindow(h: SendingHours, day: Date, from: Date): { start: number; end: number; offset: number } {
+/** A daily window on a local calendar day, as UTC minutes since `from`; DST changes at night, so noon's offset holds all day. */
+export function localWindow(h: DailyWindow, day: Date, from: Date): { start: number; end: number; offset: number } {
     const noon = day.getTime() + 12 * 60 * MINUTE;
     const key = `${h.timeZone}|${noon}`;
     let offset = offsets.get(key);
@@ -117,30 +120,34 @@ export const utcClock = (minutes: number) => {
 
 /**
  * The first instant of the model year, as "2026-03-08 12:30 UTC (08:30 local)", at which the budgets allow
- * `reason` during sending hours; undefined when they forbid it throughout.
+ * `reason` during the window; undefined when they forbid it throughout.
  */
-export function firstUncovered(budgets: DisruptionBudget[], reason: DisruptionReason, h: SendingHours): string | undefined {
+export function firstUncovered(budgets: DisruptionBudget[], reason: DisruptionReason, h: DailyWindow): string | undefined {
     const forbidden = forbiddenInSpan(budgets, reason);
-    for (const day of yearDays()) {
-        const w = sendingWindow(h, day, SPAN_FROM);
-        for (let t = w.start; t < w.end; t++) {
-            if (!forbidden[t]) return `${day.toISOString().slice(0, 10)} ${utcClock(t)} UTC (${utcClock(t + w.offset)} local)`;
-        }
+    const inside = windowMinutes(h);
+    for (let t = 2 * DAY_MINUTES; t < (SPAN_DAYS - 2) * DAY_MINUTES; t++) {
+        if (inside[t] && !forbidden[t]) return localInstant(t, h.timeZone);
     }
     return undefined;
 }
 
+/** Minute `t` (UTC minutes since SPAN_FROM) as "2026-03-08 12:30 UTC (08:30 local)", local in `timeZone`. */
+export function localInstant(t: number, timeZone: string): string {
+    const at = new Date(SPAN_FROM.getTime() + t * MINUTE);
+    return `${at.toISOString().slice(0, 10)} ${utcClock(t)} UTC (${utcClock(t + utcOffsetMinutes(timeZone, at))} local)`;
+}
+
 /** Whether minute `t` (UTC minutes since SPAN_FROM) is inside sending hours: its own UTC day's window, or the day before's past midnight. */
-function inSendingMinute(t: number, h: SendingHours): boolean {
+function inSendingMinute(t: number, h: DailyWindow): boolean {
     const day = Math.floor(t / DAY_MINUTES);
     return [day - 1, day].some((d) => {
-        const w = sendingWindow(h, new Date(SPAN_FROM.getTime() + d * DAY_MINUTES * MINUTE), SPAN_FROM);
+        const w = localWindow(h, new Date(SPAN_FROM.getTime() + d * DAY_MINUTES * MINUTE), SPAN_FROM);
         return t >= w.start && t < w.end;
     });
 }
 
 /** Whether a node launched at `launch` (a whole minute) expires inside sending hours, expireAfter later. */
-export function expiresInSendingHours(launch: Date, expireAfterMinutes: number, h: SendingHours): boolean {
+export function expiresInSendingHours(launch: Date, expireAfterMinutes: number, h: DailyWindow): boolean {
     return inSendingMinute(Math.round((launch.getTime() - SPAN_FROM.getTime()) / MINUTE) + expireAfterMinutes, h);
 }
 
@@ -152,8 +159,8 @@ export function expiresInSendingHours(launch: Date, expireAfterMinutes: number, 
  * minute of every day of the year is tried as a launch, in EST and EDT alike (launches walk from local midnight of
  * 1 January). Returns the first clash as text, or undefined when none.
  */
-export function expiryInSendingHours(expireAfterMinutes: number, h: SendingHours): string | undefined {
-    const first = sendingWindow(h, new Date(Date.UTC(MODEL_YEAR, 0, 1)), SPAN_FROM);
+export function expiryInSendingHours(expireAfterMinutes: number, h: DailyWindow): string | undefined {
+    const first = localWindow(h, new Date(Date.UTC(MODEL_YEAR, 0, 1)), SPAN_FROM);
     const from = 2 * DAY_MINUTES - first.offset;
     const local = (t: number) => {
         const at = new Date(SPAN_FROM.getTime() + t * MINUTE);
@@ -178,6 +185,50 @@ export function forbiddenInSpan(budgets: DisruptionBudget[], reason: DisruptionR
     return memo(`${reason}|${JSON.stringify(budgets)}`, () => forbiddenMinutes(budgets, reason, SPAN_FROM, SPAN_DAYS));
 }
 
+/**
+ * The minutes of the model year's span (from SPAN_FROM) inside the window: those whose local time (Intl's zone rules,
+ * taken every quarter hour, when offsets change) is in [start, end), as the recycler reads it, so a window at night is
+ * right on the nights clocks change too. Computed once per window.
+ */
+export function windowMinutes(h: DailyWindow): Uint8Array {
+    return memo(`window|${JSON.stringify(h)}`, () => {
+        const out = new Uint8Array(SPAN_DAYS * DAY_MINUTES);
+        const start = clock(h.start);
+        const end = clock(h.end);
+        const inside = (m: number) => (end > start ? m >= start && m < end : m >= start || m < end);
+        for (let q = 0; q < out.length; q += 15) {
+            const offset = utcOffsetMinutes(h.timeZone, new Date(SPAN_FROM.getTime() + q * MINUTE));
+            for (let t = q; t < q + 15; t++) out[t] = inside((((t + offset) % DAY_MINUTES) + DAY_MINUTES) % DAY_MINUTES) ? 1 : 0;
+        }
+        return out;
+    });
+}
+
+/**
+ * One budget, in UTC, that covers the window on every day of the model year, in either season: from its earliest UTC
+ * start to its latest UTC end ({ schedule: "0 12 * * *", duration: "11h" } for 08:00-18:00 America/Toronto).
+ */
+export function coveringBudget(h: DailyWindow): { schedule: string; duration: string } {
+    let start = Infinity;
+    let end = -Infinity;
+    for (const day of yearDays()) {
+        const w = localWindow(h, day, SPAN_FROM);
+        const midnight = (day.getTime() - SPAN_FROM.getTime()) / MINUTE;
+        start = Math.min(start, w.start - midnight);
+        end = Math.max(end, w.end - midnight);
+    }
+    const first = ((start % DAY_MINUTES) + DAY_MINUTES) % DAY_MINUTES;
+    const length = end - start;
+    const duration = `${Math.floor(length / 60) ? `${Math.floor(length / 60)}h` : ""}${length % 60 ? `${length % 60}m` : ""}`;
+    return { schedule: `${first % 60} ${Math.floor(first / 60)} * * *`, duration };
+}
+
+/** The daily windows a NodePool's budgets protect, by the nodePool key that sets each, and whose work they protect. */
+const PROTECTED: { key: "sendingHours" | "nightlyBatch"; work: string }[] = [
+    { key: "sendingHours", work: "running batches" },
+    { key: "nightlyBatch", work: "GC Notify's nightly tasks" },
+];
+
 /** One problem with a NodePool's disruption settings, keyed by the nodePool key it names. */
 export interface DisruptionProblem {
     key: string;
@@ -185,11 +236,12 @@ export interface DisruptionProblem {
 }
 
 /**
- * Disruption settings that would disturb running batches: consolidation that may replace a node during sending
- * hours, an expiry that drains a burst's nodes inside them, drift left unbounded when nothing else rolls nodes.
+ * Disruption settings that would disturb running work: consolidation that may replace a node during sending hours or
+ * the nightly batch, an expiry that drains a burst's nodes inside sending hours, drift left unbounded in either window
+ * when nothing else rolls nodes.
  */
 export function disruptionProblems(p: DisruptionSettings): DisruptionProblem[] {
-    const key = JSON.stringify([p.consolidationPolicy, p.consolidateAfter, p.expireAfter, p.budgets, p.sendingHours]);
+    const key = JSON.stringify([p.consolidationPolicy, p.consolidateAfter, p.expireAfter, p.budgets, p.sendingHours, p.nightlyBatch]);
     let problems = checked.get(key);
     if (!problems) checked.set(key, (problems = findDisruptionProblems(p)));
     return problems;
@@ -200,35 +252,40 @@ export interface DisruptionSettings {
     consolidateAfter: string;
     expireAfter: string;
     budgets: DisruptionBudget[];
-    sendingHours: SendingHours;
+    sendingHours: DailyWindow;
+    /** GC Notify's nightly tasks (notification-api app/config.py beat schedule), which run on the burst workers too. */
+    nightlyBatch: DailyWindow;
 }
 
 // Config is validated many times per run (program, plan, tests); the year's walk is the same each time.
 const checked = new Map<string, DisruptionProblem[]>();
 
 function findDisruptionProblems(p: DisruptionSettings): DisruptionProblem[] {
-    const h = p.sendingHours;
-    if (!isTimeZone(h.timeZone)) return [{ key: "sendingHours.timeZone", message: `must be an IANA time zone such as America/Toronto (got "${h.timeZone}")` }];
+    const badZones = PROTECTED.filter(({ key }) => !isTimeZone(p[key].timeZone));
+    if (badZones.length) return badZones.map(({ key }) => ({ key: `${key}.timeZone`, message: `must be an IANA time zone such as America/Toronto (got "${p[key].timeZone}")` }));
     // Schedules were checked field by field by the config schema (stacks/schema.ts cron()) before this runs; a schedule
     // this parser still cannot read counts as never active below, so coverage fails safe.
     // A schedule without a duration (or the reverse) is the CRD's to refuse (NodePool validation names it).
     if (p.budgets.some((b) => (b.schedule === undefined) !== (b.duration === undefined))) return [];
+    const h = p.sendingHours;
     const hours = `sendingHours (${h.start}-${h.end} ${h.timeZone})`;
-    const example = `such as { nodes: "0", reasons: [Underutilized, Drifted], schedule: "0 12 * * *", duration: 11h }, which covers 08:00-18:00 Eastern in EST and EDT`;
     const problems: DisruptionProblem[] = [];
-    // Consolidation may replace a node under a running batch; with no expiry, drift is what replaces nodes.
+    // Consolidation may replace a node under running work; with no expiry, drift is what replaces nodes (the recycler's too).
     const needed: [DisruptionReason, string][] = [
         ...(p.consolidationPolicy !== "WhenEmpty" && p.consolidateAfter !== "Never" ? [["Underutilized", `consolidationPolicy is ${p.consolidationPolicy}`] as [DisruptionReason, string]] : []),
-        ...(p.expireAfter === "Never" ? [["Drifted", "expireAfter is Never, so drift (a new AMI, a changed NodePool) is what replaces nodes"] as [DisruptionReason, string]] : []),
+        ...(p.expireAfter === "Never" ? [["Drifted", "expireAfter is Never, so drift (a new AMI, a changed NodePool, the recycler) is what replaces nodes"] as [DisruptionReason, string]] : []),
     ];
-    const gaps = needed.flatMap(([reason, why]) => {
-        const gap = firstUncovered(p.budgets, reason, h);
-        return gap ? [{ reason, why, gap }] : [];
-    });
-    if (gaps.length) {
+    for (const { key, work } of PROTECTED) {
+        const w = p[key];
+        const gaps = needed.flatMap(([reason, why]) => {
+            const gap = firstUncovered(p.budgets, reason, w);
+            return gap ? [{ reason, why, gap }] : [];
+        });
+        if (!gaps.length) continue;
+        const cover = coveringBudget(w);
         problems.push({
             key: "budgets",
-            message: `must allow no ${gaps.map((g) => g.reason).join(" or ")} disruption (nodes "0") throughout ${hours}, since ${gaps.map((g) => g.why).join(", and ")}: it is allowed on ${gaps[0].gap}, which would drain nodes under running batches; add a budget ${example}`,
+            message: `must allow no ${gaps.map((g) => g.reason).join(" or ")} disruption (nodes "0") throughout ${key} (${w.start}-${w.end} ${w.timeZone}), since ${gaps.map((g) => g.why).join(", and ")}: it is allowed on ${gaps[0].gap}, which would drain nodes under ${work}; add a budget such as { nodes: "0", reasons: [Underutilized, Drifted], schedule: "${cover.schedule}", duration: ${cover.duration} }, which covers ${w.start}-${w.end} ${w.timeZone} all year`,
         });
     }
     // Refused, not warned: expiry cannot be held back once a node has it, a preview warning goes unread, and the
@@ -238,7 +295,7 @@ function findDisruptionProblems(p: DisruptionSettings): DisruptionProblem[] {
         if (clash) {
             problems.push({
                 key: "expireAfter",
-                message: `must not expire inside ${hours} a node launched at any minute of the day, since expiry ignores budgets and nodes launch at every hour (bursts, spot replacements, consolidation and recycling at night): with ${p.expireAfter}, ${clash}; use Never, with drift kept out of sending hours by a budget, and bound node age with nodePool.recycle.maxAgeDays, which replaces nodes one at a time outside sending hours`,
+                message: `must not expire inside ${hours} a node launched at any minute of the day, since expiry ignores budgets and nodes launch at every hour (bursts, spot replacements, consolidation and recycling at night): with ${p.expireAfter}, ${clash}; use Never, with drift kept out of sending hours by a budget, and bound node age with nodePool.recycle.maxAgeDays, which replaces nodes one at a time outside sending hours and the nightly batch`,
             });
         }
     }

@@ -2,39 +2,62 @@ import * as k8s from "@pulumi/kubernetes";
 import { scriptFiles } from "./inClusterScript.ts";
 import * as pulumi from "@pulumi/pulumi";
 import { NOT_ON_KARPENTER_NODES } from "./celeryWorkloadPlacement.ts";
-import { type DisruptionReason, MODEL_YEAR, SPAN_DAYS, SPAN_FROM, type SendingHours, forbiddenInSpan, forbiddenMinutes, sendingWindow, utcClock } from "./disruptionBudgets.ts";
+import { type DailyWindow, type DisruptionReason, MODEL_YEAR, SPAN_DAYS, SPAN_FROM, forbiddenInSpan, forbiddenMinutes, localInstant, windowMinutes } from "./disruptionBudgets.ts";
 import { type DisruptionBudget } from "./ephemeralNodePool.ts";
 
 const SCRIPT = "recycleNodeClaims.js";
 /** The label Karpenter puts on every NodeClaim and node of a NodePool (kubernetes-sigs/karpenter v1.14.1 pkg/apis/v1/labels.go). */
 export const NODEPOOL_LABEL = "karpenter.sh/nodepool";
+/**
+ * The NodePool hash a NodeClaim was made from (v1.14.1 pkg/apis/v1/labels.go:52): the one annotation the recycler
+ * changes, to mark an old NodeClaim drifted (pkg/controllers/nodeclaim/disruption/drift.go:153-168).
+ */
+export const NODEPOOL_HASH = "karpenter.sh/nodepool-hash";
 /** The `node` user of Node's official images. */
 const NODE_USER = 1000;
 /** Seconds between looks at the pool while the run waits (a launch, a drain). */
 const POLL_SECONDS = 10;
+/**
+ * How long a mark stays for Karpenter to begin deleting the NodeClaim before the recycler withdraws it: a pass of its
+ * disruption loop (every 10 s when idle, kubernetes-sigs/karpenter v1.14.1 pkg/controllers/disruption/controller.go:71,
+ * 182), then a replacement launched and initialized, two minutes or so (capacity.nodeLaunchSeconds).
+ */
+export const MARK_SECONDS = 900;
+/**
+ * How long a drift command Karpenter started before the withdrawal may still wait for its replacement before it deletes
+ * the old NodeClaim: its retry duration, 80 ms per queued command but at least 10 minutes, after which it gives up
+ * (pkg/controllers/disruption/queue.go:62-68, 87-93, 189-195); longer only with over 7,500 commands queued.
+ */
+export const COMMAND_SECONDS = 600;
+
+/** A daily window the recycler keeps out of, by the nodePool key that sets it: sendingHours, nightlyBatch. */
+export type ProtectedWindow = DailyWindow & { name: string };
 
 export interface NodeRecyclerArgs {
     /** Namespace the CronJob runs in (Karpenter's). */
     namespace: string;
-    /** The NodePool whose NodeClaims it may delete (labelled karpenter.sh/nodepool=<name>), and no other. */
+    /** The NodePool whose NodeClaims it may mark and delete (labelled karpenter.sh/nodepool=<name>), and no other. */
     nodePoolName: string;
     /** Labels of the stable on-demand nodes, where the job runs. */
     stableNodeSelector: Record<string, string>;
     /** An image with Node.js 18 or later on its PATH as `node` and a user 1000, such as Node's official alpine image. */
     image: string;
-    /** When runs start: a cron schedule in UTC (the CronJob's timeZone), inside the budgets' window. */
+    /** When runs start: a cron schedule in UTC (the CronJob's timeZone), outside the protected windows, where the budgets allow drift. */
     schedule: string;
-    /** NodeClaims older than this are replaced. */
+    /** NodeClaims older than this are marked drifted, and Karpenter replaces them. */
     maxAgeDays: number;
-    /** NodeClaims not Initialized this long after creation, or whose node is NotReady this long, are replaced. */
+    /** NodeClaims not Initialized this long after creation, or whose node is NotReady this long, are deleted. */
     stuckMinutes: number;
-    /** The run deletes nothing inside them, nor when a drain started now could reach them. */
-    sendingHours: SendingHours;
+    /** The run acts inside none of them, nor when a drain it starts could reach one: sending hours, the nightly batch. */
+    windows: ProtectedWindow[];
     /** The NodePool's terminationGracePeriod in seconds: the longest a deleted NodeClaim drains. */
     drainSeconds: number;
-    /** Longest a run may last (the Job's activeDeadlineSeconds): from the latest run start to sending hours. */
+    /** Longest a run may last (the Job's activeDeadlineSeconds): from the latest run start to the next protected window. */
     activeDeadlineSeconds: number;
 }
+
+/** How long before a protected window a run must stop marking: the mark, a command still in flight, the drain. */
+export const markClearanceSeconds = (drainSeconds: number) => MARK_SECONDS + COMMAND_SECONDS + drainSeconds;
 
 /** Every way these arguments would fail at `up`, as "<what>: <why>". */
 export function nodeRecyclerProblems(a: NodeRecyclerArgs): string[] {
@@ -42,26 +65,51 @@ export function nodeRecyclerProblems(a: NodeRecyclerArgs): string[] {
     if (!Number.isInteger(a.maxAgeDays) || a.maxAgeDays < 1) problems.push(`maxAgeDays must be a whole number of days, at least 1 (got ${a.maxAgeDays})`);
     if (!Number.isInteger(a.stuckMinutes) || a.stuckMinutes < 1) problems.push(`stuckMinutes must be a whole number of minutes, at least 1 (got ${a.stuckMinutes})`);
     if (!Number.isInteger(a.activeDeadlineSeconds) || a.activeDeadlineSeconds < 60) problems.push(`activeDeadlineSeconds must be at least 60 (got ${a.activeDeadlineSeconds})`);
+    if (a.windows.length === 0) problems.push("windows must name at least one protected window");
     return problems;
 }
 
 /** The service account's user name, as the API server puts it in admission requests. */
 export const recyclerUser = (namespace: string, name: string) => `system:serviceaccount:${namespace}:${name}`;
 
+/** `field` of `metadata` is the same in the old and the new object, absent in both or equal. */
+const unchanged = (field: string) =>
+    `has(object.metadata.${field}) == has(oldObject.metadata.${field}) && (!has(object.metadata.${field}) || object.metadata.${field} == oldObject.metadata.${field})`;
+
 /**
- * The admission policy's CEL: the recycler's service account may delete a NodeClaim only if it belongs to the pool.
- * RBAC cannot say it: NodeClaims are cluster-scoped and their names generated, so `resourceNames` cannot list them,
- * and RBAC has no label selectors. On DELETE the object is `oldObject` (`object` is null).
+ * The admission policy's CEL: the recycler's service account may delete a NodeClaim of the pool, and change its
+ * karpenter.sh/nodepool-hash annotation, nothing else. RBAC cannot say it: NodeClaims are cluster-scoped and their
+ * names generated, so `resourceNames` cannot list them, RBAC has no label selectors, and `patch` allows any change.
+ * On DELETE the object is `oldObject` (`object` is null); a PATCH arrives as UPDATE with both. Owner references count
+ * as a change too: a NodeClaim pointed at a missing owner would be deleted by the garbage collector.
  */
 export function ownPoolOnlyPolicySpec(user: string, nodePoolName: string) {
+    const update = (expression: string) => `request.operation != 'UPDATE' || (${expression})`;
+    const annotations = ["object", "oldObject"].map((o) => `has(${o}.metadata.annotations)`).join(" && ");
     return {
         failurePolicy: "Fail",
-        matchConstraints: { resourceRules: [{ apiGroups: ["karpenter.sh"], apiVersions: ["v1"], operations: ["DELETE"], resources: ["nodeclaims"] }] },
+        matchConstraints: { resourceRules: [{ apiGroups: ["karpenter.sh"], apiVersions: ["v1"], operations: ["DELETE", "UPDATE"], resources: ["nodeclaims"] }] },
         matchConditions: [{ name: "is-the-recycler", expression: `request.userInfo.username == '${user}'` }],
         validations: [
             {
                 expression: `has(oldObject.metadata.labels) && '${NODEPOOL_LABEL}' in oldObject.metadata.labels && oldObject.metadata.labels['${NODEPOOL_LABEL}'] == '${nodePoolName}'`,
-                message: `${user} may delete only NodeClaims of the NodePool ${nodePoolName} (label ${NODEPOOL_LABEL}=${nodePoolName})`,
+                message: `${user} may delete or mark only NodeClaims of the NodePool ${nodePoolName} (label ${NODEPOOL_LABEL}=${nodePoolName})`,
+                reason: "Forbidden",
+            },
+            {
+                expression: update(
+                    [
+                        "object.spec == oldObject.spec",
+                        "has(object.metadata.labels) && object.metadata.labels == oldObject.metadata.labels",
+                        unchanged("finalizers"),
+                        unchanged("ownerReferences"),
+                        annotations,
+                        `'${NODEPOOL_HASH}' in object.metadata.annotations`,
+                        "size(object.metadata.annotations) == size(oldObject.metadata.annotations)",
+                        `oldObject.metadata.annotations.all(k, k == '${NODEPOOL_HASH}' || (k in object.metadata.annotations && object.metadata.annotations[k] == oldObject.metadata.annotations[k]))`,
+                    ].join(" && "),
+                ),
+                message: `${user} may change only the annotation ${NODEPOOL_HASH} of a NodeClaim: its spec, labels, other annotations, finalizers and owner references stay as they are`,
                 reason: "Forbidden",
             },
         ],
@@ -69,9 +117,10 @@ export function ownPoolOnlyPolicySpec(user: string, nodePoolName: string) {
 }
 
 /**
- * Replaces the NodePool's stuck and old nodes outside sending hours, one at a time: a CronJob that deletes the
- * NodeClaims not initialized after `stuckMinutes`, those whose node is NotReady that long, and those older than
- * `maxAgeDays`. Karpenter drains each under the NodePool's terminationGracePeriod and launches a replacement. With
+ * Replaces the NodePool's old and stuck nodes outside sending hours and the nightly batch, one at a time: a CronJob
+ * that marks NodeClaims older than `maxAgeDays` drifted, so that Karpenter replaces each the new node first and within
+ * the budgets, and deletes the NodeClaims not initialized after `stuckMinutes` and those whose node is NotReady that
+ * long, which nothing runs on and drift cannot replace (components/inCluster/recycleNodeClaims.js says why). With
  * expireAfter Never nothing else bounds a node's age or removes a node that never initializes.
  */
 export class NodeRecycler extends pulumi.ComponentResource {
@@ -85,7 +134,7 @@ export class NodeRecycler extends pulumi.ComponentResource {
         const child = { parent: this };
         const account = new k8s.core.v1.ServiceAccount(`${name}-account`, { metadata: { name, namespace: args.namespace } }, child);
         const guard = allowOnlyOwnPool(name, args, child);
-        // The account never holds `delete nodeclaims` without the policy that limits it to the pool.
+        // The account never holds `delete` or `patch nodeclaims` without the policy that limits it.
         const role = new k8s.rbac.v1.ClusterRole(`${name}-role`, { metadata: { name }, rules: recyclerRules() }, child);
         const binding = new k8s.rbac.v1.ClusterRoleBinding(
             `${name}-binding`,
@@ -102,12 +151,13 @@ export class NodeRecycler extends pulumi.ComponentResource {
 }
 
 /**
- * List and delete NodeClaims, list nodes: nothing else (no get, watch, update or patch). NodeClaims are
- * cluster-scoped with generated names, so the rule cannot name them; the admission policy limits deletes to the pool.
+ * List, patch and delete NodeClaims, list nodes: nothing else (no get, watch or update, no status). NodeClaims are
+ * cluster-scoped with generated names, so the rule cannot name them; the admission policy limits deletes to the pool
+ * and patches to the one annotation.
  */
 export function recyclerRules() {
     return [
-        { apiGroups: ["karpenter.sh"], resources: ["nodeclaims"], verbs: ["list", "delete"] },
+        { apiGroups: ["karpenter.sh"], resources: ["nodeclaims"], verbs: ["list", "patch", "delete"] },
         { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
     ];
 }
@@ -149,10 +199,10 @@ export function recyclerCronJob(name: string, a: NodeRecyclerArgs) {
                                         { name: "NODE_POOL", value: a.nodePoolName },
                                         { name: "MAX_AGE_DAYS", value: String(a.maxAgeDays) },
                                         { name: "STUCK_MINUTES", value: String(a.stuckMinutes) },
-                                        { name: "SENDING_START", value: a.sendingHours.start },
-                                        { name: "SENDING_END", value: a.sendingHours.end },
-                                        { name: "TIME_ZONE", value: a.sendingHours.timeZone },
+                                        { name: "PROTECTED_WINDOWS", value: JSON.stringify(a.windows.map(({ name, start, end, timeZone }) => ({ name, start, end, timeZone }))) },
                                         { name: "DRAIN_SECONDS", value: String(a.drainSeconds) },
+                                        { name: "MARK_SECONDS", value: String(MARK_SECONDS) },
+                                        { name: "COMMAND_SECONDS", value: String(COMMAND_SECONDS) },
                                         { name: "POLL_SECONDS", value: String(POLL_SECONDS) },
                                     ],
                                     resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "128Mi" } },
@@ -169,7 +219,7 @@ export function recyclerCronJob(name: string, a: NodeRecyclerArgs) {
     };
 }
 
-/** The admission policy that limits the recycler's deletes to NodeClaims of its pool, and its binding. */
+/** The admission policy that limits the recycler to its pool's NodeClaims and to the one annotation, and its binding. */
 function allowOnlyOwnPool(name: string, a: NodeRecyclerArgs, child: pulumi.CustomResourceOptions): pulumi.Resource[] {
     const policyName = `${name}-own-pool-only`;
     const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
@@ -188,62 +238,55 @@ function allowOnlyOwnPool(name: string, a: NodeRecyclerArgs, child: pulumi.Custo
 
 const DAY = 1440;
 
-/** Minutes of the model year's span (from SPAN_FROM) inside sending hours. */
-function sendingMinutes(h: SendingHours): Uint8Array {
-    const out = new Uint8Array(SPAN_DAYS * DAY);
-    for (let d = 0; d < SPAN_DAYS; d++) {
-        const w = sendingWindow(h, new Date(SPAN_FROM.getTime() + d * DAY * 60_000), SPAN_FROM);
-        for (let t = Math.max(0, w.start); t < Math.min(out.length, w.end); t++) out[t] = 1;
-    }
-    return out;
-}
-
 export interface RecycleWindow {
     /** Why the schedule does not fit, or undefined. */
     problem?: string;
-    /** The shortest time, over the model year, from a run's start to the next sending hours (minutes). */
+    /** The shortest time, over the model year, from a run's start to the next protected window (minutes). */
     shortestMinutes: number;
     /** The longest time between two runs' starts (minutes): how long a node that gets stuck just after a run waits. */
     longestGapMinutes: number;
 }
 
-const windows = new Map<string, RecycleWindow>();
+const memo = new Map<string, RecycleWindow>();
 
 /**
  * Whether every run of `schedule` (UTC, robfig/cron as Kubernetes' CronJob controller and Karpenter's budgets read
- * it, components/cron.ts) in the model year starts outside sending hours, in EST and EDT alike; in a minute the
- * budgets allow Drifted and Underutilized disruption (the window in which Karpenter itself replaces nodes); and at
- * least `drainMinutes` (the terminationGracePeriod) before sending hours begin, so its first deletion can drain.
+ * it, components/cron.ts) in the model year starts outside every protected window, in EST and EDT alike; in a minute
+ * the budgets allow Drifted and Underutilized disruption (the window in which Karpenter itself replaces nodes); and at
+ * least `clearanceMinutes` before the next protected window begins, so that what it starts there drains before it.
  */
-export function recycleWindow(schedule: string, h: SendingHours, budgets: DisruptionBudget[], drainMinutes: number): RecycleWindow {
-    const key = JSON.stringify([schedule, h, budgets, drainMinutes]);
-    let w = windows.get(key);
-    if (!w) windows.set(key, (w = findRecycleWindow(schedule, h, budgets, drainMinutes)));
+export function recycleWindow(schedule: string, windows: ProtectedWindow[], budgets: DisruptionBudget[], clearanceMinutes: number): RecycleWindow {
+    const key = JSON.stringify([schedule, windows, budgets, clearanceMinutes]);
+    let w = memo.get(key);
+    if (!w) memo.set(key, (w = findRecycleWindow(schedule, windows, budgets, clearanceMinutes)));
     return w;
 }
 
-function findRecycleWindow(schedule: string, h: SendingHours, budgets: DisruptionBudget[], drainMinutes: number): RecycleWindow {
+function findRecycleWindow(schedule: string, windows: ProtectedWindow[], budgets: DisruptionBudget[], clearanceMinutes: number): RecycleWindow {
     // A one-minute budget on the schedule marks exactly the minutes a run starts.
     // Over the model year and the next, for the gap after the year's last run.
     const runs = forbiddenMinutes([{ nodes: "0", schedule, duration: "1m" }], "Drifted", SPAN_FROM, SPAN_DAYS + 366, "cronjob");
-    const sending = sendingMinutes(h);
+    const inside = windows.map((w) => windowMinutes(w));
     const forbidden: [DisruptionReason, Uint8Array][] = (["Drifted", "Underutilized"] as const).map((r) => [r, forbiddenInSpan(budgets, r)]);
-    // Minutes until the next sending minute, from each minute (Infinity past the span's last one).
-    const next = new Float64Array(sending.length + 1).fill(Infinity);
-    for (let t = sending.length - 1; t >= 0; t--) next[t] = sending[t] ? 0 : next[t + 1] + 1;
-    const hours = `sendingHours (${h.start}-${h.end} ${h.timeZone})`;
-    const when = (t: number) => {
-        const day = new Date(SPAN_FROM.getTime() + t * 60_000).toISOString().slice(0, 10);
-        const offset = sendingWindow(h, new Date(`${day}T00:00:00Z`), SPAN_FROM).offset;
-        return `${day} ${utcClock(t)} UTC (${utcClock(t + offset)} local)`;
-    };
+    // Minutes until the next protected minute from each minute (Infinity past the span's last one), and whose it is.
+    const span = SPAN_DAYS * DAY;
+    const next = new Float64Array(span + 1).fill(Infinity);
+    const nextName = new Array<string>(span + 1);
+    for (let t = span - 1; t >= 0; t--) {
+        const hit = inside.findIndex((m) => m[t]);
+        [next[t], nextName[t]] = hit >= 0 ? [0, windows[hit].name] : [next[t + 1] + 1, nextName[t + 1]];
+    }
+    const windowOf = (name: string) => windows.find((x) => x.name === name)!;
+    const named = (name: string) => `${name} (${windowOf(name).start}-${windowOf(name).end} ${windowOf(name).timeZone})`;
+    // Local in the window a problem names, else in the first (sending hours).
+    const when = (t: number, w: DailyWindow = windows[0]) => localInstant(t, w.timeZone);
     let shortest = Infinity;
     let longest = 0;
     let last: number | undefined;
     // Runs in the model year itself; the span's two days either side only serve the windows around them.
     for (let t = 2 * DAY; t < (SPAN_DAYS - 2) * DAY; t++) {
         if (!runs[t]) continue;
-        if (sending[t]) return { problem: `must start runs outside ${hours}: a run starts on ${when(t)}`, shortestMinutes: 0, longestGapMinutes: 0 };
+        if (next[t] === 0) return { problem: `must start runs outside ${named(nextName[t])}: a run starts on ${when(t, windowOf(nextName[t]))}`, shortestMinutes: 0, longestGapMinutes: 0 };
         const blocked = forbidden.filter(([, f]) => f[t]).map(([r]) => r);
         if (blocked.length) {
             return {
@@ -252,9 +295,9 @@ function findRecycleWindow(schedule: string, h: SendingHours, budgets: Disruptio
                 longestGapMinutes: 0,
             };
         }
-        if (next[t] < drainMinutes) {
+        if (next[t] < clearanceMinutes) {
             return {
-                problem: `must start runs at least nodePool.terminationGracePeriod (${drainMinutes} minutes) before ${hours} begin, so that a node deleted at the start drains before them: a run starts on ${when(t)}, ${next[t]} minutes before`,
+                problem: `must start runs at least ${clearanceMinutes} minutes before ${named(nextName[t])} begin (nodePool.terminationGracePeriod, and ${(MARK_SECONDS + COMMAND_SECONDS) / 60} minutes for Karpenter to replace a node marked drifted), so that a node marked or deleted at the start drains before them: a run starts on ${when(t, windowOf(nextName[t]))}, ${next[t]} minutes before`,
                 shortestMinutes: next[t],
                 longestGapMinutes: 0,
             };

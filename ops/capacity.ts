@@ -3,10 +3,9 @@
 // what the burst capacity costs with Karpenter and spot against a static on-demand group, under the NodePool's
 // disruption policy and budgets. Pure functions of config.
 import { type DisruptionBudget, type NodeResources, nodeResources, quantityValue } from "../components/ephemeralNodePool.ts";
-import { SPAN_FROM, type SendingHours, forbiddenInSpan, sendingWindow, yearDays } from "../components/disruptionBudgets.ts";
-import { type CapacityConfig, type StackConfig, approvedInstanceTypes, durationSeconds } from "../stacks/config.ts";
-import { burstDeployments } from "../stacks/componentArgs.ts";
-import { recycleWindow } from "../components/nodeRecycler.ts";
+import { SPAN_FROM, type DailyWindow, forbiddenInSpan, localWindow, windowMinutes, yearDays } from "../components/disruptionBudgets.ts";
+import { type CapacityConfig, type StackConfig, approvedInstanceTypes, durationSeconds, protectedWindows } from "../stacks/config.ts";
+import { markClearanceSeconds, recycleWindow } from "../components/nodeRecycler.ts";
 
 export interface CapacityInputs {
     instanceTypes: string[];
@@ -33,7 +32,9 @@ export interface CapacityInputs {
     expireAfterSeconds?: number;
     /** The NodePool's disruption budgets: when they forbid Underutilized, nodes kept after a burst wait. */
     budgets: DisruptionBudget[];
-    sendingHours: SendingHours;
+    sendingHours: DailyWindow;
+    /** GC Notify's nightly batch (nodePool.nightlyBatch): the budgets forbid Underutilized then too. */
+    nightlyBatch: DailyWindow;
     /** Local time (sendingHours.timeZone) the day's bursts begin; by default when sending hours begin. */
     burstStart: string;
     burstHoursPerDay: number;
@@ -44,8 +45,13 @@ export interface CapacityInputs {
      * `schedule` (UTC); `longestGapMinutes` is the most a stuck node waits for a run. Undefined when off.
      */
     recycle?: { maxAgeDays: number; schedule: string; longestGapMinutes: number };
-    /** The longest burst pods' grace period (their longest tasks' drain): how long a replaced node's pods may take to stop. */
-    podGraceSeconds: number;
+    /**
+     * The NodePool's terminationGracePeriod: the longest a replaced node drains. Karpenter deletes a pod its
+     * PodDisruptionBudget will not let go at that time less the pod's grace (kubernetes-sigs/karpenter v1.14.1
+     * pkg/controllers/node/termination/terminator/terminator.go:140-177), so a budget that allows no eviction (one
+     * burst pod under minAvailable 1) holds the node that long, beyond the longest burst grace.
+     */
+    drainSeconds: number;
 }
 
 /** The model's inputs from a stack's config; undefined when the stack has no `capacity` section. */
@@ -75,6 +81,7 @@ export function capacityInputs(cfg: StackConfig): CapacityInputs | undefined {
         expireAfterSeconds: p.expireAfter === "Never" ? undefined : durationSeconds(p.expireAfter),
         budgets: p.budgets,
         sendingHours: p.sendingHours,
+        nightlyBatch: p.nightlyBatch,
         burstStart: c.burstStart ?? p.sendingHours.start,
         burstHoursPerDay: c.burstHoursPerDay,
         prices: c.prices,
@@ -82,9 +89,9 @@ export function capacityInputs(cfg: StackConfig): CapacityInputs | undefined {
         recycle: p.recycle && {
             maxAgeDays: p.recycle.maxAgeDays,
             schedule: p.recycle.schedule,
-            longestGapMinutes: recycleWindow(p.recycle.schedule, p.sendingHours, p.budgets, Math.ceil(durationSeconds(p.terminationGracePeriod) / 60)).longestGapMinutes,
+            longestGapMinutes: recycleWindow(p.recycle.schedule, protectedWindows(p), p.budgets, Math.ceil(markClearanceSeconds(durationSeconds(p.terminationGracePeriod)) / 60)).longestGapMinutes,
         },
-        podGraceSeconds: Math.max(...burstDeployments(cfg).map((d) => d.terminationGracePeriodSeconds)),
+        drainSeconds: durationSeconds(p.terminationGracePeriod),
     };
 }
 
@@ -262,6 +269,8 @@ export interface Policy {
     emptyNodeSeconds?: number;
     expireAfterSeconds?: number;
     budgets: DisruptionBudget[];
+    /** The minutes (from SPAN_FROM) in which Underutilized is forbidden, when not the budgets' own. */
+    forbidden?: Uint8Array;
 }
 
 /** One policy's day (the costliest of the model year): the burst, then the nodes it leaves, then the baseline. */
@@ -287,12 +296,11 @@ export interface PolicyDay {
 
 /**
  * The node recycler's replacements. The nodes that outlive maxAgeDays are the ones a policy never releases: the
- * baseline's, or the after-burst nodes when they stay until the next burst. Each is replaced every maxAgeDays. A
- * replacement launches as soon as the node is deleted (kubernetes-sigs/karpenter v1.14.1
- * pkg/controllers/provisioning/provisioner.go:375-384: the draining node's pods are scheduled at once), and the old
- * node runs until its pods have stopped; the PodDisruptionBudgets make the drain wait for the replacement's pods. So
- * both are paid for at most nodeLaunchSeconds plus the pods' grace period: an upper bound, since a node whose pods fit
- * elsewhere is not replaced at all.
+ * baseline's, or the after-burst nodes when they stay until the next burst. Each is replaced every maxAgeDays, by
+ * Karpenter's drift: it launches the replacement, waits until it is initialized, then deletes the old node, which runs
+ * until drained (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/disruption/queue.go:183-251). So both are paid for
+ * at most nodeLaunchSeconds plus the drain, bounded by terminationGracePeriod (drainSeconds): an upper bound, since a
+ * node whose pods fit elsewhere gets no replacement and most drains end sooner.
  */
 export interface Recycling {
     nodes: number;
@@ -306,7 +314,7 @@ export interface Recycling {
 export function recycling(m: CapacityInputs, nodes: number, hourly: number): Recycling | undefined {
     if (!m.recycle) return undefined;
     const perDay = nodes / m.recycle.maxAgeDays;
-    const overlapSeconds = m.nodeLaunchSeconds + m.podGraceSeconds;
+    const overlapSeconds = m.nodeLaunchSeconds + m.drainSeconds;
     const nodeHoursPerDay = (perDay * overlapSeconds) / 3600;
     return { nodes, perDay, overlapSeconds, nodeHoursPerDay, daily: nodeHoursPerDay * hourly };
 }
@@ -341,6 +349,13 @@ export interface Costs {
     whenEmpty: PolicyDay;
     /** Back to the baseline 30 minutes after each burst: what consolidation without budgets would do. */
     backToBaseline: PolicyDay;
+    /**
+     * The configured policy on the same day with Underutilized allowed in the nightly batch (outside sending hours):
+     * against `configured`, what keeping consolidation out of the nightly batch costs.
+     */
+    withoutNightlyBatch: PolicyDay;
+    /** The longest a node left underutilized when the nightly batch begins waits for the budgets to allow consolidation (hours). */
+    nightlyWaitHours: number;
     /** The configured policy's expiry, or undefined with expireAfter Never. */
     expiry?: ExpiryWave;
 }
@@ -374,6 +389,8 @@ export function costs(m: CapacityInputs, fits: TypeFit[], chosen: TypeFit): Cost
         configured,
         whenEmpty: policyDay(m, tiers, { ...m, consolidationPolicy: "WhenEmpty" }, configured.date),
         backToBaseline: policyDay(m, tiers, { consolidationPolicy: "WhenEmptyOrUnderutilized", emptyNodeSeconds: 1800, budgets: [] }, configured.date),
+        withoutNightlyBatch: policyDay(m, tiers, { ...m, forbidden: withoutNightlyBatch(m) }, configured.date),
+        nightlyWaitHours: nightlyWaitHours(m),
         expiry: expiryWave(m, tiers, configured),
     };
 }
@@ -387,9 +404,30 @@ interface Tiers {
     nodeHourly: number;
 }
 
+/** The budgets' Underutilized minutes, less those of the nightly batch that are not also in sending hours. */
+function withoutNightlyBatch(m: CapacityInputs): Uint8Array {
+    const forbidden = forbiddenInSpan(m.budgets, "Underutilized");
+    const nightly = windowMinutes(m.nightlyBatch);
+    const sending = windowMinutes(m.sendingHours);
+    return forbidden.map((f, t) => (nightly[t] && !sending[t] ? 0 : f));
+}
+
+/** From each day's nightly batch start, the longest wait of the model year until the budgets allow Underutilized. */
+function nightlyWaitHours(m: CapacityInputs): number {
+    const forbidden = forbiddenInSpan(m.budgets, "Underutilized");
+    let longest = 0;
+    for (const day of yearDays()) {
+        const start = localWindow(m.nightlyBatch, day, SPAN_FROM).start;
+        let t = start;
+        while (t < forbidden.length && forbidden[t]) t++;
+        longest = Math.max(longest, t - start);
+    }
+    return longest / 60;
+}
+
 /** Each day's burst (minutes since SPAN_FROM) begins at the local burstStart. */
 function burstStarts(m: CapacityInputs): { day: Date; start: number }[] {
-    return yearDays().map((day) => ({ day, start: sendingWindow({ ...m.sendingHours, start: m.burstStart }, day, SPAN_FROM).start }));
+    return yearDays().map((day) => ({ day, start: localWindow({ ...m.sendingHours, start: m.burstStart }, day, SPAN_FROM).start }));
 }
 
 /**
@@ -400,7 +438,7 @@ function burstStarts(m: CapacityInputs): { day: Date; start: number }[] {
  * the costliest is kept.
  */
 export function policyDay(m: CapacityInputs, t: Tiers, policy: Policy, date?: string): PolicyDay {
-    const forbidden = forbiddenInSpan(policy.budgets, "Underutilized");
+    const forbidden = policy.forbidden ?? forbiddenInSpan(policy.budgets, "Underutilized");
     const burst = Math.round(m.burstHoursPerDay * 60);
     let worst: PolicyDay | undefined;
     for (const { day, start } of burstStarts(m).filter((b) => date === undefined || b.day.toISOString().startsWith(date))) {
@@ -460,12 +498,12 @@ export function expiryWave(m: CapacityInputs, t: Tiers, day: PolicyDay): ExpiryW
         const at = start + after;
         return [-1, 0, 1, 2].some((k) => {
             const shifted = new Date(d.getTime() + (Math.floor(after / DAY) + k) * DAY * MINUTE);
-            const w = sendingWindow(m.sendingHours, shifted, SPAN_FROM);
+            const w = localWindow(m.sendingHours, shifted, SPAN_FROM);
             return at >= w.start && at < w.end;
         });
     });
     const atUtc = (day.burstStartUtc + after) % DAY;
-    const offset = sendingWindow(m.sendingHours, new Date(`${day.date}T00:00:00Z`), SPAN_FROM).offset;
+    const offset = localWindow(m.sendingHours, new Date(`${day.date}T00:00:00Z`), SPAN_FROM).offset;
     return { nodes, atUtc, atLocal: (atUtc + offset + DAY) % DAY, inSendingHours };
 }
 

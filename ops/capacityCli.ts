@@ -127,6 +127,7 @@ function capacityJson(cfg: StackConfig, report: CapacityReport, exitCode: number
             configured: day(c.configured),
             whenEmpty: day(c.whenEmpty),
             backToBaseline: day(c.backToBaseline),
+            nightlyBatchPerDay: c.configured.daily.karpenter - c.withoutNightlyBatch.daily.karpenter,
             static: c.configured.daily.static,
             saving: c.configured.daily.saving,
             savingPercent: c.configured.daily.savingPercent,
@@ -246,8 +247,9 @@ function policyLines(cfg: StackConfig, r: CapacityReport, money: (n: number) => 
         ),
         `  peak h: the burst and consolidateAfter; kept h: at the after-burst count; kept node-h: nodes above the baseline x kept h.`,
         ...recyclingLines(r, money),
+        ...nightlyLines(r, money),
         expiry === undefined
-            ? `Expiry: none (expireAfter Never); drift replaces nodes, and the budgets keep it out of sending hours.`
+            ? `Expiry: none (expireAfter Never); drift replaces nodes, and the budgets keep it out of sending hours and the nightly batch.`
             : `Expiry wave: ${plural(expiry.nodes, "node")} of one burst expire together at ${utcClock(expiry.atUtc)} UTC (${utcClock(expiry.atLocal)} local), regardless of budgets; ` +
               (expiry.inSendingHours ? "INSIDE sending hours on some days." : "outside sending hours."),
         `  Karpenter ${money(c.configured.daily.karpenter)}, static group ${money(c.configured.daily.static)}: Karpenter ${saving(c.configured.daily, money)}.`,
@@ -269,10 +271,23 @@ function recyclingLines(r: CapacityReport, money: (n: number) => string): string
     const precise = (n: number) => `${m.prices.currency} ${n.toFixed(4)}`;
     const waitHours = m.recycle.longestGapMinutes / 60;
     return [
-        `Recycling (nodePool.recycle, "${m.recycle.schedule}" UTC): the ${plural(rc.nodes, "node")} kept from day to day ${rc.nodes === 1 ? "is" : "are"} replaced every ${m.recycle.maxAgeDays} days, one at a time,`,
-        `  ${Number(rc.perDay.toFixed(2))} a day; each replacement overlaps its node for at most ${rc.overlapSeconds} s (nodeLaunchSeconds ${m.nodeLaunchSeconds} + the Celery grace ${m.podGraceSeconds} s):`,
+        `Recycling (nodePool.recycle, "${m.recycle.schedule}" UTC): the ${plural(rc.nodes, "node")} kept from day to day ${rc.nodes === 1 ? "is" : "are"} replaced every ${m.recycle.maxAgeDays} days by drift, one at a time,`,
+        `  ${Number(rc.perDay.toFixed(2))} a day; each replacement overlaps its node for at most ${rc.overlapSeconds} s (nodeLaunchSeconds ${m.nodeLaunchSeconds} + the drain, at most terminationGracePeriod ${m.drainSeconds} s):`,
         `  ${Number(rc.nodeHoursPerDay.toFixed(4))} node-h, ${precise(rc.daily)} a day, in "per day" above. A node that never initializes or goes NotReady waits at most`,
         `  ${Number(waitHours.toFixed(2))} h for the next run: up to ${money(waitHours * r.chosen.spotHourly)} once, a fault rather than a day's cost, not in "per day".`,
+    ];
+}
+
+/** What keeping consolidation out of the nightly batch costs on the configured day, and a node it leaves waiting. */
+function nightlyLines(r: CapacityReport, money: (n: number) => string): string[] {
+    const { inputs: m, costs: c } = r;
+    const n = m.nightlyBatch;
+    const cost = c.configured.daily.karpenter - c.withoutNightlyBatch.daily.karpenter;
+    const why = cost < 0.005 ? "the burst's kept nodes go before it begins" : "the burst's kept nodes wait for it to end";
+    return [
+        `Nightly batch (nodePool.nightlyBatch, ${n.start}-${n.end} ${n.timeZone}): no Underutilized consolidation then. The day above costs ${money(c.configured.daily.karpenter)} with it,`,
+        `  ${money(c.withoutNightlyBatch.daily.karpenter)} with Underutilized allowed in it: ${money(cost)} a day, as ${why}. A node the nightly tasks leave`,
+        `  underutilized waits up to ${Number(c.nightlyWaitHours.toFixed(2))} h: up to ${money(c.nightlyWaitHours * r.chosen.spotHourly)} a node, not in "per day".`,
     ];
 }
 

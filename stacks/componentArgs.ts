@@ -4,10 +4,10 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { type BurstDeployment, type CeleryWorkloadPlacementArgs, burstGraceSeconds, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
 import { type EphemeralNodePoolArgs } from "../components/ephemeralNodePool.ts";
-import { type NodeRecyclerArgs, recycleWindow } from "../components/nodeRecycler.ts";
+import { type NodeRecyclerArgs, markClearanceSeconds, recycleWindow } from "../components/nodeRecycler.ts";
 import { type SpotInterruptionDrillArgs } from "../components/spotInterruptionDrill.ts";
 import { alarmNames } from "../components/karpenterAlarms.ts";
-import { type StackConfig, approvedInstanceTypes, durationSeconds } from "./config.ts";
+import { type StackConfig, approvedInstanceTypes, durationSeconds, protectedWindows } from "./config.ts";
 
 export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string>, dependsOn?: pulumi.Resource[]): EphemeralNodePoolArgs {
     const p = cfg.nodePool;
@@ -88,8 +88,9 @@ export function nodeRecyclerArgs(cfg: StackConfig): NodeRecyclerArgs | undefined
     const r = p.recycle;
     if (!r) return undefined;
     const drainSeconds = durationSeconds(p.terminationGracePeriod);
-    // Config validation refused a schedule that leaves no drain before sending hours, so the run's deadline is at least that.
-    const window = recycleWindow(r.schedule, p.sendingHours, p.budgets, Math.ceil(drainSeconds / 60));
+    const windows = protectedWindows(p);
+    // Config validation refused a schedule that leaves no time to mark and drain before a window, so the run's deadline is at least that.
+    const window = recycleWindow(r.schedule, windows, p.budgets, Math.ceil(markClearanceSeconds(drainSeconds) / 60));
     return {
         namespace: cfg.controller.namespace,
         nodePoolName: p.name,
@@ -98,9 +99,9 @@ export function nodeRecyclerArgs(cfg: StackConfig): NodeRecyclerArgs | undefined
         schedule: r.schedule,
         maxAgeDays: r.maxAgeDays,
         stuckMinutes: r.stuckMinutes,
-        sendingHours: p.sendingHours,
+        windows,
         drainSeconds,
-        // Killed, at the latest, when sending hours begin after the run that starts closest to them.
+        // Killed, at the latest, when a protected window begins after the run that starts closest to one.
         activeDeadlineSeconds: window.shortestMinutes * 60,
     };
 }

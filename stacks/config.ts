@@ -5,7 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { type ConfigWarning, fitsCeleryPod, nodeResources, quantityValue } from "../components/ephemeralNodePool.ts";
 import { WARNING_IDS } from "./warnings.ts";
 import { disruptionProblems, isTimeZone } from "../components/disruptionBudgets.ts";
-import { recycleWindow } from "../components/nodeRecycler.ts";
+import { type ProtectedWindow, markClearanceSeconds, recycleWindow } from "../components/nodeRecycler.ts";
 import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms.ts";
 import { STABLE_NODE_LABELS } from "../components/createdCluster.ts";
 import { controllerNameProblems } from "../components/karpenterController.ts";
@@ -215,15 +215,15 @@ export function upstreamDeletionCostProblems(c: { version: string; spotToSpotCon
 const pinnedImage = text("a container image with a tag or digest, such as public.ecr.aws/docker/library/node:24-alpine", /^[a-z0-9]([a-z0-9._\/:-]*[a-z0-9])?(:[\w][\w.-]{0,127}|@sha256:[a-f0-9]{64})$/, 512);
 
 /**
- * The node recycler (components/nodeRecycler.ts): each run, outside sending hours, deletes one at a time the pool's
- * NodeClaims not initialized after stuckMinutes, those whose node is NotReady that long, and those older than
- * maxAgeDays; Karpenter drains each under terminationGracePeriod and launches a replacement.
+ * The node recycler (components/nodeRecycler.ts): each run, outside sending hours and the nightly batch, marks the
+ * pool's NodeClaims older than maxAgeDays drifted one at a time, for Karpenter to replace (the new node first), and
+ * deletes those not initialized after stuckMinutes or whose node is NotReady that long.
  */
 const recycle = object({
     /** An image with Node.js 18 or later as `node` and a user 1000: Node's official alpine image, pinned. */
     image: pinnedImage,
-    /** When runs start, in UTC: outside sending hours, where the budgets allow Drifted, a drain before sending hours. */
-    schedule: optional(cron("cronjob"), "30 4 * * *"),
+    /** When runs start, in UTC: outside sendingHours and nightlyBatch, where the budgets allow Drifted, well before either. */
+    schedule: optional(cron("cronjob"), "30 23 * * *"),
     /** Nodes older than this are replaced: with expireAfter Never, the bound on a node's age. */
     maxAgeDays: optional(integer(1, 90), 7),
     /**
@@ -233,13 +233,31 @@ const recycle = object({
     stuckMinutes: optional(integer(15, 1440), 30),
 });
 
-/** A recycler whose runs would start inside sending hours, while budgets forbid replacements, or too late to drain. */
-function recycleProblems(p: { recycle?: Infer<typeof recycle>; sendingHours: { start: string; end: string; timeZone: string }; budgets: { nodes: string; reasons?: string[]; schedule?: string; duration?: string }[]; terminationGracePeriod: string }, path: string): Issue[] {
+type Window = { start: string; end: string; timeZone: string };
+
+/** The daily windows the budgets, the recycler and the capacity model keep disruption out of, named by their keys. */
+export function protectedWindows(p: { sendingHours: Window; nightlyBatch: Window }): ProtectedWindow[] {
+    return [
+        { name: "sendingHours", ...p.sendingHours },
+        { name: "nightlyBatch", ...p.nightlyBatch },
+    ];
+}
+
+/** A recycler whose runs would start inside a protected window, while budgets forbid replacements, or too late to drain. */
+function recycleProblems(p: { recycle?: Infer<typeof recycle>; sendingHours: Window; nightlyBatch: Window; budgets: { nodes: string; reasons?: string[]; schedule?: string; duration?: string }[]; terminationGracePeriod: string }, path: string): Issue[] {
     // disruptionProblems names a bad time zone, and the CRD a schedule without a duration.
-    if (!p.recycle || !isTimeZone(p.sendingHours.timeZone) || p.budgets.some((b) => (b.schedule === undefined) !== (b.duration === undefined))) return [];
-    const w = recycleWindow(p.recycle.schedule, p.sendingHours, p.budgets, Math.ceil(durationSeconds(p.terminationGracePeriod) / 60));
+    if (!p.recycle || ![p.sendingHours, p.nightlyBatch].every((w) => isTimeZone(w.timeZone)) || p.budgets.some((b) => (b.schedule === undefined) !== (b.duration === undefined))) return [];
+    const w = recycleWindow(p.recycle.schedule, protectedWindows(p), p.budgets, Math.ceil(markClearanceSeconds(durationSeconds(p.terminationGracePeriod)) / 60));
     return w.problem ? [{ path: `${path}.recycle.schedule`, message: `${w.problem} (got ${got(p.recycle.schedule)})` }] : [];
 }
+
+/** Hours of every day in a time zone, such as sending hours: budgets must cover them in EST and EDT alike. */
+const dailyWindow = (start: string, end: string) =>
+    object({
+        start: text(`a local time such as ${start}`, /^([01][0-9]|2[0-3]):[0-5][0-9]$/, 5),
+        end: text(`a local time such as ${end}`, /^([01][0-9]|2[0-3]):[0-5][0-9]$/, 5),
+        timeZone: text("an IANA time zone such as America/Toronto", /^[A-Za-z_]+(\/[A-Za-z0-9_+-]+)*$/, 64),
+    });
 
 const resourceMap = record("resource names such as cpu or memory.available", /^[a-z.-]+$/, text("a quantity such as 100m, 500Mi or 10%", /^[0-9.]+(m|Ki|Mi|Gi|%)?$/, 32), 10);
 const nodePool = object(
@@ -270,21 +288,20 @@ const nodePool = object(
                 ),
                 { min: 1, max: 50, unique: true },
             ),
-            // Karpenter's own default, and no Underutilized or Drifted disruption in the default sendingHours.
+            // Karpenter's own default, and no Underutilized or Drifted disruption in the default sendingHours and nightlyBatch.
             [
                 { nodes: "10%" },
                 { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" },
+                { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 5 * * *", duration: "5h30m" },
             ] as { nodes: string; reasons?: ("Underutilized" | "Empty" | "Drifted")[]; schedule?: string; duration?: string }[],
         ),
         /** When batches run (GC Notify: 08:00-18:00 Eastern): no Underutilized disruption, no expiry, no drift then. */
-        sendingHours: optional(
-            object({
-                start: text("a local time such as 08:00", /^([01][0-9]|2[0-3]):[0-5][0-9]$/, 5),
-                end: text("a local time such as 18:00", /^([01][0-9]|2[0-3]):[0-5][0-9]$/, 5),
-                timeZone: text("an IANA time zone such as America/Toronto", /^[A-Za-z_]+(\/[A-Za-z0-9_+-]+)*$/, 64),
-            }),
-            { start: "08:00", end: "18:00", timeZone: "America/Toronto" },
-        ),
+        sendingHours: optional(dailyWindow("08:00", "18:00"), { start: "08:00", end: "18:00", timeZone: "America/Toronto" }),
+        /**
+         * When GC Notify's nightly tasks run on the burst workers (05:05 until about 10:20 UTC, notification-api
+         * app/config.py beat schedule): no Underutilized disruption, no drift, no recycling then.
+         */
+        nightlyBatch: optional(dailyWindow("05:00", "10:30"), { start: "05:00", end: "10:30", timeZone: "Etc/UTC" }),
         limits: object({ cpu: positiveQuantity("a NodePool limited to 0 launches no node"), memory: positiveQuantity("a NodePool limited to 0 launches no node") }),
         weight: optional(integer(1, 100), 10),
         ami: object({

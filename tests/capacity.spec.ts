@@ -30,12 +30,13 @@ const base = (): CapacityInputs => ({
     expireAfterSeconds: 24 * 3600,
     budgets: [],
     sendingHours: { start: "08:00", end: "18:00", timeZone: "America/Toronto" },
+    nightlyBatch: { start: "05:00", end: "10:30", timeZone: "Etc/UTC" },
     burstStart: "08:00",
     burstHoursPerDay: 2,
     prices: { asOf: "2026-11-01", currency: "USD", region: "ca-central-1", onDemandHourly: { "c7i.xlarge": 0.2, "m7i.xlarge": 0.25, "r7i.xlarge": 0.3 } },
     spotDiscount: 0.5,
     recycle: undefined,
-    podGraceSeconds: 60,
+    drainSeconds: 60,
 });
 
 const row = (p: { t: number; desired: number; running: number; nodes: number; launching: number }) => [p.t, p.desired, p.running, p.nodes, p.launching];
@@ -250,9 +251,29 @@ describe("capacity model", () => {
         }
     });
 
-    it("recycling by hand: the nodes kept from day to day, every maxAgeDays, each paid twice for nodeLaunchSeconds plus the pods' grace", () => {
-        // m7i.xlarge: 4 pods of 1 cpu, spot 0.125; 4 baseline pods on 1 node; 16 at the peak on 4; 100 s launch, 80 s grace.
-        const m = { ...base(), instanceTypes: ["m7i.xlarge"], podGraceSeconds: 80, recycle: { maxAgeDays: 4, schedule: "30 4 * * *", longestGapMinutes: 1440 } };
+    it("the nightly batch: kept nodes that would go inside it wait for its end, and its cost is the day against Underutilized allowed in it", () => {
+        // m7i.xlarge, spot 0.125: 1 baseline node, 4 at the peak, 4 after the burst (unordered), as above.
+        const m = { ...base(), instanceTypes: ["m7i.xlarge"], consolidationPolicy: "WhenEmptyOrUnderutilized" as const, expireAfterSeconds: undefined };
+        const budgets = [{ nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }, { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 5 * * *", duration: "5h30m" }];
+        const fits = typeFits(m);
+        // Bursts at 08:00 Eastern end at 10:30 Eastern (peak until 14:30-15:30 UTC); the kept nodes go at 23:00 UTC, before
+        // the nightly batch: it costs nothing that day. A node left underutilized at 05:00 UTC waits 5.5 h.
+        const day = costs({ ...m, budgets }, fits, chosenType(fits)!);
+        expect(day.configured.releaseUtc).to.equal(23 * 60);
+        expect(day.withoutNightlyBatch.daily.karpenter).to.be.closeTo(day.configured.daily.karpenter, 1e-12);
+        expect(day.nightlyWaitHours).to.equal(5.5);
+        // Bursts at 00:30 Eastern (05:30 UTC in winter, 04:30 in summer), 2 h: the peak holds until 08:00 UTC (07:00 in
+        // summer), inside the nightly batch, so the 4 kept nodes wait until 10:30 UTC, 2.5 h (3.5 h in summer), where
+        // without it they would go at once: 3 x 0.125 more per kept hour, 0.375 x 3.5 = 1.3125 on the costliest day.
+        const night = costs({ ...m, budgets, burstStart: "00:30" }, fits, chosenType(fits)!);
+        expect(night.configured).to.deep.include({ burstStartUtc: 4 * 60 + 30, releaseUtc: 10 * 60 + 30, keptHours: 3.5 });
+        expect(night.withoutNightlyBatch).to.deep.include({ keptHours: 0, releaseUtc: 7 * 60 });
+        expect(night.configured.daily.karpenter - night.withoutNightlyBatch.daily.karpenter).to.be.closeTo(0.375 * 3.5, 1e-9);
+    });
+
+    it("recycling by hand: the nodes kept from day to day, every maxAgeDays, each paid twice for nodeLaunchSeconds plus the drain", () => {
+        // m7i.xlarge: 4 pods of 1 cpu, spot 0.125; 4 baseline pods on 1 node; 16 at the peak on 4; 100 s launch, 80 s drain.
+        const m = { ...base(), instanceTypes: ["m7i.xlarge"], drainSeconds: 80, recycle: { maxAgeDays: 4, schedule: "30 23 * * *", longestGapMinutes: 1440 } };
         const fits = typeFits(m);
         const budgets = [{ nodes: "0", reasons: ["Underutilized"], schedule: "0 12 * * *", duration: "11h" }];
         const c = costs({ ...m, consolidationPolicy: "WhenEmptyOrUnderutilized", budgets, expireAfterSeconds: undefined }, fits, chosenType(fits)!);
@@ -338,49 +359,66 @@ describe("npm run capacity", () => {
         // nodes 0.30816. The burst begins at 08:00 EDT = 12:00 UTC (the costliest days: the budget ends at 23:00 UTC
         // all year); the peak holds 3.5 h. Scale-down ordered by node age leaves the 12 remaining pods on the 2 baseline
         // nodes and the 6 headroom pods on 1 more, until 23:00 UTC, 7.5 h: 1.38672 x 3.5 + 0.46224 x 7.5 + 0.30816 x 13
-        // = 12.33. WhenEmpty keeps the 3 until the next burst: 1.38672 x 3.5 + 0.46224 x 20.5 = 14.33. Back to
-        // baseline: 1.38672 x 3.5 + 0.30816 x 20.5 = 11.17.
-        // Recycling adds 2 baseline nodes / 7 days x 180 s x 0.15408 = USD 0.0022 to each day (0.0033 with WhenEmpty,
-        // whose 3 kept nodes stay from day to day): 12.3286, 14.3327, 11.1730, which round as before.
-        expect(lines.slice(from, from + 16)).to.deep.equal([
+        // = 12.3264. WhenEmpty keeps the 3 until the next burst: 1.38672 x 3.5 + 0.46224 x 20.5 = 14.3294. Back to
+        // baseline: 1.38672 x 3.5 + 0.30816 x 20.5 = 11.1708.
+        // Recycling by drift: 2 baseline nodes / 7 days, each overlapping its replacement for 120 s of launch and at most
+        // the 3600 s terminationGracePeriod of drain: 2 / 7 x 3720 / 3600 = 0.2952 node-h x 0.15408 = USD 0.0455 a day
+        // (3 / 7 x 3720 s = 0.4429 node-h, 0.0682, with WhenEmpty): 12.3719, 14.3977, 11.2163.
+        // The nightly batch (05:00-10:30 UTC) costs nothing that day: the kept nodes go at 23:00 UTC, before it; a node
+        // left underutilized at 05:00 waits 5.5 h: 5.5 x 0.15408 = 0.85.
+        expect(lines.slice(from, from + 19)).to.deep.equal([
             "Disruption policy, per day (the costliest of 2026: 2026-03-08): bursts begin at 08:00 America/Toronto (12:00 UTC) and last 3 h;",
-            'sending hours 08:00-18:00 America/Toronto; Underutilized forbidden by "0 12 * * *" for 11h (UTC).',
+            'sending hours 08:00-18:00 America/Toronto; Underutilized forbidden by "0 12 * * *" for 11h, "0 5 * * *" for 5h30m (UTC).',
             "  policy                                                                         peak h  kept h  baseline h  kept node-h  kept nodes go             per day",
-            "  configured: WhenEmptyOrUnderutilized, consolidateAfter 30m, expireAfter Never     3.5     7.5          13          7.5  23:00 UTC, consolidation  USD 12.33",
-            "  WhenEmpty, consolidateAfter 30m, expireAfter Never                                3.5    20.5           0         20.5  at the next burst         USD 14.33",
-            "  back to baseline 30 minutes after a burst                                         3.5       0        20.5            0  15:30 UTC, consolidation  USD 11.17",
+            "  configured: WhenEmptyOrUnderutilized, consolidateAfter 30m, expireAfter Never     3.5     7.5          13          7.5  23:00 UTC, consolidation  USD 12.37",
+            "  WhenEmpty, consolidateAfter 30m, expireAfter Never                                3.5    20.5           0         20.5  at the next burst         USD 14.40",
+            "  back to baseline 30 minutes after a burst                                         3.5       0        20.5            0  15:30 UTC, consolidation  USD 11.22",
             "  peak h: the burst and consolidateAfter; kept h: at the after-burst count; kept node-h: nodes above the baseline x kept h.",
-            'Recycling (nodePool.recycle, "30 4 * * *" UTC): the 2 nodes kept from day to day are replaced every 7 days, one at a time,',
-            "  0.29 a day; each replacement overlaps its node for at most 180 s (nodeLaunchSeconds 120 + the Celery grace 60 s):",
-            '  0.0143 node-h, USD 0.0022 a day, in "per day" above. A node that never initializes or goes NotReady waits at most',
+            'Recycling (nodePool.recycle, "30 23 * * *" UTC): the 2 nodes kept from day to day are replaced every 7 days by drift, one at a time,',
+            "  0.29 a day; each replacement overlaps its node for at most 3720 s (nodeLaunchSeconds 120 + the drain, at most terminationGracePeriod 3600 s):",
+            '  0.2952 node-h, USD 0.0455 a day, in "per day" above. A node that never initializes or goes NotReady waits at most',
             '  24 h for the next run: up to USD 3.70 once, a fault rather than a day\'s cost, not in "per day".',
-            "Expiry: none (expireAfter Never); drift replaces nodes, and the budgets keep it out of sending hours.",
-            "  Karpenter USD 12.33, static group USD 73.96: Karpenter saves USD 61.63 a day (83 %).",
-            // 12.33 / 11.17 = 1.104.
-            "  Goal: within 15 % of back to baseline 30 minutes after a burst (USD 11.17): 10 % more, met.",
-            // 15 % of 11.17 is 1.68, 10.88 node-hours at 0.15408; one node more for 7.5 h is 1.16, which would miss it.
-            "  Margin: it allows 10.88 kept node-hours a day, the model keeps 7.5; one node more for the 7.5 kept hours adds USD 1.16 (10 % of back to baseline).",
+            "Nightly batch (nodePool.nightlyBatch, 05:00-10:30 Etc/UTC): no Underutilized consolidation then. The day above costs USD 12.37 with it,",
+            "  USD 12.37 with Underutilized allowed in it: USD 0.00 a day, as the burst's kept nodes go before it begins. A node the nightly tasks leave",
+            '  underutilized waits up to 5.5 h: up to USD 0.85 a node, not in "per day".',
+            "Expiry: none (expireAfter Never); drift replaces nodes, and the budgets keep it out of sending hours and the nightly batch.",
+            // The static group: 8 on-demand m6a.2xlarge at 0.3852 for 24 h, 73.9584.
+            "  Karpenter USD 12.37, static group USD 73.96: Karpenter saves USD 61.59 a day (83 %).",
+            // 12.3719 / 11.2163 = 1.103.
+            "  Goal: within 15 % of back to baseline 30 minutes after a burst (USD 11.22): 10 % more, met.",
+            // 15 % of 11.2163 is 1.6824, 10.92 node-hours at 0.15408; one node more for 7.5 h is 1.1556, which would miss it.
+            "  Margin: it allows 10.92 kept node-hours a day, the model keeps 7.5; one node more for the 7.5 kept hours adds USD 1.16 (10 % of back to baseline).",
             "",
         ]);
         expect(r.output).to.include("empties the newest nodes first: the 12 pods that remain stay on the nodes the baseline ran on, and the 6 headroom");
     });
 
-    it("production's figures before and after the node recycler: 2 baseline nodes every 7 days add USD 0.0022 a day", () => {
+    it("production's figures before and after the node recycler: 2 baseline nodes every 7 days add USD 0.0455 a day", () => {
         const on = capacityReport(capacityInputs(stackConfig("production"))!);
         const off = capacityReport({ ...capacityInputs(stackConfig("production"))!, recycle: undefined });
         if (typeof on === "string" || typeof off === "string") throw new Error("no report");
-        // 2 / 7 a day x (120 + 60) s = 0.0143 node-h at 0.15408: 0.0022.
-        expect(on.costs.configured.recycling).to.deep.include({ nodes: 2, overlapSeconds: 180 });
-        expect(on.costs.configured.recycling!.daily).to.be.closeTo((2 / 7) * (180 / 3600) * 0.15408, 1e-12);
+        // 2 / 7 a day x (120 + 3600) s = 0.2952 node-h at 0.15408: 0.0455.
+        expect(on.costs.configured.recycling).to.deep.include({ nodes: 2, overlapSeconds: 3720 });
+        const added = (2 / 7) * (3720 / 3600) * 0.15408;
+        expect(on.costs.configured.recycling!.daily).to.be.closeTo(added, 1e-12);
         expect(off.costs.configured.recycling).to.equal(undefined);
-        // 1.38672 x 3.5 + 0.46224 x 7.5 + 0.30816 x 13 = 12.3264 before, 12.3286 after; back to baseline 11.1708, 11.1730.
-        const added = (2 / 7) * (180 / 3600) * 0.15408;
+        // 1.38672 x 3.5 + 0.46224 x 7.5 + 0.30816 x 13 = 12.3264 before, 12.3719 after; back to baseline 11.1708, 11.2163.
         expect(off.costs.configured.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.46224 * 7.5 + 0.30816 * 13, 1e-9);
         expect(on.costs.configured.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.46224 * 7.5 + 0.30816 * 13 + added, 1e-9);
         expect(off.costs.backToBaseline.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.30816 * 20.5, 1e-9);
         expect(on.costs.backToBaseline.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.30816 * 20.5 + added, 1e-9);
         // WhenEmpty keeps its 3 after-burst nodes from day to day, so all 3 are recycled.
         expect(on.costs.whenEmpty.recycling).to.deep.include({ nodes: 3 });
+    });
+
+    it("the nightly batch costs production and staging nothing on the modelled day, and a node it leaves underutilized 5.5 h", () => {
+        for (const [stack, spot] of [["production", 0.15408], ["staging", 0.07704]] as const) {
+            const report = capacityReport(capacityInputs(stackConfig(stack))!);
+            if (typeof report === "string") throw new Error(report);
+            // The kept nodes go at 23:00 UTC, 6 h before it begins; its own nodes are not modelled (one burst a day).
+            expect(report.costs.configured.daily.karpenter - report.costs.withoutNightlyBatch.daily.karpenter, stack).to.equal(0);
+            expect(report.costs.nightlyWaitHours * spot, stack).to.be.closeTo(5.5 * spot, 1e-12);
+        }
     });
 
     it("the recycler off: the report says nothing bounds node age", async () => {
@@ -396,23 +434,26 @@ describe("npm run capacity", () => {
         const m = { ...capacityInputs(stackConfig("production"))!, scaleDownOrdered: false };
         const report = capacityReport(m);
         if (typeof report === "string") throw new Error(report);
-        // The 18 remaining pods can hold all 9 nodes until 23:00 UTC: 1.38672 x 11 + 0.30816 x 13 = 19.26, 72 % above
-        // 11.17; WhenEmpty keeps them until the next burst: 1.38672 x 24 = 33.28, and the recycler then replaces all 9
-        // every 7 days: 9 / 7 x 180 s x 0.15408 = 0.0099 more, 33.29.
+        // The 18 remaining pods can hold all 9 nodes until 23:00 UTC: 1.38672 x 11 + 0.30816 x 13 = 19.26, and the 2
+        // baseline nodes' recycling 0.0455: 19.31, 72 % above 11.22; WhenEmpty keeps them until the next burst:
+        // 1.38672 x 24 = 33.28, and the recycler then replaces all 9 every 7 days: 9 / 7 x 3720 s x 0.15408 = 0.2047
+        // more, 33.49.
         expect(report.costs.afterBurst.nodes).to.equal(9);
         expect(report.costs.configured.keptNodeHours).to.equal(52.5);
-        expect(report.costs.configured.daily.karpenter).to.be.closeTo(19.26, 0.005);
-        expect(report.costs.whenEmpty.daily.karpenter).to.be.closeTo(33.29, 0.005);
+        expect(report.costs.configured.daily.karpenter).to.be.closeTo(19.31, 0.005);
+        expect(report.costs.whenEmpty.daily.karpenter).to.be.closeTo(33.49, 0.005);
     });
 
     it("staging's configured policy is within 15 % of back to baseline too", async () => {
         const report = capacityReport(capacityInputs(stackConfig("staging"))!);
         if (typeof report === "string") throw new Error(report);
         // m6a.xlarge spot 0.07704: 13 peak nodes 1.00152, 3 baseline nodes + 1 for the 2 headroom pods 0.30816, 3
-        // baseline 0.23112: 1.00152 x 3.5 + 0.30816 x 7.5 + 0.23112 x 13 = 8.82, against 8.24 (7 % more).
+        // baseline 0.23112: 1.00152 x 3.5 + 0.30816 x 7.5 + 0.23112 x 13 = 8.8211, against 1.00152 x 3.5 + 0.23112 x
+        // 20.5 = 8.2433; recycling the 3 baseline nodes adds 3 / 7 x 3720 / 3600 x 0.07704 = 0.0341 to each: 8.86
+        // against 8.28 (7 % more).
         expect(report.costs.afterBurst.nodes).to.equal(4);
-        expect(report.costs.configured.daily.karpenter).to.be.closeTo(8.82, 0.005);
-        expect(report.costs.backToBaseline.daily.karpenter).to.be.closeTo(8.24, 0.005);
+        expect(report.costs.configured.daily.karpenter).to.be.closeTo(8.86, 0.005);
+        expect(report.costs.backToBaseline.daily.karpenter).to.be.closeTo(8.28, 0.005);
     });
 
     it("a later burst and the old WhenEmpty with a 24 h expiry: the expiry wave is named, with the whole burst in it", async () => {
@@ -424,11 +465,11 @@ describe("npm run capacity", () => {
         if (typeof report === "string") throw new Error(report);
         expect(report.costs.expiry).to.deep.equal({ nodes: 9, atUtc: 19 * 60, atLocal: 14 * 60, inSendingHours: true });
         // A burst at 14:00 EDT (18:00 UTC) under the configured policy keeps 9 nodes from 21:30 to 23:00 UTC only:
-        // 1.38672 x (3.5 + 1.5) + 0.30816 x 19 = 12.79, within 15 % of 11.17.
+        // 1.38672 x (3.5 + 1.5) + 0.30816 x 19 = 12.7886, and recycling 0.0455: 12.83, within 15 % of 11.22.
         const later = capacityReport({ ...capacityInputs(cfg)!, scaleDownOrdered: false, burstStart: "14:00" });
         if (typeof later === "string") throw new Error(later);
         expect(later.costs.configured).to.deep.include({ keptHours: 1.5, releaseUtc: 23 * 60 });
-        expect(later.costs.configured.daily.karpenter).to.be.closeTo(12.79, 0.005);
+        expect(later.costs.configured.daily.karpenter).to.be.closeTo(12.83, 0.005);
     });
 
     it("exits 1 when the limits do not allow the peak, and says what would", async () => {

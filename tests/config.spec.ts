@@ -96,12 +96,18 @@ describe("nodePool.recycle: the node recycler's config (components/nodeRecycler.
     const recycle = (patch: Record<string, unknown>, nodePool: Record<string, unknown> = {}) =>
         errorOf(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { recycle: { ...section("staging", "nodePool").recycle, ...patch }, ...nodePool })));
 
-    it("is on in staging and production, and takes its defaults: 04:30 UTC, 7 days, 30 minutes", () => {
-        for (const stack of STACKS) expect(parseStackConfig(stack, rawConfig(stack)).nodePool.recycle).to.deep.equal({ image: "public.ecr.aws/docker/library/node:24.18.0-alpine3.23", schedule: "30 4 * * *", maxAgeDays: 7, stuckMinutes: 30 });
+    it("is on in staging and production, and takes its defaults: 23:30 UTC, 7 days, 30 minutes", () => {
+        for (const stack of STACKS) expect(parseStackConfig(stack, rawConfig(stack)).nodePool.recycle).to.deep.equal({ image: "public.ecr.aws/docker/library/node:24.18.0-alpine3.23", schedule: "30 23 * * *", maxAgeDays: 7, stuckMinutes: 30 });
         const cfg = parseStackConfig("staging", rawConfig("staging", "nodePool", { recycle: { image: "public.ecr.aws/docker/library/node:24-alpine" } }));
-        expect(cfg.nodePool.recycle).to.deep.equal({ image: "public.ecr.aws/docker/library/node:24-alpine", schedule: "30 4 * * *", maxAgeDays: 7, stuckMinutes: 30 });
+        expect(cfg.nodePool.recycle).to.deep.equal({ image: "public.ecr.aws/docker/library/node:24-alpine", schedule: "30 23 * * *", maxAgeDays: 7, stuckMinutes: 30 });
         // Absent: off.
         expect(parseStackConfig("staging", rawConfig("staging", "nodePool", { recycle: undefined })).nodePool.recycle).to.equal(undefined);
+    });
+
+    it("reads GC Notify's nightly batch in both stack files, and takes it by default: 05:00-10:30 UTC", () => {
+        for (const stack of STACKS) expect(parseStackConfig(stack, rawConfig(stack)).nodePool.nightlyBatch).to.deep.equal({ start: "05:00", end: "10:30", timeZone: "Etc/UTC" });
+        const cfg = parseStackConfig("staging", rawConfig("staging", "nodePool", { nightlyBatch: undefined }));
+        expect(cfg.nodePool.nightlyBatch).to.deep.equal({ start: "05:00", end: "10:30", timeZone: "Etc/UTC" });
     });
 
     // One line per bad value, naming the key and what is allowed.
@@ -124,16 +130,28 @@ describe("nodePool.recycle: the node recycler's config (components/nodeRecycler.
             'staging: notify-karpenter:nodePool.recycle.schedule must start runs outside sendingHours (08:00-18:00 America/Toronto): a run starts on 2026-01-01 22:30 UTC (17:30 local) (got "30 22 * * *")',
         ],
         [
+            "runs inside the nightly batch (04:30 UTC was the old default; 05:30 UTC is inside)",
+            { schedule: "30 5 * * *" },
+            {},
+            'staging: notify-karpenter:nodePool.recycle.schedule must start runs outside nightlyBatch (05:00-10:30 Etc/UTC): a run starts on 2026-01-01 05:30 UTC (05:30 local) (got "30 5 * * *")',
+        ],
+        [
             "runs while the budgets forbid replacements (12:00 UTC, before 09:00 sending hours)",
             { schedule: "0 12 * * *" },
             { sendingHours: { start: "09:00", end: "18:00", timeZone: "America/Toronto" } },
             'staging: notify-karpenter:nodePool.recycle.schedule must start runs when the budgets allow Drifted and Underutilized disruption, as Karpenter replaces nodes only then: a run starts on 2026-01-01 12:00 UTC (07:00 local), when a budget allows no Drifted or Underutilized disruption (nodes "0") (got "0 12 * * *")',
         ],
         [
-            "runs too close to sending hours for a drain (11:30 UTC is 07:30 EDT)",
-            { schedule: "30 11 * * *" },
+            "runs too close to sending hours to mark and drain (11:00 UTC is 07:00 EDT)",
+            { schedule: "0 11 * * *" },
             {},
-            'staging: notify-karpenter:nodePool.recycle.schedule must start runs at least nodePool.terminationGracePeriod (60 minutes) before sendingHours (08:00-18:00 America/Toronto) begin, so that a node deleted at the start drains before them: a run starts on 2026-03-08 11:30 UTC (07:30 local), 30 minutes before (got "30 11 * * *")',
+            'staging: notify-karpenter:nodePool.recycle.schedule must start runs at least 85 minutes before sendingHours (08:00-18:00 America/Toronto) begin (nodePool.terminationGracePeriod, and 25 minutes for Karpenter to replace a node marked drifted), so that a node marked or deleted at the start drains before them: a run starts on 2026-03-08 11:00 UTC (07:00 local), 60 minutes before (got "0 11 * * *")',
+        ],
+        [
+            "runs too close to the nightly batch to mark and drain (04:30 UTC, the old default)",
+            { schedule: "30 4 * * *" },
+            {},
+            'staging: notify-karpenter:nodePool.recycle.schedule must start runs at least 85 minutes before nightlyBatch (05:00-10:30 Etc/UTC) begin (nodePool.terminationGracePeriod, and 25 minutes for Karpenter to replace a node marked drifted), so that a node marked or deleted at the start drains before them: a run starts on 2026-01-01 04:30 UTC (04:30 local), 30 minutes before (got "30 4 * * *")',
         ],
         ["never runs (30 February)", { schedule: "0 4 30 2 *" }, {}, 'staging: notify-karpenter:nodePool.recycle.schedule never starts a run in 2026 (got "0 4 30 2 *")'],
         ["a misspelled key", { maxAgeDay: 7 }, {}, 'staging: notify-karpenter:nodePool.recycle.maxAgeDay is not a known key (did you mean "maxAgeDays"?); known keys are image, schedule, maxAgeDays, stuckMinutes'],
@@ -141,9 +159,9 @@ describe("nodePool.recycle: the node recycler's config (components/nodeRecycler.
     for (const [what, patch, nodePool, expected] of bad) it(`refuses ${what}, in one line naming the key`, () => expect(recycle(patch, nodePool)).to.equal(expected));
 
     it("follows the drain: a longer terminationGracePeriod needs an earlier run", () => {
-        // 04:30 UTC leaves 7.5 h before 08:00 EDT: enough for 7 h, not for 8 h.
-        expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { terminationGracePeriod: "7h" }))).to.not.throw();
-        expect(recycle({}, { terminationGracePeriod: "8h" })).to.match(/recycle\.schedule must start runs at least nodePool\.terminationGracePeriod \(480 minutes\) before .* 2026-03-08 04:30 UTC \(00:30 local\), 450 minutes before/);
+        // 23:30 UTC leaves 5.5 h before the nightly batch: enough for 25 minutes and a 5 h drain, not for 6 h.
+        expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { terminationGracePeriod: "5h" }))).to.not.throw();
+        expect(recycle({}, { terminationGracePeriod: "6h" })).to.match(/recycle\.schedule must start runs at least 385 minutes before nightlyBatch .* 2026-01-01 23:30 UTC \(23:30 local\), 330 minutes before/);
     });
 });
 
@@ -160,7 +178,7 @@ describe("nodePool.expireAfter, by every launch minute of the day (components/di
 
     it("refuses 36h, which spares a burst's nodes but not a node launched at midnight (it was accepted)", () => {
         expect(pool("36h")).to.equal(
-            "staging: notify-karpenter:nodePool.expireAfter must not expire inside sendingHours (08:00-18:00 America/Toronto) a node launched at any minute of the day, since expiry ignores budgets and nodes launch at every hour (bursts, spot replacements, consolidation and recycling at night): with 36h, a node launched 2026-01-01 at 00:00 local expires 2026-01-02 at 12:00 local; use Never, with drift kept out of sending hours by a budget, and bound node age with nodePool.recycle.maxAgeDays, which replaces nodes one at a time outside sending hours",
+            "staging: notify-karpenter:nodePool.expireAfter must not expire inside sendingHours (08:00-18:00 America/Toronto) a node launched at any minute of the day, since expiry ignores budgets and nodes launch at every hour (bursts, spot replacements, consolidation and recycling at night): with 36h, a node launched 2026-01-01 at 00:00 local expires 2026-01-02 at 12:00 local; use Never, with drift kept out of sending hours by a budget, and bound node age with nodePool.recycle.maxAgeDays, which replaces nodes one at a time outside sending hours and the nightly batch",
         );
     });
 

@@ -60,7 +60,7 @@ const CLAIMS: Claim[] = [
     { file: "README.md", pattern: /feeds (\d+) bad inputs/, what: "bad inputs", command: "npm test (tests/badInput.spec.ts)", now: (o) => [o.badInputs] },
     {
         file: "README.md",
-        pattern: /\(production: USD ([0-9.]+)\s+against ([0-9.]+)\)/,
+        pattern: /\(production: USD ([0-9.]+)\s+against\s+([0-9.]+)\)/,
         what: "production's day, configured and back to baseline",
         command: capacities("production"),
         now: (o) => [usd(cap(o, "production").daily.configured.perDay), usd(cap(o, "production").daily.backToBaseline.perDay)],
@@ -292,7 +292,7 @@ const CLAIMS: Claim[] = [
     },
     {
         file: "docs/capacity.md",
-        pattern: /([0-9.]+) × ([0-9.]+) \+ ([0-9.]+) × ([0-9.]+) \+ ([0-9.]+) × (\d+) = ([0-9.]+), plus\s+recycling: (\d+) baseline nodes every (\d+) days, each paid twice for (\d+) s \((\d+) s launch, (\d+) s grace\), ([0-9.]+) node-hours at\s+([0-9.]+), USD ([0-9.]+), so USD ([0-9.]+) \(([0-9.]+) either way; staging ([0-9.]+) to ([0-9.]+)\)/,
+        pattern: /([0-9.]+) × ([0-9.]+) \+ ([0-9.]+) × ([0-9.]+) \+ ([0-9.]+) × (\d+) = ([0-9.]+), plus\s+recycling: (\d+) baseline nodes every (\d+) days, each paid twice for (\d+) s \((\d+) s launch, (\d+) s drain at most\), ([0-9.]+)\s+node-hours at\s+([0-9.]+), USD ([0-9.]+), so USD ([0-9.]+) \(([0-9.]+); staging ([0-9.]+) to ([0-9.]+)\)/,
         what: "production's configured day by hand, with recycling",
         command: `${capacities("production")} (--json), ${capacities("staging")}`,
         now: (o) => {
@@ -312,9 +312,9 @@ const CLAIMS: Claim[] = [
                 (day.perDay - recycled).toFixed(4),
                 c.hourly.baseline.nodes,
                 m.recycle!.maxAgeDays,
-                m.nodeLaunchSeconds + m.podGraceSeconds,
+                m.nodeLaunchSeconds + m.drainSeconds,
                 m.nodeLaunchSeconds,
-                m.podGraceSeconds,
+                m.drainSeconds,
                 (recycled / spot).toFixed(4),
                 Number(spot.toFixed(5)),
                 recycled.toFixed(4),
@@ -351,6 +351,26 @@ const CLAIMS: Claim[] = [
                 bb.perDay.toFixed(4),
                 Number(stuck[1]),
                 stuck[2],
+            ];
+        },
+    },
+    {
+        file: "docs/capacity.md",
+        pattern: /\*\*The nightly batch costs USD ([0-9.]+) a day in production and in staging\*\* on the modelled day: .* their kept nodes go at ([0-9:]+) UTC, .* opens at ([0-9:]+) UTC\. .* it waits ([0-9.]+) h, until ([0-9:]+) UTC, up to USD\s+([0-9.]+) in production and USD ([0-9.]+) in staging/s,
+        what: "the nightly batch's cost a day (the same in both stacks), and a node it leaves underutilized",
+        command: `${capacities("production")} (--json), ${capacities("staging")} (Nightly batch line)`,
+        now: (o) => {
+            const [p, st] = [cap(o, "production").daily, cap(o, "staging").daily];
+            const nightly = (stack: string) => /Nightly batch \(nodePool\.nightlyBatch, ([0-9:]+)-([0-9:]+) [^)]*\):[\s\S]*?waits up to ([0-9.]+) h: up to USD ([0-9.]+) a node/.exec(o.capacity[stack].text)!;
+            const [np, ns] = [nightly("production"), nightly("staging")];
+            return [
+                p.nightlyBatchPerDay === st.nightlyBatchPerDay ? usd(p.nightlyBatchPerDay) : `${usd(p.nightlyBatchPerDay)} (staging ${usd(st.nightlyBatchPerDay)})`,
+                p.configured.keptNodesGo.utc,
+                np[1],
+                Number(np[3]),
+                np[2],
+                np[4],
+                ns[4],
             ];
         },
     },

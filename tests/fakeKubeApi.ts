@@ -1,5 +1,5 @@
 // An in-process Kubernetes API for the cluster commands' tests. It serves the few endpoints they use (list and watch
-// pods, nodes and NodeClaims; delete a NodeClaim; create and delete a namespace; create a ServiceAccount; create and scale a Deployment) over real HTTP on
+// pods, nodes and NodeClaims; delete and merge-patch a NodeClaim; create and delete a namespace; create a ServiceAccount; create and scale a Deployment) over real HTTP on
 // 127.0.0.1, so the real @kubernetes/client-node code runs against it. Scaling the Deployment starts a scripted
 // sequence of watch events, released by a fake clock rather than wall time, so a test replays a 30-minute scale test
 // in milliseconds and every time it reads is exact.
@@ -52,7 +52,7 @@ export interface FakeKubeApiOptions {
     onCreateDeployment?: (namespace: string, deployment: any, now: number) => Step[];
     /** Answer the Deployment create with this HTTP status instead of 201. */
     createDeploymentStatus?: number;
-    /** Answer every list and watch of pods, nodes and NodeClaims (and of `collections`) with this HTTP status (401, 403...) instead of 200. */
+    /** Answer every list and watch of pods, nodes and NodeClaims (and of `collections`) with this HTTP status (401, 403...) instead of 200; read once a request. */
     listStatus?: number;
     /**
      * Read-only lists served as they are, by list path (such as /apis/apps/v1/namespaces/x/daemonsets), filtered by
@@ -75,6 +75,12 @@ export interface FakeKubeApiOptions {
     onNodeClaimDelete?: (nodeClaim: any) => { goneAfterMs?: number; add?: any[] };
     /** Called as a NodeClaim DELETE arrives, before the fake looks at it: a controller changing the object meanwhile, say. */
     beforeNodeClaimDelete?: (name: string) => void;
+    /** Called as a NodeClaim PATCH arrives, before the fake looks at it: a controller changing the object meanwhile, say. */
+    beforeNodeClaimPatch?: (name: string, body: any) => void;
+    /** What a controller does once a NodeClaim was patched (Karpenter taking a NodeClaim marked drifted, say). */
+    onNodeClaimPatch?: (nodeClaim: any) => void;
+    /** Answer every NodeClaim PATCH with this HTTP status (403, as for RBAC or a refused admission) instead of applying it. */
+    nodeClaimPatchStatus?: number;
     /**
      * Accept connections and never answer, as an endpoint behind a route this machine does not have looks from the
      * client (a private EKS endpoint without the VPN: the SYN goes unanswered until the client gives up).
@@ -232,6 +238,51 @@ export class FakeKubeApi {
         reply(res, 200, deleting);
     }
 
+    /**
+     * Karpenter deleting a NodeClaim itself (a drift command once the replacement is Initialized): a deletionTimestamp at
+     * once, then it and its node go `goneAfterMs` of wall time later (never when undefined).
+     */
+    karpenterDeletes(name: string, goneAfterMs?: number): void {
+        const nc = this.objects.nodeclaims.get(`/${name}`);
+        const deleting = this.versioned({ ...nc, metadata: { ...nc.metadata, deletionTimestamp: new Date().toISOString() } });
+        this.objects.nodeclaims.set(key(deleting), deleting);
+        if (goneAfterMs === undefined) return;
+        setTimeout(() => {
+            this.objects.nodeclaims.delete(key(deleting));
+            if (deleting.status?.nodeName) this.objects.nodes.delete(`/${deleting.status.nodeName}`);
+        }, goneAfterMs).unref();
+    }
+
+    /**
+     * A JSON merge patch of a NodeClaim's metadata.annotations (RFC 7386; null removes a key), as the API server takes
+     * it: 415 for another content type, 404 when absent, 409 when the patch's metadata.resourceVersion is not the
+     * object's (optimistic concurrency, "the object has been modified").
+     */
+    private patchNodeClaim(name: string, body: any, contentType: string | undefined, res: http.ServerResponse): void {
+        this.opts.beforeNodeClaimPatch?.(name, body);
+        if (contentType !== "application/merge-patch+json") return status(res, 415, `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
+        if (this.opts.nodeClaimPatchStatus) return status(res, this.opts.nodeClaimPatchStatus, `nodeclaims.karpenter.sh "${name}" is forbidden`);
+        const nc = this.objects.nodeclaims.get(`/${name}`);
+        if (!nc) return status(res, 404, `nodeclaims.karpenter.sh "${name}" not found`);
+        const rv = body?.metadata?.resourceVersion;
+        if (rv !== undefined && rv !== nc.metadata.resourceVersion) {
+            return status(res, 409, `Operation cannot be fulfilled on nodeclaims.karpenter.sh "${name}": the object has been modified; please apply your changes to the latest version and try again`);
+        }
+        const annotations = { ...nc.metadata.annotations };
+        for (const [k, v] of Object.entries(body?.metadata?.annotations ?? {})) {
+            if (v === null) delete annotations[k];
+            else annotations[k] = v;
+        }
+        const patched = this.versioned({ ...nc, metadata: { ...nc.metadata, annotations } });
+        this.objects.nodeclaims.set(key(patched), patched);
+        this.patches.push({ name, annotations: body?.metadata?.annotations ?? {} });
+        reply(res, 200, patched);
+        this.opts.onNodeClaimPatch?.(patched);
+    }
+
+    /** Every NodeClaim patch applied, in order: the name and the annotations it set. */
+    readonly patches: { name: string; annotations: Record<string, unknown> }[] = [];
+
     /** The pod as the fake holds it now. */
     pod(namespace: string, name: string): any {
         return this.objects.pods.get(`${namespace}/${name}`);
@@ -273,6 +324,7 @@ export class FakeKubeApi {
         if (podPath && method === "PATCH") return this.patchPod(decodeURIComponent(podPath[1]), decodeURIComponent(podPath[2]), body, contentType, res);
         const nodeClaimPath = /^\/apis\/karpenter\.sh\/v1\/nodeclaims\/([^/]+)$/.exec(p);
         if (nodeClaimPath && method === "DELETE") return this.deleteNodeClaim(decodeURIComponent(nodeClaimPath[1]), body, res);
+        if (nodeClaimPath && method === "PATCH") return this.patchNodeClaim(decodeURIComponent(nodeClaimPath[1]), body, contentType, res);
         const ns = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(p)?.[1];
         const deployment = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/deployments(?:\/([^/]+)\/scale)?$/.exec(p);
         if (method === "POST" && p === "/api/v1/namespaces") {
@@ -305,7 +357,9 @@ export class FakeKubeApi {
         for (const [pattern, resource, namespaced] of PATHS) {
             const m = pattern.exec(p);
             if (!m || method !== "GET") continue;
-            if (this.opts.listStatus) return status(res, this.opts.listStatus, this.opts.listStatus === 401 ? "Unauthorized" : `cannot list ${resource}`);
+            // Read once a request: a test may answer it with a getter that fails one list only.
+            const refused = this.opts.listStatus;
+            if (refused) return status(res, refused, refused === 401 ? "Unauthorized" : `cannot list ${resource}`);
             const selector = parseSelector(url.searchParams.get("labelSelector"));
             const w: Watcher = { resource, namespace: namespaced ? m[1] : undefined, selector, res };
             if (url.searchParams.get("watch") === "true") return this.startWatch(w, url.searchParams.get("resourceVersion"));

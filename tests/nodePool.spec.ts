@@ -60,7 +60,11 @@ for (const stack of STACKS) {
             expect(spec.disruption).to.deep.equal({
                 consolidationPolicy: "WhenEmptyOrUnderutilized",
                 consolidateAfter: "30m",
-                budgets: [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }],
+                budgets: [
+                    { nodes: "10%" },
+                    { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" },
+                    { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 5 * * *", duration: "5h30m" },
+                ],
             });
             expect(spec.limits).to.deep.equal(stack === "staging" ? { cpu: "400", memory: "1000Gi" } : { cpu: "1000", memory: "1000Gi" });
             expect(spec.weight).to.equal(10);
@@ -205,38 +209,78 @@ describe("EphemeralNodePool warnings", () => {
     });
 });
 
-describe("Disruption policy config: no Underutilized disruption, expiry or drift in sending hours", () => {
+describe("Disruption policy config: no Underutilized disruption, expiry or drift in sending hours or the nightly batch", () => {
     const pool = (patch: Record<string, unknown>) => errorOfConfig(() => parseStackConfig("staging", rawConfig("staging", "nodePool", patch)));
     const budget = (schedule: string, duration: string, reasons = ["Underutilized", "Drifted"]) => ({ nodes: "0", reasons, schedule, duration });
-    const example = '{ nodes: "0", reasons: [Underutilized, Drifted], schedule: "0 12 * * *", duration: 11h }, which covers 08:00-18:00 Eastern in EST and EDT';
+    // The stack files' nightly budget: 05:00-10:30 UTC every day.
+    const NIGHT = budget("0 5 * * *", "5h30m");
+    const example = '{ nodes: "0", reasons: [Underutilized, Drifted], schedule: "0 12 * * *", duration: 11h }, which covers 08:00-18:00 America/Toronto all year';
+    const nightExample = '{ nodes: "0", reasons: [Underutilized, Drifted], schedule: "0 5 * * *", duration: 5h30m }, which covers 05:00-10:30 Etc/UTC all year';
 
     it("refuses WhenEmptyOrUnderutilized without a budget forbidding Underutilized in sending hours, in one line naming the key", () => {
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h", ["Drifted"])] })).to.equal(
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h", ["Drifted"]), NIGHT] })).to.equal(
             `staging: notify-karpenter:nodePool.budgets must allow no Underutilized disruption (nodes "0") throughout sendingHours (08:00-18:00 America/Toronto), since consolidationPolicy is WhenEmptyOrUnderutilized: it is allowed on 2026-01-01 13:00 UTC (08:00 local), which would drain nodes under running batches; add a budget such as ${example}`,
         );
         // Balanced consolidates underutilized nodes too.
-        expect(pool({ consolidationPolicy: "Balanced", budgets: [{ nodes: "10%" }] })).to.match(/^staging: notify-karpenter:nodePool\.budgets must allow no Underutilized or Drifted disruption .* since consolidationPolicy is Balanced, and expireAfter is Never/);
+        expect(pool({ consolidationPolicy: "Balanced", budgets: [{ nodes: "10%" }, NIGHT] })).to.match(/^staging: notify-karpenter:nodePool\.budgets must allow no Underutilized or Drifted disruption .* since consolidationPolicy is Balanced, and expireAfter is Never/);
+    });
+
+    it("refuses budgets that leave a gap in the nightly batch, in one line naming the key", () => {
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h")] })).to.equal(
+            `staging: notify-karpenter:nodePool.budgets must allow no Underutilized or Drifted disruption (nodes "0") throughout nightlyBatch (05:00-10:30 Etc/UTC), since consolidationPolicy is WhenEmptyOrUnderutilized, and expireAfter is Never, so drift (a new AMI, a changed NodePool, the recycler) is what replaces nodes: it is allowed on 2026-01-01 05:00 UTC (05:00 local), which would drain nodes under GC Notify's nightly tasks; add a budget such as ${nightExample}`,
+        );
+        // Until 10:00 only: the deletes GC Notify sizes at 35 minutes from 09:45 still run.
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 5 * * *", "5h")] })).to.match(/throughout nightlyBatch .*: it is allowed on 2026-01-01 10:00 UTC \(10:00 local\)/);
+        // Drifted alone left out: the recycler's marks and a new AMI would replace nodes under the nightly tasks.
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 5 * * *", "5h30m", ["Underutilized"])] })).to.match(
+            /^staging: notify-karpenter:nodePool\.budgets must allow no Drifted disruption \(nodes "0"\) throughout nightlyBatch/,
+        );
+        // Both windows uncovered: one line each.
+        expect(pool({ budgets: [{ nodes: "10%" }] }).split("\n").map((l) => l.match(/throughout (\w+)/)![1])).to.deep.equal(["sendingHours", "nightlyBatch"]);
+    });
+
+    it("reads a nightly batch given in Eastern time in EST and EDT, across the changes of clock", () => {
+        // 01:00-05:30 Eastern: 06:00-10:30 UTC in EST, 05:00-09:30 UTC in EDT. On 8 March clocks go forward at 02:00
+        // (01:00 is still EST, 06:00 UTC); on 1 November back at 02:00 (01:00 is EDT, 05:00 UTC, and 01:00-02:00 comes twice).
+        const eastern = { nightlyBatch: { start: "01:00", end: "05:30", timeZone: "America/Toronto" } };
+        // One UTC window over both seasons, as the example says.
+        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), NIGHT] })).to.equal("");
+        // Winter's UTC window alone: EDT's first night (9 March, 01:00 EDT = 05:00 UTC) is not covered.
+        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 6 * * *", "4h30m")] })).to.match(
+            /throughout nightlyBatch \(01:00-05:30 America\/Toronto\), .*: it is allowed on 2026-03-09 05:00 UTC \(01:00 local\), .* schedule: "0 5 \* \* \*", duration: 5h30m \}/,
+        );
+        // Summer's alone (05:00-09:30 UTC): winter nights run to 10:30 UTC, uncovered from 09:30 (04:30 EST) on 1 January.
+        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 5 * * *", "4h30m")] })).to.match(/it is allowed on 2026-01-01 09:30 UTC \(04:30 local\)/);
+        // Seasonal windows by month: 1 November's night is still EDT (01:00 EDT = 05:00 UTC), so a winter window from
+        // November misses 05:00-06:00 UTC that night (a model that took each day's noon offset would miss it too).
+        const seasonal = [budget("0 5 * 3-10 *", "5h30m"), budget("0 6 * 1,2,11,12 *", "4h30m")];
+        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), ...seasonal] })).to.match(/it is allowed on 2026-11-01 05:00 UTC \(01:00 local\)/);
+        // Summer's window through November covers it.
+        const overlapping = [budget("0 5 * 3-11 *", "5h30m"), budget("0 6 * 1,2,12 *", "4h30m")];
+        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), ...overlapping] })).to.equal("");
     });
 
     it("refuses a UTC window that covers only winter time, or only weekdays (schedules are UTC: nodepool.go:416)", () => {
         // 13:00-23:00 UTC is 08:00-18:00 EST, but 09:00-19:00 EDT: 08:00 EDT on the day clocks change is not covered.
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 13 * * *", "10h")] })).to.match(/throughout sendingHours .*: it is allowed on 2026-03-08 12:00 UTC \(08:00 local\)/);
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 13 * * *", "10h"), NIGHT] })).to.match(/throughout sendingHours .*: it is allowed on 2026-03-08 12:00 UTC \(08:00 local\)/);
         // 3 January 2026 is a Saturday.
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * mon-fri", "11h")] })).to.match(/: it is allowed on 2026-01-03 13:00 UTC \(08:00 local\)/);
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * mon-fri", "11h"), NIGHT] })).to.match(/: it is allowed on 2026-01-03 13:00 UTC \(08:00 local\)/);
         // A 10 % budget limits how many nodes go at once, not whether.
-        expect(pool({ budgets: [{ nodes: "10%" }, { nodes: "1", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }] })).to.match(/must allow no Underutilized or Drifted disruption/);
+        expect(pool({ budgets: [{ nodes: "10%" }, { nodes: "1", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }, NIGHT] })).to.match(/must allow no Underutilized or Drifted disruption/);
     });
 
-    it("accepts two seasonal windows that cover EDT and EST, and the stack files' single 12:00-23:00 UTC window", () => {
+    it("accepts two seasonal windows that cover EDT and EST, and the stack files' windows: 12:00-23:00 and 05:00-10:30 UTC", () => {
         // 12:00-22:00 UTC all year (08:00-18:00 EDT), plus 22:00-23:00 UTC from November to March (18:00 EST).
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "10h"), budget("0 22 * 1-3,11,12 *", "1h")] })).to.equal("");
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "10h"), budget("0 22 * 1-3,11,12 *", "1h"), NIGHT] })).to.equal("");
+        // One budget over both windows, 05:00-23:00 UTC, does it too.
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 5 * * *", "18h")] })).to.equal("");
         expect(pool({})).to.equal("");
     });
 
     it("refuses an expireAfter that expires a node launched at any minute of the day inside sending hours: 24h, 720h, and 36h too", () => {
         // Expiry ignores budgets (expiration/controller.go:71-83): 24 h after a burst at 08:00 is the next 08:00; so is 720 h.
         expect(pool({ expireAfter: "24h" })).to.equal(
-            "staging: notify-karpenter:nodePool.expireAfter must not expire inside sendingHours (08:00-18:00 America/Toronto) a node launched at any minute of the day, since expiry ignores budgets and nodes launch at every hour (bursts, spot replacements, consolidation and recycling at night): with 24h, a node launched 2026-01-01 at 08:00 local expires 2026-01-02 at 08:00 local; use Never, with drift kept out of sending hours by a budget, and bound node age with nodePool.recycle.maxAgeDays, which replaces nodes one at a time outside sending hours",
+            "staging: notify-karpenter:nodePool.expireAfter must not expire inside sendingHours (08:00-18:00 America/Toronto) a node launched at any minute of the day, since expiry ignores budgets and nodes launch at every hour (bursts, spot replacements, consolidation and recycling at night): with 24h, a node launched 2026-01-01 at 08:00 local expires 2026-01-02 at 08:00 local; use Never, with drift kept out of sending hours by a budget, and bound node age with nodePool.recycle.maxAgeDays, which replaces nodes one at a time outside sending hours and the nightly batch",
         );
         expect(pool({ expireAfter: "720h" })).to.match(/expireAfter must not expire .* with 720h/);
         // 36 h spares the nodes of a burst (08:00-18:00 ends 20:00-06:00), not one launched at midnight (tests/config.spec.ts).
@@ -244,18 +288,22 @@ describe("Disruption policy config: no Underutilized disruption, expiry or drift
     });
 
     it("refuses expireAfter Never without a budget keeping drift out of sending hours", () => {
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h", ["Underutilized"])] })).to.match(
-            /^staging: notify-karpenter:nodePool\.budgets must allow no Drifted disruption \(nodes "0"\) throughout sendingHours \(08:00-18:00 America\/Toronto\), since expireAfter is Never, so drift \(a new AMI, a changed NodePool\) is what replaces nodes: it is allowed on 2026-01-01 13:00 UTC/,
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h", ["Underutilized"]), NIGHT] })).to.match(
+            /^staging: notify-karpenter:nodePool\.budgets must allow no Drifted disruption \(nodes "0"\) throughout sendingHours \(08:00-18:00 America\/Toronto\), since expireAfter is Never, so drift \(a new AMI, a changed NodePool, the recycler\) is what replaces nodes: it is allowed on 2026-01-01 13:00 UTC/,
         );
     });
 
     it("refuses a schedule Karpenter's cron cannot parse (it would block every disruption the budget governs) and an unknown time zone", () => {
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * 7", "11h")] })).to.equal(
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * 7", "11h"), NIGHT] })).to.equal(
             'staging: notify-karpenter:nodePool.budgets[1].schedule must be a cron schedule in UTC: the day of week field "7" has 7: it must be 0-6 or sun-sat (got "0 12 * * 7")',
         );
         expect(pool({ sendingHours: { start: "08:00", end: "18:00", timeZone: "Eastern" } })).to.equal(
             'staging: notify-karpenter:nodePool.sendingHours.timeZone must be an IANA time zone such as America/Toronto (got "Eastern")',
         );
+        expect(pool({ nightlyBatch: { start: "05:00", end: "10:30", timeZone: "UTC+0" } })).to.equal(
+            'staging: notify-karpenter:nodePool.nightlyBatch.timeZone must be an IANA time zone such as America/Toronto (got "UTC+0")',
+        );
+        expect(pool({ nightlyBatch: { start: "5:00", end: "10:30", timeZone: "Etc/UTC" } })).to.equal('staging: notify-karpenter:nodePool.nightlyBatch.start must be a local time such as 05:00 (got "5:00")');
     });
 
     it("keeps Celery's grace period check: the node's terminationGracePeriod must cover the pods'", () => {

@@ -6,7 +6,7 @@ import * as fs from "fs";
 import * as http from "http";
 import * as net from "net";
 import * as path from "path";
-import { expiresInSendingHours } from "../components/disruptionBudgets.ts";
+import { SPAN_FROM, windowMinutes } from "../components/disruptionBudgets.ts";
 import { NODEPOOL_LABEL, ownPoolOnlyPolicySpec, recycleWindow, recyclerUser } from "../components/nodeRecycler.ts";
 import { FakeKubeApi, type FakeKubeApiOptions, FakeClock, iso } from "./fakeKubeApi.ts";
 import { STACKS, buildStack, rawConfig } from "./helpers.ts";
@@ -22,15 +22,27 @@ const POOL = "notify-karpenter";
 const NAME = "node-recycler";
 const USER = `system:serviceaccount:karpenter:${NAME}`;
 const MIN = 60_000;
-const EASTERN = { sendingStart: "08:00", sendingEnd: "18:00", timeZone: "America/Toronto" };
-const SETTINGS = { nodePool: POOL, maxAgeDays: 7, stuckMinutes: 30, drainSeconds: 3600, pollSeconds: 10, ...EASTERN };
+const HASH = "karpenter.sh/nodepool-hash";
+/** What Karpenter v1.14.1 writes on every NodeClaim it makes (pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go:76-77). */
+const HASHES = { [HASH]: "6043009744046391834", "karpenter.sh/nodepool-hash-version": "v3" };
+const SENDING = { name: "sendingHours", start: "08:00", end: "18:00", timeZone: "America/Toronto" };
+const NIGHTLY = { name: "nightlyBatch", start: "05:00", end: "10:30", timeZone: "Etc/UTC" };
+const SETTINGS = { nodePool: POOL, maxAgeDays: 7, stuckMinutes: 30, drainSeconds: 3600, markSeconds: 900, commandSeconds: 600, pollSeconds: 10, windows: [SENDING, NIGHTLY] };
 
-/** A NodeClaim of the pool, `ageMinutes` old at `now`, Initialized unless told, with its node's name. */
+/** A NodeClaim of the pool, `ageMinutes` old at `now`, Initialized unless told, with Karpenter's hash annotations and its node's name. */
 function nodeClaim(name: string, ageMinutes: number, o: { initialized?: boolean; pool?: string; annotations?: Record<string, string>; now?: number } = {}) {
     return {
         apiVersion: "karpenter.sh/v1",
         kind: "NodeClaim",
-        metadata: { name, uid: `uid-${name}`, creationTimestamp: iso((o.now ?? Date.now()) - ageMinutes * MIN), labels: { [NODEPOOL_LABEL]: o.pool ?? POOL }, ...(o.annotations ? { annotations: o.annotations } : {}) },
+        metadata: {
+            name,
+            uid: `uid-${name}`,
+            creationTimestamp: iso((o.now ?? Date.now()) - ageMinutes * MIN),
+            labels: { [NODEPOOL_LABEL]: o.pool ?? POOL },
+            annotations: o.annotations ?? HASHES,
+            finalizers: ["karpenter.sh/termination"],
+        },
+        spec: { nodeClassRef: { group: "karpenter.k8s.aws", kind: "EC2NodeClass", name: POOL }, requirements: [{ key: "karpenter.sh/capacity-type", operator: "In", values: ["spot"] }], terminationGracePeriod: "1h" },
         status: { nodeName: `ip-${name}`, conditions: [{ type: "Initialized", status: o.initialized === false ? "Unknown" : "True" }] },
     };
 }
@@ -43,38 +55,52 @@ function node(claim: string, o: { ready?: "True" | "False" | "Unknown"; sinceMin
     };
 }
 
-describe("node recycler: what it deletes (components/recycleNodeClaims.js)", () => {
-    const NOW = Date.UTC(2026, 6, 1, 4, 30);
+describe("node recycler: what it does (components/inCluster/recycleNodeClaims.js)", () => {
+    const NOW = Date.UTC(2026, 6, 1, 23, 30);
+    const DAYS = ["2026-01-15", "2026-03-07", "2026-03-08", "2026-03-09", "2026-07-01", "2026-10-31", "2026-11-01", "2026-11-02"];
 
-    it("reads sending hours as components/disruptionBudgets.ts does, at every minute of the days clocks change and of a winter and a summer day", () => {
-        const h = { start: "08:00", end: "18:00", timeZone: "America/Toronto" };
-        for (const day of ["2026-01-15", "2026-03-07", "2026-03-08", "2026-03-09", "2026-07-01", "2026-10-31", "2026-11-01", "2026-11-02"]) {
-            const midnight = Date.parse(`${day}T00:00:00Z`);
-            for (let m = 0; m < 1440; m++) {
-                const at = midnight + m * MIN;
-                expect(recycler.inSendingHours(at, SETTINGS), new Date(at).toISOString()).to.equal(expiresInSendingHours(new Date(at), 0, h));
+    it("reads each protected window as components/disruptionBudgets.ts does, at every minute of the days clocks change and of a winter and a summer day", () => {
+        // The nightly batch in UTC, and one given in Eastern time (01:00-05:30: 05:00-09:30 UTC in EDT, 06:00-10:30 in EST).
+        const torontoNight = { name: "nightlyBatch", start: "01:00", end: "05:30", timeZone: "America/Toronto" };
+        for (const w of [SENDING, NIGHTLY, torontoNight]) {
+            const minutes = windowMinutes(w);
+            for (const day of DAYS) {
+                const midnight = Date.parse(`${day}T00:00:00Z`);
+                for (let m = 0; m < 1440; m++) {
+                    const at = midnight + m * MIN;
+                    expect(recycler.inWindow(at, w), `${w.name} ${w.timeZone} ${new Date(at).toISOString()}`).to.equal(minutes[(at - SPAN_FROM.getTime()) / MIN] === 1);
+                }
             }
         }
-        // 12:30 UTC is 08:30 EDT in July, 07:30 EST in January.
-        expect(recycler.inSendingHours(Date.UTC(2026, 6, 1, 12, 30), SETTINGS)).to.equal(true);
-        expect(recycler.inSendingHours(Date.UTC(2026, 0, 15, 12, 30), SETTINGS)).to.equal(false);
-        // Hours across midnight.
-        expect(recycler.inSendingHours(Date.UTC(2026, 0, 15, 2, 0), { ...SETTINGS, sendingStart: "22:00", sendingEnd: "06:00", timeZone: "UTC" })).to.equal(true);
+        // 12:30 UTC is 08:30 EDT in July, 07:30 EST in January; 05:30 UTC is in the nightly batch all year.
+        expect(recycler.inWindow(Date.UTC(2026, 6, 1, 12, 30), SENDING)).to.equal(true);
+        expect(recycler.inWindow(Date.UTC(2026, 0, 15, 12, 30), SENDING)).to.equal(false);
+        expect([Date.UTC(2026, 0, 15, 5, 30), Date.UTC(2026, 6, 15, 5, 30)].map((t) => recycler.inWindow(t, NIGHTLY))).to.deep.equal([true, true]);
+        expect(recycler.inWindow(Date.UTC(2026, 6, 15, 10, 30), NIGHTLY)).to.equal(false);
+        // The Eastern nightly batch follows the clock: 09:45 UTC is 05:45 EDT (after it) but 04:45 EST (inside).
+        expect([Date.UTC(2026, 6, 15, 9, 45), Date.UTC(2026, 0, 15, 9, 45)].map((t) => recycler.inWindow(t, torontoNight))).to.deep.equal([false, true]);
+        // Windows across midnight.
+        expect(recycler.inWindow(Date.UTC(2026, 0, 15, 2, 0), { name: "x", start: "22:00", end: "06:00", timeZone: "UTC" })).to.equal(true);
     });
 
-    it("starts no deletion whose drain (terminationGracePeriod) could reach sending hours, in EDT and EST", () => {
-        // EDT: sending hours begin at 12:00 UTC; a 1 h drain may start until 11:00 UTC.
-        expect(recycler.sendingHoursWithin(Date.UTC(2026, 6, 1, 11, 0), 3600, SETTINGS)).to.equal(Date.UTC(2026, 6, 1, 12, 0));
-        expect(recycler.sendingHoursWithin(Date.UTC(2026, 6, 1, 10, 59, 59), 3600, SETTINGS)).to.equal(undefined);
-        expect(recycler.sendingHoursWithin(Date.UTC(2026, 6, 1, 11, 0, 30), 3600, SETTINGS)).to.equal(Date.UTC(2026, 6, 1, 12, 0));
+    it("starts nothing whose drain could reach a protected window, in EDT and EST, and names the window", () => {
+        const windows = SETTINGS.windows;
+        // EDT: sending hours begin at 12:00 UTC; a 1 h drain may start until 11:00 UTC (after the nightly batch).
+        expect(recycler.protectedWithin(Date.UTC(2026, 6, 1, 11, 0), 3600, windows)).to.deep.equal({ at: Date.UTC(2026, 6, 1, 12, 0), name: "sendingHours" });
+        expect(recycler.protectedWithin(Date.UTC(2026, 6, 1, 10, 59, 59), 60, windows)).to.equal(undefined);
         // EST: an hour later.
-        expect(recycler.sendingHoursWithin(Date.UTC(2026, 0, 15, 11, 30), 3600, SETTINGS)).to.equal(undefined);
-        expect(recycler.sendingHoursWithin(Date.UTC(2026, 0, 15, 12, 30), 3600, SETTINGS)).to.equal(Date.UTC(2026, 0, 15, 13, 0));
-        // Inside them: now.
-        expect(recycler.sendingHoursWithin(Date.UTC(2026, 0, 15, 15, 0), 0, SETTINGS)).to.equal(Date.UTC(2026, 0, 15, 15, 0));
+        expect(recycler.protectedWithin(Date.UTC(2026, 0, 15, 11, 30), 1800, windows)).to.equal(undefined);
+        expect(recycler.protectedWithin(Date.UTC(2026, 0, 15, 12, 30), 3600, windows)).to.deep.equal({ at: Date.UTC(2026, 0, 15, 13, 0), name: "sendingHours" });
+        // A mark needs 900 + 600 + 3600 s: 85 minutes before the nightly batch's 05:00 UTC is 03:35, in both seasons.
+        for (const day of [Date.UTC(2026, 0, 15), Date.UTC(2026, 6, 15)]) {
+            expect(recycler.protectedWithin(day + (3 * 60 + 35) * MIN - 1000, 5100, windows)).to.equal(undefined);
+            expect(recycler.protectedWithin(day + (3 * 60 + 35) * MIN, 5100, windows)).to.deep.equal({ at: day + 5 * 60 * MIN, name: "nightlyBatch" });
+        }
+        // Inside one: now.
+        expect(recycler.protectedWithin(Date.UTC(2026, 0, 15, 6, 0), 0, windows)).to.deep.equal({ at: Date.UTC(2026, 0, 15, 6, 0), name: "nightlyBatch" });
     });
 
-    it("orders stuck before NotReady before old (oldest first), and keeps young, healthy and do-not-disrupt nodes from the age rule only", () => {
+    it("deletes the stuck and NotReady, marks the old (oldest first), and keeps young, healthy, do-not-disrupt and unmarkable nodes from the age rule", () => {
         const o = { now: NOW };
         const claims = [
             nodeClaim("old-8d", 8 * 1440, o),
@@ -82,8 +108,10 @@ describe("node recycler: what it deletes (components/recycleNodeClaims.js)", () 
             nodeClaim("young", 60, o),
             nodeClaim("not-ready", 120, o),
             nodeClaim("stuck", 31, { ...o, initialized: false }),
-            nodeClaim("old-kept", 10 * 1440, { ...o, annotations: { "karpenter.sh/do-not-disrupt": "true" } }),
+            nodeClaim("old-kept", 10 * 1440, { ...o, annotations: { ...HASHES, "karpenter.sh/do-not-disrupt": "true" } }),
             nodeClaim("old-node-kept", 10 * 1440, o),
+            // Without Karpenter's hash annotations a mark would not be drift (drift.go:160-162), and the admission policy refuses adding one.
+            nodeClaim("old-unhashed", 10 * 1440, { ...o, annotations: {} }),
             nodeClaim("stuck-kept-anyway", 40, { ...o, initialized: false, annotations: { "karpenter.sh/do-not-disrupt": "true" } }),
             nodeClaim("not-ready-briefly", 120, o),
         ];
@@ -97,15 +125,22 @@ describe("node recycler: what it deletes (components/recycleNodeClaims.js)", () 
         ];
         const plan = recycler.planFor(claims, nodes, SETTINGS, NOW);
         expect(plan.busy).to.equal(undefined);
-        expect(plan.candidates.map((c: any) => [c.name, c.reason])).to.deep.equal([
-            ["stuck-kept-anyway", "not initialized 40 minutes after its creation"],
-            ["stuck", "not initialized 31 minutes after its creation"],
-            ["not-ready", "node ip-not-ready Ready=Unknown for 30 minutes"],
-            ["old-9d", "older than 7 days (created 2026-06-22T04:30:00.000Z)"],
-            ["old-8d", "older than 7 days (created 2026-06-23T04:30:00.000Z)"],
+        expect(plan.candidates.map((c: any) => [c.name, c.action, c.reason])).to.deep.equal([
+            ["stuck-kept-anyway", "delete", "not initialized 40 minutes after its creation"],
+            ["stuck", "delete", "not initialized 31 minutes after its creation"],
+            ["not-ready", "delete", "node ip-not-ready Ready=Unknown for 30 minutes"],
+            ["old-9d", "mark", "older than 7 days (created 2026-06-22T23:30:00.000Z)"],
+            ["old-8d", "mark", "older than 7 days (created 2026-06-23T23:30:00.000Z)"],
         ]);
-        // What the delete's preconditions need.
+        // What the delete's preconditions and the mark need.
         expect(plan.candidates[0]).to.deep.include({ uid: "uid-stuck-kept-anyway", node: "ip-stuck-kept-anyway" });
+        expect(plan.candidates[3]).to.deep.include({ uid: "uid-old-9d", hash: "6043009744046391834" });
+    });
+
+    it("marks with a value of its own that keeps the hash, so that the mark can be withdrawn", () => {
+        expect(recycler.markFor("6043009744046391834", NOW)).to.equal("recycle-2026-07-01-6043009744046391834");
+        // A mark an earlier run left (killed before it could withdraw it) keeps the original hash.
+        expect(recycler.markFor("recycle-2026-06-30-6043009744046391834", NOW)).to.equal("recycle-2026-07-01-6043009744046391834");
     });
 
     it("waits while a NodeClaim of the pool is being deleted or still launching: one at a time", () => {
@@ -122,17 +157,20 @@ describe("node recycler: what it deletes (components/recycleNodeClaims.js)", () 
             "NODE_POOL must be set",
             "MAX_AGE_DAYS must be a whole number, at least 1 (got undefined)",
             "STUCK_MINUTES must be a whole number, at least 1 (got undefined)",
-            "SENDING_START must be set",
-            "SENDING_END must be set",
-            "TIME_ZONE must be set",
+            "PROTECTED_WINDOWS must be set",
             "DRAIN_SECONDS must be a whole number, at least 0 (got undefined)",
+            "MARK_SECONDS must be a whole number, at least 1 (got undefined)",
+            "COMMAND_SECONDS must be a whole number, at least 0 (got undefined)",
         ]);
-        const env = { NODE_POOL: POOL, MAX_AGE_DAYS: "7", STUCK_MINUTES: "30", SENDING_START: "8:00", SENDING_END: "18:00", TIME_ZONE: "Eastern", DRAIN_SECONDS: "3600", POLL_SECONDS: "0" };
-        expect(recycler.settingsFrom(env).problems).to.deep.equal([
-            'SENDING_START must be a local time such as 08:00 (got "8:00")',
-            'TIME_ZONE must be an IANA time zone such as America/Toronto (got "Eastern")',
-            'POLL_SECONDS must be a number of seconds above 0, at most 300 (got "0")',
+        const env = { NODE_POOL: POOL, MAX_AGE_DAYS: "7", STUCK_MINUTES: "30", DRAIN_SECONDS: "3600", MARK_SECONDS: "900", COMMAND_SECONDS: "600", POLL_SECONDS: "0" };
+        const windows = (w: unknown) => recycler.settingsFrom({ ...env, POLL_SECONDS: "10", PROTECTED_WINDOWS: JSON.stringify(w) }).problems;
+        expect(recycler.settingsFrom({ ...env, PROTECTED_WINDOWS: JSON.stringify([SENDING]) }).problems).to.deep.equal(['POLL_SECONDS must be a number of seconds above 0, at most 300 (got "0")']);
+        expect(windows([{ ...SENDING, start: "8:00" }, { ...NIGHTLY, timeZone: "Eastern" }, { start: "05:00" }])).to.deep.equal([
+            'PROTECTED_WINDOWS[0] needs start and end as local times such as 08:00 (got {"name":"sendingHours","start":"8:00","end":"18:00","timeZone":"America/Toronto"})',
+            'PROTECTED_WINDOWS[1] needs an IANA time zone such as America/Toronto (got {"name":"nightlyBatch","start":"05:00","end":"10:30","timeZone":"Eastern"})',
+            'PROTECTED_WINDOWS[2] needs a name (got {"start":"05:00"})',
         ]);
+        expect(windows([])).to.deep.equal(['PROTECTED_WINDOWS must be a JSON list of { name, start, end, timeZone } (got "[]")']);
     });
 });
 
@@ -142,15 +180,19 @@ const utcClockIn = (minutes: number) => {
     return `${String(d.getUTCHours()).padStart(2, "0")}:${String(d.getUTCMinutes()).padStart(2, "0")}`;
 };
 
+/** A protected window in UTC from `from` to `to` minutes from now. */
+const windowIn = (name: string, from: number, to: number) => ({ name, start: utcClockIn(from), end: utcClockIn(to), timeZone: "UTC" });
+
 describe("node recycler: the script as a process against a fake Kubernetes API", () => {
     let api: FakeKubeApi;
     let child: ChildProcess | undefined;
 
-    /** Runs the script with sending hours (UTC) 3 to 4 hours from now unless `env` says otherwise; its log lines. */
+    /** Runs the script with its windows (UTC) 3 to 5 hours from now unless `env` says otherwise; its log lines. */
     async function start(opts: FakeKubeApiOptions, env: Record<string, string> = {}) {
         const dir = tempDir();
         fs.writeFileSync(path.join(dir, "token"), "s3cret\n");
-        api = await new FakeKubeApi(new FakeClock(), { token: "s3cret", ...opts }).start();
+        // The options themselves (not a copy), so that a test's getters answer at each request.
+        api = await new FakeKubeApi(new FakeClock(), Object.assign(opts, { token: "s3cret" })).start();
         const output: string[] = [];
         child = spawn(process.execPath, [SCRIPT], {
             env: {
@@ -160,10 +202,10 @@ describe("node recycler: the script as a process against a fake Kubernetes API",
                 NODE_POOL: POOL,
                 MAX_AGE_DAYS: "7",
                 STUCK_MINUTES: "30",
-                SENDING_START: utcClockIn(180),
-                SENDING_END: utcClockIn(240),
-                TIME_ZONE: "UTC",
+                PROTECTED_WINDOWS: JSON.stringify([windowIn("sendingHours", 180, 240), windowIn("nightlyBatch", 240, 300)]),
                 DRAIN_SECONDS: "3600",
+                MARK_SECONDS: "900",
+                COMMAND_SECONDS: "600",
                 POLL_SECONDS: "0.02",
                 ...env,
             },
@@ -176,8 +218,21 @@ describe("node recycler: the script as a process against a fake Kubernetes API",
         for (let i = 0; i < 200 && !what(); i++) await new Promise((r) => setTimeout(r, 25));
         expect(what(), "timed out").to.equal(true);
     };
-    const messages = (output: string[]) => output.map((l) => JSON.parse(l).msg);
+    const logged = (output: string[]) => output.map((l) => JSON.parse(l));
+    const messages = (output: string[]) => logged(output).map((l) => l.msg);
     const deletes = () => api.requests.filter((r) => r.startsWith("DELETE"));
+    const marks = () => api.patches.map((p) => [p.name, p.annotations[HASH]]);
+    const mark = (hash = HASHES[HASH]) => `recycle-${new Date().toISOString().slice(0, 10)}-${hash}`;
+    const isMark = (nc: any) => String(nc?.metadata.annotations?.[HASH]).startsWith("recycle-");
+    /** Karpenter taking a NodeClaim marked drifted: the replacement, Initialized, then the old one deleted and gone. */
+    const karpenterReplaces = (o: { initializedAfterMs?: number; goneAfterMs?: number } = {}) => (nc: any) => {
+        if (!isMark(nc)) return;
+        api.put("nodeclaims", nodeClaim(`for-${nc.metadata.name}`, 0, { initialized: false }));
+        setTimeout(() => {
+            api.put("nodeclaims", nodeClaim(`for-${nc.metadata.name}`, 1));
+            api.karpenterDeletes(nc.metadata.name, o.goneAfterMs ?? 40);
+        }, o.initializedAfterMs ?? 40).unref();
+    };
 
     afterEach(async () => {
         if (child && child.exitCode === null) child.kill("SIGKILL");
@@ -185,9 +240,11 @@ describe("node recycler: the script as a process against a fake Kubernetes API",
         await api?.stop();
     });
 
-    it("deletes the pool's stuck, NotReady and old NodeClaims one at a time, each once gone, and nothing else", async () => {
+    it("deletes the pool's stuck and NotReady NodeClaims, marks its old ones drifted for Karpenter, one at a time, each once gone, and nothing else", async () => {
         let overlapping = 0;
         const old = nodeClaim("old", 8 * 1440);
+        const busy = () => ["healthy", "old", "not-ready", "stuck"].filter((n) => api.nodeClaim(n)?.metadata.deletionTimestamp || isMark(api.nodeClaim(n))).length;
+        const replaces = karpenterReplaces();
         const output = await start({
             nodeclaims: [
                 nodeClaim("healthy", 60),
@@ -198,114 +255,244 @@ describe("node recycler: the script as a process against a fake Kubernetes API",
                 nodeClaim("other-old", 30 * 1440, { pool: "other" }),
             ],
             nodes: [node("healthy"), node("old"), node("not-ready", { ready: "False", sinceMinutes: 40 }), node("other-old", { pool: "other" })],
-            // Karpenter drains it, then the NodeClaim and its node go; no second deletion may start meanwhile.
+            // Karpenter drains it, then the NodeClaim and its node go; nothing else may start meanwhile.
             onNodeClaimDelete: () => {
-                if ([...["healthy", "old", "not-ready", "stuck"]].filter((n) => api.nodeClaim(n)?.metadata.deletionTimestamp).length > 1) overlapping++;
+                if (busy() > 1) overlapping++;
                 return { goneAfterMs: 60 };
+            },
+            onNodeClaimPatch: (nc) => {
+                if (busy() > 1) overlapping++;
+                replaces(nc);
             },
         });
         expect(await exit()).to.equal(0);
-        expect(deletes()).to.deep.equal(["stuck", "not-ready", "old"].map((n) => `DELETE /apis/karpenter.sh/v1/nodeclaims/${n}`));
+        // The stuck ones deleted; the old one never: marked, and replaced by Karpenter.
+        expect(deletes()).to.deep.equal(["stuck", "not-ready"].map((n) => `DELETE /apis/karpenter.sh/v1/nodeclaims/${n}`));
+        expect(marks()).to.deep.equal([["old", mark()]]);
         expect(overlapping).to.equal(0);
         for (const n of ["stuck", "not-ready", "old"]) expect(api.nodeClaim(n), n).to.equal(undefined);
+        expect(api.nodeClaim("for-old")).to.not.equal(undefined);
         expect(api.nodeClaim("healthy")).to.not.equal(undefined);
         expect(api.nodeClaim("other-old")).to.not.equal(undefined);
         // Every list asks for the pool's label only.
         expect(api.requests.filter((r) => r.startsWith("GET")).every((r) => r === "GET /apis/karpenter.sh/v1/nodeclaims" || r === "GET /api/v1/nodes")).to.equal(true);
-        const logged = output.map((l) => JSON.parse(l));
-        expect(logged.filter((l) => l.msg === "deleted nodeclaim").map((l) => [l.nodeClaim, l.node, l.reason])).to.deep.equal([
-            ["stuck", "ip-stuck", "not initialized 45 minutes after its creation"],
-            ["not-ready", "ip-not-ready", "node ip-not-ready Ready=False for 40 minutes"],
-            ["old", "ip-old", `older than 7 days (created ${old.metadata.creationTimestamp})`],
+        const lines = logged(output);
+        expect(lines.filter((l) => ["deleted nodeclaim", "marked nodeclaim drifted"].includes(l.msg)).map((l) => [l.msg, l.nodeClaim, l.node, l.reason])).to.deep.equal([
+            ["deleted nodeclaim", "stuck", "ip-stuck", "not initialized 45 minutes after its creation"],
+            ["deleted nodeclaim", "not-ready", "ip-not-ready", "node ip-not-ready Ready=False for 40 minutes"],
+            ["marked nodeclaim drifted", "old", "ip-old", `older than 7 days (created ${old.metadata.creationTimestamp})`],
         ]);
-        expect(logged[logged.length - 1]).to.deep.include({ msg: "done", deleted: ["stuck", "not-ready", "old"].map((n) => ({ name: n, uid: `uid-${n}` })) });
-    });
-
-    it("deletes only the NodeClaim it looked at: one changed since the list (409 on its preconditions) is looked at again", async () => {
-        let changed = false;
-        const output = await start({
-            nodeclaims: [nodeClaim("old", 8 * 1440)],
-            nodes: [node("old")],
-            // Karpenter updates it between the recycler's list and its delete: a new resourceVersion.
-            beforeNodeClaimDelete: (name) => {
-                if (!changed) api.put("nodeclaims", { ...api.nodeClaim(name), metadata: { ...api.nodeClaim(name).metadata, annotations: { touched: "yes" } } });
-                changed = true;
-            },
-            onNodeClaimDelete: () => ({ goneAfterMs: 20 }),
+        expect(messages(output)).to.include.members(["karpenter is deleting it", "nodeclaim replaced"]);
+        expect(lines[lines.length - 1]).to.deep.include({
+            level: "info",
+            msg: "done",
+            done: [
+                { name: "stuck", uid: "uid-stuck", action: "deleted" },
+                { name: "not-ready", uid: "uid-not-ready", action: "deleted" },
+                { name: "old", uid: "uid-old", action: "marked" },
+            ],
+            notReplaced: [],
         });
-        expect(await exit()).to.equal(0);
-        expect(deletes()).to.deep.equal(["old", "old"].map((n) => `DELETE /apis/karpenter.sh/v1/nodeclaims/${n}`));
-        expect(messages(output)).to.deep.equal(["started", "changed since listed: looking again", "deleted nodeclaim", "nodeclaim gone", "done"]);
     });
 
-    it("waits for the replacement Karpenter launches before the next deletion", async () => {
+    it("marks the next old NodeClaim only once Karpenter's replacement for the last is Initialized and the old one gone", async () => {
         const output = await start({
             nodeclaims: [nodeClaim("old-1", 9 * 1440), nodeClaim("old-2", 8 * 1440)],
             nodes: [node("old-1"), node("old-2")],
-            onNodeClaimDelete: (nc) => ({ goneAfterMs: 20, add: [nodeClaim(`for-${nc.metadata.name}`, 0, { initialized: false })] }),
+            // Karpenter launches the replacement; it initializes only when the test says so.
+            onNodeClaimPatch: (nc) => {
+                if (isMark(nc)) api.put("nodeclaims", nodeClaim(`for-${nc.metadata.name}`, 0, { initialized: false }));
+            },
         });
-        await until(() => output.some((l) => l.includes('"msg":"waiting"')));
-        expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/old-1"]);
-        expect(JSON.parse(output.find((l) => l.includes('"msg":"waiting"'))!)).to.deep.include({ because: "nodeclaim for-old-1 is launching" });
-        // The replacement initializes; then, and only then, the next one goes.
+        await until(() => api.patches.length === 1);
+        await new Promise((r) => setTimeout(r, 200));
+        // The old node stays while its replacement launches: the recycler deletes nothing and marks nothing more.
+        expect(marks()).to.deep.equal([["old-1", mark()]]);
+        expect(deletes()).to.deep.equal([]);
+        expect(api.nodeClaim("old-1").metadata.deletionTimestamp).to.equal(undefined);
+        // Initialized: Karpenter deletes the old one (queue.go:217-237), which goes; then, and only then, the next.
         api.put("nodeclaims", nodeClaim("for-old-1", 1));
-        await until(() => deletes().length === 2);
+        api.karpenterDeletes("old-1", 40);
+        await until(() => api.patches.length === 2);
+        expect(api.nodeClaim("old-1")).to.equal(undefined);
         api.put("nodeclaims", nodeClaim("for-old-2", 1));
+        api.karpenterDeletes("old-2", 40);
         expect(await exit()).to.equal(0);
-        expect(deletes()).to.deep.equal(["old-1", "old-2"].map((n) => `DELETE /apis/karpenter.sh/v1/nodeclaims/${n}`));
+        expect(marks()).to.deep.equal(["old-1", "old-2"].map((n) => [n, mark()]));
+        expect(deletes()).to.deep.equal([]);
         expect(messages(output).slice(-1)).to.deep.equal(["done"]);
     });
 
-    it("stops, deleting nothing more, when a node launched during the run does not initialize", async () => {
+    it("withdraws a mark Karpenter has not acted on in MARK_SECONDS (the hash back as it was), and goes on to the next", async () => {
+        // Karpenter never takes them (a budget, a replacement it cannot launch).
+        const output = await start({ nodeclaims: [nodeClaim("old-1", 9 * 1440), nodeClaim("old-2", 8 * 1440, { annotations: { ...HASHES, [HASH]: "42" } })], nodes: [] }, { MARK_SECONDS: "1" });
+        expect(await exit()).to.equal(0);
+        expect(marks()).to.deep.equal([
+            ["old-1", mark()],
+            ["old-1", HASHES[HASH]],
+            ["old-2", mark("42")],
+            ["old-2", "42"],
+        ]);
+        expect(api.nodeClaim("old-1").metadata.annotations).to.deep.equal(HASHES);
+        expect(deletes()).to.deep.equal([]);
+        const lines = logged(output);
+        expect(lines.filter((l) => l.msg === "not replaced in time: mark withdrawn").map((l) => [l.level, l.nodeClaim])).to.deep.equal([
+            ["error", "old-1"],
+            ["error", "old-2"],
+        ]);
+        expect(lines[lines.length - 1]).to.deep.include({ level: "error", msg: "done", notReplaced: [{ name: "old-1", uid: "uid-old-1" }, { name: "old-2", uid: "uid-old-2" }] });
+    });
+
+    it("leaves a mark Karpenter acted on: once the old NodeClaim is deleting, it waits for it instead of withdrawing", async () => {
+        const output = await start({ nodeclaims: [nodeClaim("old", 9 * 1440)], nodes: [], onNodeClaimPatch: karpenterReplaces({ initializedAfterMs: 20, goneAfterMs: 1500 }) }, { MARK_SECONDS: "1" });
+        expect(await exit()).to.equal(0);
+        expect(marks()).to.deep.equal([["old", mark()]]);
+        expect(messages(output)).to.deep.equal(["started", "marked nodeclaim drifted", "karpenter is deleting it", "nodeclaim replaced", "done"]);
+    });
+
+    it("looks again after pollSeconds when a NodeClaim changed since the list (409 on the mark's or the delete's precondition), never at once", async () => {
+        const touched = new Set<string>();
+        // Karpenter updates each once between the recycler's list and its request: a new resourceVersion.
+        const touch = (name: string) => {
+            if (touched.has(name)) return;
+            touched.add(name);
+            api.put("nodeclaims", { ...api.nodeClaim(name), metadata: { ...api.nodeClaim(name).metadata, labels: { ...api.nodeClaim(name).metadata.labels, touched: "yes" } } });
+        };
+        const output = await start(
+            {
+                nodeclaims: [nodeClaim("old", 8 * 1440), nodeClaim("stuck", 45, { initialized: false })],
+                nodes: [],
+                beforeNodeClaimDelete: touch,
+                beforeNodeClaimPatch: (name) => touch(name),
+                onNodeClaimDelete: () => ({ goneAfterMs: 20 }),
+                // Gone only after a look or two at the deleting NodeClaim.
+                onNodeClaimPatch: karpenterReplaces({ goneAfterMs: 700 }),
+            },
+            { POLL_SECONDS: "0.3" },
+        );
+        expect(await exit()).to.equal(0);
+        expect(deletes()).to.deep.equal(["stuck", "stuck"].map((n) => `DELETE /apis/karpenter.sh/v1/nodeclaims/${n}`));
+        expect(api.requests.filter((r) => r.startsWith("PATCH"))).to.deep.equal(["old", "old"].map((n) => `PATCH /apis/karpenter.sh/v1/nodeclaims/${n}`));
+        const lines = logged(output);
+        expect(lines.map((l) => l.msg)).to.deep.equal(["started", "changed since listed: looking again", "deleted nodeclaim", "nodeclaim gone", "changed since listed: looking again", "marked nodeclaim drifted", "karpenter is deleting it", "nodeclaim replaced", "done"]);
+        // DR-F16: a pause of pollSeconds before the next list and request.
+        for (const [conflict, next] of [
+            [1, 2],
+            [4, 5],
+        ]) {
+            expect(Date.parse(lines[next].time) - Date.parse(lines[conflict].time), lines[next].msg).to.be.at.least(300);
+        }
+    });
+
+    it("stops, acting on nothing more, when a node launched during the run does not initialize", async () => {
         const output = await start({
-            nodeclaims: [nodeClaim("old-1", 9 * 1440), nodeClaim("old-2", 8 * 1440)],
-            nodes: [node("old-1"), node("old-2")],
+            nodeclaims: [nodeClaim("stuck-1", 45, { initialized: false }), nodeClaim("stuck-2", 40, { initialized: false })],
+            nodes: [],
             // A replacement that is already STUCK_MINUTES old and not initialized (nidhogg down, say).
             onNodeClaimDelete: () => ({ goneAfterMs: 20, add: [nodeClaim("replacement", 31, { initialized: false })] }),
         });
         expect(await exit()).to.equal(1);
-        expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/old-1"]);
+        expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/stuck-1"]);
         expect(JSON.parse(output[output.length - 1])).to.deep.include({ level: "error", msg: "stopping: a nodeclaim launched during this run is not initialized", nodeClaim: "replacement" });
     });
 
-    it("refuses to act inside sending hours: no list, no delete", async () => {
-        const output = await start({ nodeclaims: [nodeClaim("old", 8 * 1440)], nodes: [node("old")] }, { SENDING_START: utcClockIn(-60), SENDING_END: utcClockIn(60) });
+    for (const [inside, windows] of [
+        ["sendingHours", [windowIn("sendingHours", -60, 60), windowIn("nightlyBatch", 240, 300)]],
+        ["nightlyBatch", [windowIn("sendingHours", 180, 240), windowIn("nightlyBatch", -60, 60)]],
+    ] as const) {
+        it(`refuses to act inside ${inside}: no list, no mark, no delete`, async () => {
+            const output = await start({ nodeclaims: [nodeClaim("old", 8 * 1440)], nodes: [node("old")] }, { PROTECTED_WINDOWS: JSON.stringify(windows) });
+            expect(await exit()).to.equal(0);
+            expect(api.requests).to.deep.equal([]);
+            expect(JSON.parse(output[1])).to.deep.include({ msg: `inside ${inside}: doing nothing`, done: [] });
+        });
+    }
+
+    it("marks nothing when the mark, a command in flight and the drain could reach a protected window, but deletes a stuck node whose drain fits", async () => {
+        // The nightly batch in 30 minutes: a 600 s drain fits, 900 + 600 + 600 s do not.
+        const output = await start(
+            { nodeclaims: [nodeClaim("old", 8 * 1440), nodeClaim("stuck", 45, { initialized: false })], nodes: [], onNodeClaimDelete: () => ({ goneAfterMs: 20 }) },
+            { DRAIN_SECONDS: "600", PROTECTED_WINDOWS: JSON.stringify([windowIn("sendingHours", 180, 240), windowIn("nightlyBatch", 30, 90)]) },
+        );
         expect(await exit()).to.equal(0);
-        expect(api.requests).to.deep.equal([]);
-        expect(JSON.parse(output[1])).to.deep.include({ msg: "inside sending hours: deleting nothing", deleted: [] });
+        expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/stuck"]);
+        expect(marks()).to.deep.equal([]);
+        expect(JSON.parse(output[output.length - 1])).to.deep.include({ msg: "stopping: a node marked now could still drain when nightlyBatch begins", clearanceSeconds: 2100 });
     });
 
-    it("starts no deletion when a drain of DRAIN_SECONDS could reach sending hours", async () => {
-        const output = await start({ nodeclaims: [nodeClaim("old", 8 * 1440)], nodes: [node("old")] }, { SENDING_START: utcClockIn(30), SENDING_END: utcClockIn(90) });
+    it("starts no deletion when a drain of DRAIN_SECONDS could reach a protected window", async () => {
+        const output = await start(
+            { nodeclaims: [nodeClaim("stuck", 45, { initialized: false })], nodes: [] },
+            { PROTECTED_WINDOWS: JSON.stringify([windowIn("sendingHours", 30, 90), windowIn("nightlyBatch", 240, 300)]) },
+        );
         expect(await exit()).to.equal(0);
         expect(deletes()).to.deep.equal([]);
-        expect(JSON.parse(output[1])).to.deep.include({ msg: "stopping: a node deleted now could still drain when sending hours begin", drainSeconds: 3600 });
+        expect(JSON.parse(output[1])).to.deep.include({ msg: "stopping: a node deleted now could still drain when sendingHours begins", clearanceSeconds: 3600 });
     });
 
     it("logs a refused delete (RBAC, the admission policy) with the API's message and exits 1", async () => {
-        const output = await start({ nodeclaims: [nodeClaim("old", 8 * 1440)], nodes: [node("old")], deleteStatus: 403 });
+        const output = await start({ nodeclaims: [nodeClaim("stuck", 45, { initialized: false })], nodes: [], deleteStatus: 403 });
         expect(await exit()).to.equal(1);
-        expect(JSON.parse(output[output.length - 1])).to.deep.include({ level: "error", msg: "delete refused", nodeClaim: "old", status: 403, error: 'nodeclaims.karpenter.sh "old" is forbidden' });
+        expect(JSON.parse(output[output.length - 1])).to.deep.include({ level: "error", msg: "delete refused", nodeClaim: "stuck", status: 403, error: 'nodeclaims.karpenter.sh "stuck" is forbidden' });
+    });
+
+    it("logs a refused mark (RBAC, the admission policy) with the API's message and exits 1", async () => {
+        const output = await start({ nodeclaims: [nodeClaim("old", 8 * 1440)], nodes: [], nodeClaimPatchStatus: 403 });
+        expect(await exit()).to.equal(1);
+        expect(JSON.parse(output[output.length - 1])).to.deep.include({ level: "error", msg: "mark refused", nodeClaim: "old", status: 403, error: 'nodeclaims.karpenter.sh "old" is forbidden' });
     });
 
     it("reads every page of a long list", async () => {
         const claims = ["a", "b", "c", "d", "e"].map((n) => nodeClaim(n, 60));
-        const output = await start({ nodeclaims: [...claims, nodeClaim("old", 8 * 1440)], nodes: [], pageSize: 2, onNodeClaimDelete: () => ({ goneAfterMs: 20 }) });
+        const output = await start({ nodeclaims: [...claims, nodeClaim("stuck", 45, { initialized: false })], nodes: [], pageSize: 2, onNodeClaimDelete: () => ({ goneAfterMs: 20 }) });
         expect(await exit()).to.equal(0);
-        expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/old"]);
+        expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/stuck"]);
         expect(JSON.parse(output[output.length - 1])).to.deep.include({ msg: "done", nodeClaims: 5 });
     });
 
-    it("stops on SIGTERM while a deleted node drains, and deletes nothing more", async () => {
+    it("stops on SIGTERM while a deleted node drains, and acts on nothing more", async () => {
         // Karpenter never finishes this one.
-        const output = await start({ nodeclaims: [nodeClaim("old-1", 9 * 1440), nodeClaim("old-2", 8 * 1440)], nodes: [], onNodeClaimDelete: () => ({}) });
+        const output = await start({ nodeclaims: [nodeClaim("stuck", 45, { initialized: false }), nodeClaim("old", 8 * 1440)], nodes: [], onNodeClaimDelete: () => ({}) });
         await until(() => output.some((l) => l.includes("deleted nodeclaim")));
         const t = Date.now();
         child!.kill("SIGTERM");
         expect(await exit()).to.equal(0);
         expect(Date.now() - t).to.be.below(2000);
-        expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/old-1"]);
-        expect(JSON.parse(output[output.length - 1])).to.deep.include({ msg: "stopped", deleted: [{ name: "old-1", uid: "uid-old-1" }] });
+        expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/stuck"]);
+        expect(marks()).to.deep.equal([]);
+        expect(JSON.parse(output[output.length - 1])).to.deep.include({ msg: "stopped", done: [{ name: "stuck", uid: "uid-stuck", action: "deleted" }] });
+    });
+
+    it("withdraws its mark when the run fails while it waits (the API answers 500 once), then exits 1", async () => {
+        let failures = 0;
+        const output = await start({
+            nodeclaims: [nodeClaim("old", 8 * 1440)],
+            nodes: [],
+            onNodeClaimPatch: (nc) => {
+                if (isMark(nc)) failures = 1;
+            },
+            get listStatus() {
+                return failures-- > 0 ? 500 : undefined;
+            },
+        });
+        expect(await exit()).to.equal(1);
+        expect(marks()).to.deep.equal([
+            ["old", mark()],
+            ["old", HASHES[HASH]],
+        ]);
+        expect(messages(output).slice(-2)).to.deep.equal(["mark withdrawn", "run failed"]);
+    });
+
+    it("withdraws its mark on SIGTERM (the Job's deadline) while Karpenter has not begun replacing the node", async () => {
+        const output = await start({ nodeclaims: [nodeClaim("old", 8 * 1440)], nodes: [] });
+        await until(() => output.some((l) => l.includes("marked nodeclaim drifted")));
+        child!.kill("SIGTERM");
+        expect(await exit()).to.equal(0);
+        expect(marks()).to.deep.equal([
+            ["old", mark()],
+            ["old", HASHES[HASH]],
+        ]);
+        expect(messages(output).slice(-2)).to.deep.equal(["mark withdrawn", "stopped"]);
     });
 
     it("fails the run, without hanging, when the connection is cut mid-answer", async () => {
@@ -326,22 +513,22 @@ describe("node recycler: the script as a process against a fake Kubernetes API",
     });
 
     it("refuses missing settings in one line and exits 2", async () => {
-        const output = await start({}, { TIME_ZONE: "" });
+        const output = await start({}, { PROTECTED_WINDOWS: "" });
         expect(await exit()).to.equal(2);
-        expect(output.map((l) => JSON.parse(l))).to.deep.equal([{ time: JSON.parse(output[0]).time, level: "error", msg: "bad settings", problems: ["TIME_ZONE must be set"] }]);
+        expect(output.map((l) => JSON.parse(l))).to.deep.equal([{ time: JSON.parse(output[0]).time, level: "error", msg: "bad settings", problems: ["PROTECTED_WINDOWS must be set"] }]);
     });
 });
 
 describe("node recycler: what the stacks deploy (components/nodeRecycler.ts)", () => {
     for (const stack of STACKS) {
-        it(`${stack}: a nightly CronJob on a stable node, in UTC inside the budgets' window, allowed to list and delete NodeClaims and list nodes, guarded to its pool`, async () => {
+        it(`${stack}: a nightly CronJob on a stable node, in UTC after sending hours, allowed to list, patch and delete NodeClaims and list nodes, guarded to its pool and the one annotation`, async () => {
             const r = await buildStack(stack);
             const cronJob = r.get("kubernetes:batch/v1:CronJob", `${NAME}-cronjob`).inputs;
             expect(cronJob.metadata).to.deep.equal({ name: NAME, namespace: "karpenter" });
             const { jobTemplate, ...schedule } = cronJob.spec;
-            expect(schedule).to.deep.equal({ schedule: "30 4 * * *", timeZone: "Etc/UTC", concurrencyPolicy: "Forbid", startingDeadlineSeconds: 3600, successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 3 });
-            // 04:30 UTC to 12:00 UTC (08:00 EDT), the nearest sending hours of the year: the run is killed by then at the latest.
-            expect([jobTemplate.spec.backoffLimit, jobTemplate.spec.activeDeadlineSeconds]).to.deep.equal([2, 450 * 60]);
+            expect(schedule).to.deep.equal({ schedule: "30 23 * * *", timeZone: "Etc/UTC", concurrencyPolicy: "Forbid", startingDeadlineSeconds: 3600, successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 3 });
+            // 23:30 UTC to 05:00 UTC, the nightly batch, the nearest protected window: the run is killed by then at the latest.
+            expect([jobTemplate.spec.backoffLimit, jobTemplate.spec.activeDeadlineSeconds]).to.deep.equal([2, 330 * 60]);
             const pod = jobTemplate.spec.template.spec;
             expect(pod.nodeSelector).to.deep.equal({ "eks.amazonaws.com/capacityType": "ON_DEMAND" });
             expect(pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).to.deep.equal([{ matchExpressions: [{ key: "karpenter.sh/nodepool", operator: "DoesNotExist" }] }]);
@@ -354,26 +541,30 @@ describe("node recycler: what the stacks deploy (components/nodeRecycler.ts)", (
                 { name: "NODE_POOL", value: POOL },
                 { name: "MAX_AGE_DAYS", value: "7" },
                 { name: "STUCK_MINUTES", value: "30" },
-                { name: "SENDING_START", value: "08:00" },
-                { name: "SENDING_END", value: "18:00" },
-                { name: "TIME_ZONE", value: "America/Toronto" },
+                { name: "PROTECTED_WINDOWS", value: JSON.stringify([SENDING, NIGHTLY]) },
                 // The NodePool's terminationGracePeriod (1h).
                 { name: "DRAIN_SECONDS", value: "3600" },
+                { name: "MARK_SECONDS", value: "900" },
+                // A drift command's retry duration (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/disruption/queue.go:65, 87-93).
+                { name: "COMMAND_SECONDS", value: "600" },
                 { name: "POLL_SECONDS", value: "10" },
             ]);
+            // What the script reads from it is what config validation checked.
+            expect(recycler.settingsFrom(Object.fromEntries(container.env.map((e: { name: string; value: string }) => [e.name, e.value]))).problems).to.deep.equal([]);
             expect(container.securityContext).to.deep.equal({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
             expect(container.resources).to.deep.equal({ requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "128Mi" } });
             expectScriptConfigMap(r.get("kubernetes:core/v1:ConfigMap", `${NAME}-script`).inputs.data, "recycleNodeClaims.js");
 
+            // patch for the mark; no get, watch, update, nor the status subresource.
             expect(r.get("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", `${NAME}-role`).inputs.rules).to.deep.equal([
-                { apiGroups: ["karpenter.sh"], resources: ["nodeclaims"], verbs: ["list", "delete"] },
+                { apiGroups: ["karpenter.sh"], resources: ["nodeclaims"], verbs: ["list", "patch", "delete"] },
                 { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
             ]);
             const { apiVersion, kind, ...binding } = r.get("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", `${NAME}-binding`).inputs;
             expect(binding).to.deep.equal({ metadata: { name: NAME }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: NAME }, subjects: [{ kind: "ServiceAccount", name: NAME, namespace: "karpenter" }] });
             expect(r.get("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", `${NAME}-admission-policy`).inputs.spec).to.deep.equal(ownPoolOnlyPolicySpec(USER, POOL));
             expect(r.get("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", `${NAME}-admission-binding`).inputs.spec).to.deep.equal({ policyName: `${NAME}-own-pool-only`, validationActions: ["Deny"] });
-            // The account never holds `delete nodeclaims` before the policy that limits it is bound, nor runs before.
+            // The account never holds `patch` or `delete nodeclaims` before the policy that limits it is bound, nor runs before.
             const urn = (type: string, name: string) => r.get(type, name).urn;
             const guard = urn("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", `${NAME}-admission-binding`);
             const grant = urn("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", `${NAME}-binding`);
@@ -383,41 +574,142 @@ describe("node recycler: what the stacks deploy (components/nodeRecycler.ts)", (
     }
 
     it("is left out without nodePool.recycle", async () => {
-        const r = await buildStack("staging", { nodePool: { ...rawConfig("staging").nodePool as object, recycle: undefined } });
+        const r = await buildStack("staging", { nodePool: { ...(rawConfig("staging").nodePool as object), recycle: undefined } });
         expect(r.byType("kubernetes:batch/v1:CronJob")).to.deep.equal([]);
         expect(r.byType("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy").map((p) => p.inputs.metadata.name)).to.not.include(`${NAME}-own-pool-only`);
     });
 
-    it("takes the run's deadline from the schedule: the shortest time from a run's start to sending hours", () => {
-        const h = { start: "08:00", end: "18:00", timeZone: "America/Toronto" };
-        const budgets = [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }];
-        // 23:00 UTC is 18:00 EST, the end of sending hours; EDT's next start, 12:00 UTC, is 13 h later.
-        expect(recycleWindow("0 23 * * *", h, budgets, 60)).to.deep.equal({ shortestMinutes: 780, longestGapMinutes: 1440 });
-        // 11:00 UTC is 07:00 EDT: a 1 h drain just fits.
-        expect(recycleWindow("0 11 * * *", h, budgets, 60)).to.deep.equal({ shortestMinutes: 60, longestGapMinutes: 1440 });
-        // Weekends only: a node stuck on Monday waits until Saturday.
-        expect(recycleWindow("30 4 * * sat,sun", h, budgets, 60)).to.deep.include({ longestGapMinutes: 6 * 1440 });
+    describe("the schedule (recycleWindow): outside both windows, where the budgets allow drift, with time to mark and drain, in EST and EDT", () => {
+        const windows = [SENDING, NIGHTLY];
+        const budgets = [
+            { nodes: "10%" },
+            { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" },
+            { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 5 * * *", duration: "5h30m" },
+        ];
+        // 15 minutes' mark, 10 of a command in flight, a 1 h drain.
+        const clearance = 85;
+
+        it("takes the run's deadline from the schedule: the shortest time from a run's start to the next window", () => {
+            // 23:30 UTC is 18:30 EST and 19:30 EDT; the nightly batch begins 5.5 h later, every day.
+            expect(recycleWindow("30 23 * * *", windows, budgets, clearance)).to.deep.equal({ shortestMinutes: 330, longestGapMinutes: 1440 });
+            // 23:00 UTC: the minute sending hours (EST) and the budget's window end.
+            expect(recycleWindow("0 23 * * *", windows, budgets, clearance)).to.deep.equal({ shortestMinutes: 360, longestGapMinutes: 1440 });
+            // 03:35 UTC leaves exactly 85 minutes before 05:00.
+            expect(recycleWindow("35 3 * * *", windows, budgets, clearance)).to.deep.equal({ shortestMinutes: 85, longestGapMinutes: 1440 });
+            // Weekends only: a node stuck on Monday waits until Saturday.
+            expect(recycleWindow("30 23 * * sat,sun", windows, budgets, clearance)).to.deep.include({ longestGapMinutes: 6 * 1440 });
+        });
+
+        it("refuses a run inside sending hours in EST only (22:30 UTC is 18:30 EDT but 17:30 EST), naming the window", () => {
+            expect(recycleWindow("30 22 * * *", windows, budgets, clearance).problem).to.equal("must start runs outside sendingHours (08:00-18:00 America/Toronto): a run starts on 2026-01-01 22:30 UTC (17:30 local)");
+        });
+
+        it("refuses a run inside the nightly batch, in winter and summer alike", () => {
+            expect(recycleWindow("0 6 * * *", windows, budgets, clearance).problem).to.equal("must start runs outside nightlyBatch (05:00-10:30 Etc/UTC): a run starts on 2026-01-01 06:00 UTC (06:00 local)");
+            expect(recycleWindow("0 6 * 7 *", windows, budgets, clearance).problem).to.equal("must start runs outside nightlyBatch (05:00-10:30 Etc/UTC): a run starts on 2026-07-01 06:00 UTC (06:00 local)");
+        });
+
+        it("refuses a run with too little time before the next window: before the nightly batch, and between it and sending hours in EDT", () => {
+            expect(recycleWindow("0 4 * * *", windows, budgets, clearance).problem).to.match(
+                /^must start runs at least 85 minutes before nightlyBatch \(05:00-10:30 Etc\/UTC\) begin \(nodePool\.terminationGracePeriod, and 25 minutes for Karpenter to replace a node marked drifted\), so that a node marked or deleted at the start drains before them: a run starts on 2026-01-01 04:00 UTC \(04:00 local\), 60 minutes before$/,
+            );
+            // 10:45 UTC: after the nightly batch; 75 minutes before 08:00 EDT (12:00 UTC), 135 before 08:00 EST.
+            expect(recycleWindow("45 10 * * *", windows, budgets, clearance).problem).to.match(/before sendingHours \(08:00-18:00 America\/Toronto\) begin .* a run starts on 2026-03-08 10:45 UTC \(06:45 local\), 75 minutes before$/);
+        });
+
+        it("follows a nightly batch given in Eastern time across the changes of clock", () => {
+            // 01:00-05:30 Eastern is 05:00-09:30 UTC in EDT, 06:00-10:30 UTC in EST; the budgets must cover both.
+            const eastern = [SENDING, { name: "nightlyBatch", start: "01:00", end: "05:30", timeZone: "America/Toronto" }];
+            const wide = [...budgets.slice(0, 2), { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 5 * * *", duration: "5h30m" }];
+            // 03:30 UTC is 90 minutes before 01:00 EDT (05:00 UTC), 150 before 01:00 EST.
+            expect(recycleWindow("30 3 * * *", eastern, wide, clearance)).to.deep.equal({ shortestMinutes: 90, longestGapMinutes: 1440 });
+            // 04:00 UTC is enough in winter, and on 8 March, whose 01:00 is still EST (clocks go forward at 02:00), not from the 9th.
+            expect(recycleWindow("0 4 * * *", eastern, wide, clearance).problem).to.match(/nightlyBatch \(01:00-05:30 America\/Toronto\) .* a run starts on 2026-03-09 04:00 UTC \(00:00 local\), 60 minutes before$/);
+            // 05:30 UTC is before it in EST (00:30), on 8 March too, and inside it in EDT (01:30); with no budget in the way.
+            const tenPercent = [{ nodes: "10%" }];
+            expect(recycleWindow("30 5 8 3 *", eastern, tenPercent, 30)).to.deep.equal({ shortestMinutes: 30, longestGapMinutes: 365 * 1440 });
+            expect(recycleWindow("30 5 9 3 *", eastern, tenPercent, 30).problem).to.equal("must start runs outside nightlyBatch (01:00-05:30 America/Toronto): a run starts on 2026-03-09 05:30 UTC (01:30 local)");
+            // 1 November: 01:00-02:00 comes twice (EDT, then EST), and both are inside; 05:00 UTC is 01:00 EDT.
+            expect(recycleWindow("30 5 1 11 *", eastern, tenPercent, 30).problem).to.equal("must start runs outside nightlyBatch (01:00-05:30 America/Toronto): a run starts on 2026-11-01 05:30 UTC (01:30 local)");
+        });
     });
 });
 
 describe("node recycler: the admission policy's CEL", () => {
     const spec = ownPoolOnlyPolicySpec(recyclerUser("karpenter", NAME), POOL);
-    /** The policy's verdict on the recycler deleting `old`: the failed messages (none: admitted). */
-    function admit(old: any, username = USER): string[] {
-        if (!spec.matchConditions.every((c) => evaluate(c.expression, { request: { userInfo: { username } } }) === true)) return [];
-        return spec.validations.filter((v) => evaluate(v.expression, { object: null, oldObject: old }) !== true).map((v) => v.message);
+    /** The policy's verdict on the recycler's `operation` from `old` to `object`: the failed messages (none: admitted). */
+    function admit(operation: "DELETE" | "UPDATE", old: any, object: any = null, username = USER): string[] {
+        const request = { operation, userInfo: { username } };
+        if (!spec.matchConstraints.resourceRules[0].operations.includes(operation)) return [];
+        if (!spec.matchConditions.every((c) => evaluate(c.expression, { request }) === true)) return [];
+        return spec.validations.filter((v) => evaluate(v.expression, { request, object, oldObject: old }) !== true).map((v) => v.message);
     }
-    const refused = [`${USER} may delete only NodeClaims of the NodePool ${POOL} (label karpenter.sh/nodepool=${POOL})`];
+    const notThePool = `${USER} may delete or mark only NodeClaims of the NodePool ${POOL} (label karpenter.sh/nodepool=${POOL})`;
+    const notTheMark = `${USER} may change only the annotation karpenter.sh/nodepool-hash of a NodeClaim: its spec, labels, other annotations, finalizers and owner references stay as they are`;
+    /** A NodeClaim of the pool with an owner, and a copy of it changed by `change`. */
+    const owned = () => ({ ...nodeClaim("a", 1), metadata: { ...nodeClaim("a", 1).metadata, ownerReferences: [{ apiVersion: "karpenter.sh/v1", kind: "NodePool", name: POOL, uid: "np-uid" }] } });
+    const changed = (change: (nc: any) => void, from: any = owned()) => {
+        const copy = structuredClone(from);
+        change(copy);
+        return copy;
+    };
+    const marked = (nc: any) => (nc.metadata.annotations[HASH] = "recycle-2026-07-01-6043009744046391834");
 
-    it("admits deleting a NodeClaim of the pool", () => expect(admit(nodeClaim("a", 1))).to.deep.equal([]));
-    it("refuses a NodeClaim of another pool", () => expect(admit(nodeClaim("a", 1, { pool: "gpu" }))).to.deep.equal(refused));
-    it("refuses a NodeClaim without labels, or without the pool's", () => {
-        expect(admit({ metadata: { name: "a" } })).to.deep.equal(refused);
-        expect(admit({ metadata: { name: "a", labels: { app: "x" } } })).to.deep.equal(refused);
+    it("admits deleting a NodeClaim of the pool", () => expect(admit("DELETE", owned())).to.deep.equal([]));
+    it("refuses deleting a NodeClaim of another pool, or without the pool's label", () => {
+        expect(admit("DELETE", nodeClaim("a", 1, { pool: "gpu" }))).to.deep.equal([notThePool]);
+        expect(admit("DELETE", { metadata: { name: "a" } })).to.deep.equal([notThePool]);
+        expect(admit("DELETE", { metadata: { name: "a", labels: { app: "x" } } })).to.deep.equal([notThePool]);
     });
-    it("does not apply to anyone else (Karpenter, kubectl)", () => expect(admit(nodeClaim("a", 1, { pool: "gpu" }), "system:serviceaccount:karpenter:karpenter")).to.deep.equal([]));
-    it("matches DELETE of nodeclaims.karpenter.sh only, and fails closed", () => {
-        expect(spec.matchConstraints).to.deep.equal({ resourceRules: [{ apiGroups: ["karpenter.sh"], apiVersions: ["v1"], operations: ["DELETE"], resources: ["nodeclaims"] }] });
+
+    it("admits the mark and its withdrawal: the hash annotation changed, nothing else", () => {
+        const mark = changed(marked);
+        expect(admit("UPDATE", owned(), mark)).to.deep.equal([]);
+        expect(admit("UPDATE", mark, owned())).to.deep.equal([]);
+        // Without owners or finalizers on either side, too.
+        const bare = changed((nc) => delete nc.metadata.finalizers, nodeClaim("a", 1));
+        expect(admit("UPDATE", bare, changed(marked, bare))).to.deep.equal([]);
+    });
+
+    const refusals: [string, (nc: any) => void][] = [
+        ["its spec", (nc) => (nc.spec.requirements[0].values = ["on-demand"])],
+        ["its terminationGracePeriod", (nc) => (nc.spec.terminationGracePeriod = "1s")],
+        ["its labels (moving it to another pool)", (nc) => (nc.metadata.labels[NODEPOOL_LABEL] = "gpu")],
+        ["a label added", (nc) => (nc.metadata.labels.extra = "x")],
+        ["the labels removed", (nc) => delete nc.metadata.labels],
+        ["another annotation added (do-not-disrupt)", (nc) => (nc.metadata.annotations["karpenter.sh/do-not-disrupt"] = "true")],
+        ["the hash version changed", (nc) => (nc.metadata.annotations["karpenter.sh/nodepool-hash-version"] = "v4")],
+        ["the hash annotation removed (no drift then)", (nc) => delete nc.metadata.annotations[HASH]],
+        ["every annotation removed", (nc) => delete nc.metadata.annotations],
+        ["its finalizers removed", (nc) => delete nc.metadata.finalizers],
+        ["its finalizers changed", (nc) => (nc.metadata.finalizers = ["other"])],
+        ["its owner changed (the garbage collector would delete it)", (nc) => (nc.metadata.ownerReferences[0].uid = "missing")],
+        ["its owner removed", (nc) => delete nc.metadata.ownerReferences],
+    ];
+    for (const [what, change] of refusals) {
+        it(`refuses an update that changes ${what}, with the mark or without`, () => {
+            expect(admit("UPDATE", owned(), changed(change))).to.deep.equal([notTheMark]);
+            expect(admit("UPDATE", owned(), changed((nc) => (marked(nc), change(nc))))).to.deep.equal([notTheMark]);
+        });
+    }
+
+    it("refuses the hash annotation added to a NodeClaim without one", () => {
+        const unhashed = changed((nc) => delete nc.metadata.annotations[HASH]);
+        expect(admit("UPDATE", unhashed, changed(marked, unhashed))).to.deep.equal([notTheMark]);
+    });
+
+    it("refuses marking a NodeClaim of another pool", () => {
+        const other = nodeClaim("a", 1, { pool: "gpu" });
+        expect(admit("UPDATE", other, changed(marked, other))).to.deep.equal([notThePool]);
+    });
+
+    it("does not apply to anyone else (Karpenter, kubectl)", () => {
+        expect(admit("DELETE", nodeClaim("a", 1, { pool: "gpu" }), null, "system:serviceaccount:karpenter:karpenter")).to.deep.equal([]);
+        expect(admit("UPDATE", owned(), changed((nc) => (nc.spec.requirements = [])), "system:serviceaccount:karpenter:karpenter")).to.deep.equal([]);
+    });
+
+    it("matches DELETE and UPDATE (a patch arrives as UPDATE) of nodeclaims.karpenter.sh only, and fails closed", () => {
+        expect(spec.matchConstraints).to.deep.equal({ resourceRules: [{ apiGroups: ["karpenter.sh"], apiVersions: ["v1"], operations: ["DELETE", "UPDATE"], resources: ["nodeclaims"] }] });
         expect(spec.failurePolicy).to.equal("Fail");
     });
 });
