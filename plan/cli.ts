@@ -16,7 +16,7 @@ import { policyConfigFor } from "../stacks/policyConfig.ts";
 import { CI_ACCESS_DIR, ciAccessFiles, ciAccessPaths } from "./ciAccess.ts";
 import { PROJECT, readStackConfig } from "./offlineRuntime.ts";
 import { cloudwatchAgentFile } from "./cloudwatchAgent.ts";
-import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts.ts";
+import { CELERY_PRESTOP_TEMPLATE_FILE, GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts.ts";
 import { celeryHandoverFiles } from "./celeryHandover.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { diffStacks, renderChanges, renderDiff } from "./diff.ts";
@@ -77,6 +77,7 @@ export const planFiles = (stack: string) => [
     "cwagent-prometheus-karpenter.json",
     "summary.txt",
     ...GC_NOTIFY_RELEASES.map(valuesFilePath),
+    CELERY_PRESTOP_TEMPLATE_FILE,
     // A stack name as stack files have it, so that no record can name a path of its choosing.
     ...(/^[a-z0-9-]+$/.test(stack) ? ciAccessPaths(stack) : []),
 ];
@@ -160,8 +161,10 @@ function removeRecordedFiles(out: string, record: PlanRecord, keep: string[] = [
         fs.rmSync(full);
         removed.push(file);
     }
-    // The folders of the values and ci-access files go with them, unless something else is in them.
-    for (const folder of [path.dirname(valuesFilePath("x")), CI_ACCESS_DIR].map((d) => path.join(out, d))) {
+    // The folders of the recorded files go with them (the values, handover and ci-access folders), unless something
+    // else is in them.
+    const folders = [...new Set(Object.keys(record.files).map((f) => path.dirname(f)))].filter((d) => d !== ".");
+    for (const folder of folders.sort((a, b) => b.length - a.length).map((d) => path.join(out, d))) {
         if (fs.existsSync(folder) && fs.statSync(folder).isDirectory() && fs.readdirSync(folder).length === 0) fs.rmdirSync(folder);
     }
     return { removed, changed };
