@@ -16,6 +16,7 @@ import { GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, SNSClient }
 import { GetQueueAttributesCommand, GetQueueUrlCommand, ListQueueTagsCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
 import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames, releaseDescription } from "../components/karpenterController.ts";
+import { type DailyWindow, localWindow } from "../components/disruptionBudgets.ts";
 import { CELERY_PRESTOP_SCRIPT, DEPLOYMENT_LABEL, HOOK_MARGIN_SECONDS, NIDHOGG_RELEASE, burstBudgetName, burstGraceSeconds, burstPodTemplate, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
 import { quantityValue } from "../components/ephemeralNodePool.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
@@ -1320,9 +1321,14 @@ export async function gatherQueues(cfg: StackConfig, config: AwsClientConfig, on
  * may find no pod and add no metadata, and the output then names the stream fallback-stream + the tag, which ends in
  * the container log's file name, <pod>_<namespace>_<container>-<id>.log.
  */
-export function taskDurationQuery(containers: string[]): string {
+export function taskDurationQuery(containers: string[], outside: { from: number; to: number }[] = []): string {
     return [
         "filter @message like / took [0-9]+\\.[0-9]+s/",
+        // longestTaskSeconds is the longest task outside GC Notify's nightly batch (nodePool.nightlyBatch), when the
+        // program disrupts no node: lines logged inside it are left out, by their minute of the UTC day.
+        ...(outside.length
+            ? ["| fields toMillis(@timestamp) % 86400000 as msOfDay", ...outside.map((w) => `| filter msOfDay < ${w.from * 60_000} or msOfDay >= ${w.to * 60_000}`)]
+            : []),
         "| parse @message /(?<task>[A-Za-z0-9_.:-]+) took (?<seconds>[0-9]+\\.[0-9]+)s/",
         "| parse @logStream /_[^_]+_(?<streamContainer>[a-z0-9-]+)-[0-9a-f]{64}\\.log$/",
         "| fields coalesce(kubernetes.container_name, streamContainer, @logStream) as container",
@@ -1330,6 +1336,21 @@ export function taskDurationQuery(containers: string[]): string {
         "| stats max(seconds) as longest, count(*) as runs by container, task",
         "| limit 10000",
     ].join("\n");
+}
+
+/**
+ * The minutes of the UTC day a local daily window covers on some day between `from` and `to` (epoch ms): one span
+ * in UTC, two when a time zone's offset changes in between (EST and EDT), each split at midnight.
+ */
+export function utcMinutesOfDay(w: DailyWindow, from: number, to: number): { from: number; to: number }[] {
+    const spans = new Map<string, { from: number; to: number }>();
+    for (let day = Math.floor(from / 86_400_000) * 86_400_000 - 86_400_000; day <= to; day += 86_400_000) {
+        const { start, end } = localWindow(w, new Date(day), new Date(day));
+        const s = ((start % 1440) + 1440) % 1440;
+        const e = s + (end - start);
+        for (const span of e <= 1440 ? [{ from: s, to: e }] : [{ from: s, to: 1440 }, { from: 0, to: e - 1440 }]) spans.set(`${span.from}-${span.to}`, span);
+    }
+    return [...spans.values()].sort((a, b) => a.from - b.from);
 }
 
 /** How often task-durations asks for its query's results, and how long it waits for them before it stops the query. */
@@ -1346,7 +1367,9 @@ export async function gatherTaskDurations(cfg: StackConfig, config: AwsClientCon
     heard(onCall, logs);
     try {
         let refusal: { message: string; name: string } | undefined;
-        const input = { logGroupName: group, startTime: Math.floor((now - hours * 3_600_000) / 1000), endTime: Math.floor(now / 1000), queryString: taskDurationQuery(cfg.placement.burst.deployments.map((d) => d.name)), limit: 10_000 };
+        const from = now - hours * 3_600_000;
+        const nightly = utcMinutesOfDay(cfg.nodePool.nightlyBatch, from, now);
+        const input = { logGroupName: group, startTime: Math.floor(from / 1000), endTime: Math.floor(now / 1000), queryString: taskDurationQuery(cfg.placement.burst.deployments.map((d) => d.name), nightly), limit: 10_000 };
         const started = await call(`logs:StartQuery ${group}`, () => logs.send(new StartQueryCommand(input)), ["ResourceNotFoundException", "LimitExceededException"], (message, name) => (refusal = { message, name }));
         if (!started?.queryId) return { hours, outcome: refusal?.name === "ResourceNotFoundException" ? "no-log-group" : "refused", detail: refusal?.message, rows: [] };
         const queryId = started.queryId;

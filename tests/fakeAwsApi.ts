@@ -626,6 +626,12 @@ export function insightsQuery(query: string, events: { timestamp: number; messag
             const [field, re] = [m[1], regex(m[2])!];
             return (r) => r[field] !== undefined && re.test(r[field]!);
         }
+        m = /^([\w.@]+) (<|<=|>|>=) ([0-9]+)$/.exec(t);
+        if (m) {
+            const [field, op, n] = [m[1], m[2], Number(m[3])];
+            const compare = { "<": (a: number) => a < n, "<=": (a: number) => a <= n, ">": (a: number) => a > n, ">=": (a: number) => a >= n }[op]!;
+            return (r) => r[field] !== undefined && compare(Number(r[field]));
+        }
         m = /^([\w.@]+) in (\[.*\])$/.exec(t);
         if (m) {
             const [field, list] = [m[1], JSON.parse(m[2]) as string[]];
@@ -638,15 +644,21 @@ export function insightsQuery(query: string, events: { timestamp: number; messag
         const [, verb, rest] = /^(\w+)\s+([\s\S]*)$/.exec(command.trim()) ?? [];
         if (stats && verb !== "limit") return `only limit may follow stats here: ${command}`;
         if (verb === "filter") {
-            const terms = rest.split(" and ").map(term);
+            // Either terms joined by "and", or by "or" (not both: the query needs no more).
+            const or = rest.includes(" or ");
+            const terms = rest.split(or ? " or " : " and ").map(term);
             const bad = terms.find((t) => typeof t === "string");
             if (bad) return bad as string;
-            records = records.filter((r) => terms.every((t) => (t as (r: Record<string, string | undefined>) => boolean)(r)));
+            const tests = terms as ((r: Record<string, string | undefined>) => boolean)[];
+            records = records.filter((r) => (or ? tests.some((t) => t(r)) : tests.every((t) => t(r))));
         } else if (verb === "parse") {
             const [, field, pattern] = /^([\w.@]+) (\/.*\/)$/.exec(rest) ?? [];
             const re = pattern && regex(pattern);
             if (!re) return `parse needs a field and a /regular expression/: ${command}`;
             records = records.map((r) => ({ ...r, ...(re.exec(r[field] ?? "")?.groups ?? {}) }));
+        } else if (verb === "fields" && /^toMillis\(@timestamp\) % [0-9]+ as \w+$/.test(rest)) {
+            const [, n, name] = /^toMillis\(@timestamp\) % ([0-9]+) as (\w+)$/.exec(rest)!;
+            records = records.map((r) => ({ ...r, [name]: String(Number(r["@timestamp"]) % Number(n)) }));
         } else if (verb === "fields") {
             const [, args, name] = /^coalesce\(([^)]*)\) as (\w+)$/.exec(rest) ?? [];
             if (!args) return `fields supports coalesce(...) as <name> here: ${command}`;

@@ -743,6 +743,23 @@ describe("npm run preflight", function () {
                 expect(week.queries[0].input.startTime).to.equal((NOW - 168 * 3_600_000) / 1000);
             });
 
+            it("leaves out what ran inside GC Notify's nightly batch (nodePool.nightlyBatch, 05:00-10:30 UTC), when the program disrupts no node: longestTaskSeconds is the longest task outside it", async () => {
+                const w = goodWorld(cfg);
+                const core = "notify-celery-core-tasks-burst";
+                const yesterday = NOW - 86_400_000;
+                w.aws.logGroups[cfg.alarms.logGroupName].push(
+                    // notification-api app/config.py:509-518: create-nightly-billing at 05:15 UTC, on reporting-tasks.
+                    tookLine(core, "create-nightly-billing-for-day", 143.2, yesterday + (5 * 60 + 20) * 60_000),
+                    tookLine(core, "create-nightly-billing-for-day", 95, yesterday + (10 * 60 + 29) * 60_000),
+                );
+                const inside = await run(w);
+                expect(linesOf(inside.output, "FAIL")).to.deep.equal([]);
+                expect(inside.queries[0].input.queryString).to.include("| fields toMillis(@timestamp) % 86400000 as msOfDay\n| filter msOfDay < 18000000 or msOfDay >= 37800000\n");
+                // At 10:31 UTC it counts.
+                w.aws.logGroups[cfg.alarms.logGroupName].push(tookLine(core, "create-nightly-billing-for-day", 61, yesterday + (10 * 60 + 31) * 60_000));
+                expect(linesOf((await run(w)).output, "FAIL").map((l) => l.split(" took ")[0])).to.deep.equal([`FAIL  task-durations            ${core}: create-nightly-billing-for-day`]);
+            });
+
             it("WARNs when no line at all is found (the evidence is missing, and why), and per worker without a line", async () => {
                 const w = goodWorld(cfg);
                 const lg = cfg.alarms.logGroupName;
