@@ -221,6 +221,8 @@ export class DrillRecord {
     readonly instanceEnds = new Map<string, InstanceEnd>();
     /** Karpenter's SpotInterrupted events, by NodeClaim (undefined: not read). */
     interruptionEvents?: Map<string, number>;
+    /** Karpenter's FailedDraining events on the interrupted nodes: an eviction a PodDisruptionBudget refused, say. */
+    readonly drainEvents: { node: string; at: number; message: string }[] = [];
     metric?: { interruptions: number; samples: number };
     /** Live: the displaced GC Notify workers' tasks, from their logs. */
     tasks?: LiveTasks;
@@ -584,6 +586,7 @@ export function timeline(run: DrillRun): TimelineEvent[] {
     add(e.ended, `experiment ${e.status}`, e.id ?? "", e.reason ?? "");
     for (const [id, end] of rec.instanceEnds) add(end.at, "instance gone", id, `EC2 ${end.state}${end.reason ? `: ${end.reason}` : ""}`);
     for (const [claim, at] of rec.interruptionEvents ?? []) add(at, `${SPOT_INTERRUPTED_EVENT} event`, claim, "Karpenter");
+    for (const x of rec.drainEvents) add(x.at, "drain blocked", x.node, x.message);
     const interrupted = new Set(rec.interruptedNodes().map((n) => n.name));
     for (const c of rec.claims.values()) {
         if (c.node && interrupted.has(c.node)) add(c.deleting, "NodeClaim deleted by Karpenter", c.name, `node ${c.node}`);
@@ -1193,20 +1196,30 @@ function readExperiment(e: ExperimentRecord, x: any, durationSeconds: number): v
     }
 }
 
-/** Karpenter's SpotInterrupted events on the interrupted NodeClaims (core/v1 Events; the API server keeps them an hour). */
+/**
+ * Karpenter's events on the interrupted NodeClaims and nodes (core/v1 Events; the API server keeps them an hour):
+ * SpotInterrupted on the NodeClaim, and FailedDraining on the node when an eviction was refused, by a
+ * PodDisruptionBudget say (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/node/termination/terminator/eviction.go:199-207).
+ */
 async function readInterruptionEvents(env: Env, rec: DrillRecord): Promise<Map<string, number>> {
+    const core = env.kc.makeApiClient(k8s.CoreV1Api);
+    const list = async (kind: string, reason: string) => {
+        try {
+            return (await core.listEventForAllNamespaces({ fieldSelector: `involvedObject.kind=${kind},reason=${reason}` })).items;
+        } catch (x) {
+            throw new Error(`could not list the ${kind}s' events: ${apiError(x)}`);
+        }
+    };
+    const at = (ev: k8s.CoreV1Event) => epochMs((ev.firstTimestamp ?? ev.eventTime ?? ev.metadata?.creationTimestamp) as any) ?? env.clock.now();
     const claims = new Set(rec.interruptedClaims().map((c) => c.name));
-    let list: k8s.CoreV1EventList;
-    try {
-        list = await env.kc.makeApiClient(k8s.CoreV1Api).listEventForAllNamespaces({ fieldSelector: `involvedObject.kind=NodeClaim,reason=${SPOT_INTERRUPTED_EVENT}` });
-    } catch (x) {
-        throw new Error(`could not list the NodeClaims' events: ${apiError(x)}`);
-    }
     const out = new Map<string, number>();
-    for (const ev of list.items) {
+    for (const ev of await list("NodeClaim", SPOT_INTERRUPTED_EVENT)) {
         const name = ev.involvedObject?.name;
-        const at = epochMs((ev.firstTimestamp ?? ev.eventTime ?? ev.metadata?.creationTimestamp) as any);
-        if (name && claims.has(name) && !out.has(name)) out.set(name, at ?? env.clock.now());
+        if (name && claims.has(name) && !out.has(name)) out.set(name, at(ev));
+    }
+    const nodes = new Set(rec.interruptedNodes().map((n) => n.name));
+    for (const ev of await list("Node", "FailedDraining")) {
+        if (nodes.has(ev.involvedObject?.name ?? "")) rec.drainEvents.push({ node: ev.involvedObject.name!, at: at(ev), message: ev.message ?? "" });
     }
     return out;
 }

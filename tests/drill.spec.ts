@@ -484,6 +484,7 @@ function scenario(opts: ScenarioOptions = {}) {
                 const notice = now + 2000 + (durationS - 120) * 1000;
                 if (aws.instances?.["i-0aaa"]) aws.instances["i-0aaa"].goneAt = notice + 66_000;
                 kube.schedule(interruption(now, notice, workers, grace, opts, kube));
+                if (opts.live) events.push({ metadata: { name: "ip-10-0-1-1.2", namespace: "default" }, involvedObject: { kind: "Node", name: NODE_A }, reason: "FailedDraining", type: "Warning", message: "Failed to drain node, evicting pod violates a PDB (Pod=notification-canada-ca/notify-celery-core-tasks-burst-7f-x9)", firstTimestamp: iso(notice + 2000) });
                 if (!opts.noEvent) events.push({ metadata: { name: "notify-karpenter-aaaaa.1", namespace: "default" }, involvedObject: { kind: "NodeClaim", name: "notify-karpenter-aaaaa" }, reason: "SpotInterrupted", type: "Warning", message: "Spot interruption warning was triggered", firstTimestamp: iso(notice + 1000) });
                 if (opts.live) logs.push(...liveLogs(notice, opts));
             },
@@ -919,6 +920,8 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
         expect(r.output).to.include("live workload");
         expect(r.output).to.include("Queue depths (visible + in flight), first and largest:\n  eks-notification-canada-casend-sms-high: 1 at the start, at most 1, 1 at the end");
         expect(r.output).to.include("Displaced burst pods: 2 (0 synthetic, 1 headroom)");
+        // Karpenter's eviction refused by a budget, in the timeline.
+        expect(r.output).to.include("      2  drain blocked: ip-10-0-1-1 (Failed to drain node, evicting pod violates a PDB (Pod=notification-canada-ca/notify-celery-core-tasks-burst-7f-x9))");
         expect(r.output).to.include("  OK    tasks: 2 received by the 1 displaced worker, 1 ended (succeeded, failed, retried...) before its container exited, 1 did not: 1 received again by another worker (never acknowledged), 0 lost");
         expect(r.output).to.match(/ {2}OK {4}replaced: 1 of 1 displaced Celery pods Running elsewhere within 120 s of the notice/);
         expect(r.output).not.to.include("messages:");
