@@ -12,10 +12,23 @@ export const SPOT_INSTANCES_TARGET_KEY = "SpotInstances";
 /** The template's names for its one action and its one target. */
 export const DRILL_ACTION = "interrupt";
 export const DRILL_TARGET = "pool-spot-instances";
-/** The tag Karpenter puts on every instance it launches for a NodePool (karpenter-provider-aws v1.14.1 pkg/providers/instance). */
+/** The tag Karpenter puts on every instance it launches for a NodePool (karpenter-provider-aws v1.14.1 pkg/utils/utils.go:118). */
 export const NODEPOOL_TAG = "karpenter.sh/nodepool";
+/**
+ * The tag Karpenter puts on every instance it launches, with its cluster's name (karpenter-provider-aws v1.14.1
+ * pkg/utils/utils.go:119, pkg/apis/v1/labels.go:185): with the NodePool's, it tells this cluster's nodes from another
+ * cluster's pool of the same name in the account and region.
+ */
+export const EKS_CLUSTER_NAME_TAG = "eks:eks-cluster-name";
 /** FIS takes at most 5 stop conditions per experiment template (AWS FIS User Guide, "Quotas and limitations"). */
 export const MAX_STOP_CONDITIONS = 5;
+/**
+ * EC2's quota on spot instances one aws:ec2:send-spot-instance-interruptions experiment targets by tags: 5 (EC2 User
+ * Guide, "Initiate a Spot Instance interruption", Quotas). The drill never asks for more.
+ */
+export const MAX_DRILL_NODES = 5;
+/** FIS sends the interruption notice this long before the interruption, whatever durationBeforeInterruption says. */
+export const NOTICE_BEFORE_INTERRUPTION_SECONDS = 120;
 /** The namespace and service account the drill's synthetic workers run as; their Pod Identity association names both. */
 export const DRILL_NAMESPACE = "notify-karpenter-drill";
 export const DRILL_SERVICE_ACCOUNT = "drill-worker";
@@ -31,7 +44,7 @@ export function isoDurationSeconds(value: string): number | undefined {
 export function durationBeforeInterruptionProblem(value: string): string | undefined {
     const s = isoDurationSeconds(value);
     if (s === undefined) return `must be an ISO 8601 duration in minutes or seconds such as PT2M or PT150S (got ${JSON.stringify(value)})`;
-    return s >= 120 && s <= 900 ? undefined : `must be from PT2M to PT15M: FIS sends the notice 2 to 15 minutes before the interruption (got ${JSON.stringify(value)}, ${s} s)`;
+    return s >= 120 && s <= 900 ? undefined : `must be from PT2M to PT15M: FIS interrupts 2 to 15 minutes after the action starts, with the notice 2 minutes before (got ${JSON.stringify(value)}, ${s} s)`;
 }
 
 /** The fixed AWS names of the drill, from the stack's name prefix (the controller's). */
@@ -72,13 +85,19 @@ export interface SpotInterruptionDrillArgs {
     partition: pulumi.Input<string>;
     /** The NodePool whose spot nodes the experiment interrupts, by the tag Karpenter puts on their instances. */
     nodePoolName: string;
-    /** How long after the notice EC2 interrupts each node, from PT2M to PT15M. @default "PT2M" (what AWS gives) */
+    /**
+     * How long after the action starts EC2 interrupts each node, from PT2M to PT15M. The action starts with a rebalance
+     * recommendation (Karpenter ignores it); the interruption notice comes 2 minutes before the interruption, so at
+     * start + this - 2 min (AWS FIS User Guide, "Actions reference", aws:ec2:send-spot-instance-interruptions).
+     * @default "PT2M" (the notice at once: what a real interruption gives)
+     */
     durationBeforeInterruption?: string;
-    /** How many of the pool's running spot nodes one experiment interrupts, at random: COUNT(n), never ALL. @default 1 */
+    /** How many of the pool's running spot nodes one experiment interrupts, at random: COUNT(n), never ALL; at most MAX_DRILL_NODES. @default 1 */
     nodes?: number;
     /**
-     * The CloudWatch alarms that stop the experiment when they go to ALARM (FIS stop conditions `aws:cloudwatch:alarm`):
-     * the stack's burst capacity alarms. 1 to 5.
+     * The CloudWatch alarms FIS checks as stop conditions (`aws:cloudwatch:alarm`): the stack's burst capacity alarms,
+     * 1 to 5. They cannot stop a PT2M experiment once started (they need minutes to reach ALARM, and a notice sent is not
+     * taken back); they stop a longer one, and the drill refuses to start while one is in ALARM.
      */
     stopAlarmArns: pulumi.Input<string>[];
     /** Days FIS's experiment log is kept. @default 30 */
@@ -93,18 +112,19 @@ export interface SpotInterruptionDrillArgs {
     workloadServiceAccount?: string;
 }
 
-/** What FIS's experiment role may do, read as IAM does: interrupt only the pool's instances in the stack's region, find them, log. */
-export function experimentRolePolicy(p: { partition: string; region: string; accountId: string; nodePoolName: string }) {
+/** What FIS's experiment role may do, read as IAM does: interrupt only this cluster's pool's instances in the stack's region, find them, log. */
+export function experimentRolePolicy(p: { partition: string; region: string; accountId: string; nodePoolName: string; clusterName: string }) {
     return {
         Version: "2012-10-17",
         Statement: [
             {
-                // EC2 authorizes SendSpotInstanceInterruptions on the instance, with its tags as aws:ResourceTag.
+                // EC2 authorizes SendSpotInstanceInterruptions on the instance, with its tags as aws:ResourceTag; IAM
+                // requires every key of the condition, so the instance must carry both the pool's and the cluster's tag.
                 Sid: "InterruptOnlyThePoolsInstances",
                 Effect: "Allow",
                 Action: "ec2:SendSpotInstanceInterruptions",
                 Resource: `arn:${p.partition}:ec2:${p.region}:${p.accountId}:instance/*`,
-                Condition: { StringEquals: { [`aws:ResourceTag/${NODEPOOL_TAG}`]: p.nodePoolName } },
+                Condition: { StringEquals: { [`aws:ResourceTag/${NODEPOOL_TAG}`]: p.nodePoolName, [`aws:ResourceTag/${EKS_CLUSTER_NAME_TAG}`]: p.clusterName } },
             },
             {
                 // FIS resolves the target's tags and state filter with DescribeInstances, which takes no resource or
@@ -166,10 +186,10 @@ export function workloadRolePolicy(p: { partition: string; region: string; accou
     };
 }
 
-/** The experiment template's inputs (aws.fis.ExperimentTemplate), for the component and its tests. */
+/** The experiment template's inputs (aws.fis.ExperimentTemplate), for the component and its tests. `clusterName`: the EKS cluster's. */
 export function experimentTemplateArgs(a: { nodePoolName: string; durationBeforeInterruption: string; nodes: number; clusterName: string }) {
     return {
-        description: `Spot interruption drill of ${a.clusterName}: interrupts ${a.nodes} running spot node(s) of NodePool ${a.nodePoolName}, ${a.durationBeforeInterruption} after the notice (npm run drill)`,
+        description: `Spot interruption drill of ${a.clusterName}: interrupts ${a.nodes} running spot node(s) of NodePool ${a.nodePoolName}, ${a.durationBeforeInterruption} after the action starts (npm run drill)`,
         actions: [
             {
                 name: DRILL_ACTION,
@@ -185,7 +205,12 @@ export function experimentTemplateArgs(a: { nodePoolName: string; durationBefore
                 resourceType: SPOT_INSTANCE_RESOURCE_TYPE,
                 // A fixed count at random, never ALL or PERCENT: the pool keeps nodes however large it is.
                 selectionMode: `COUNT(${a.nodes})`,
-                resourceTags: [{ key: NODEPOOL_TAG, value: a.nodePoolName }],
+                // The pool's nodes of this cluster only: the NodePool's name alone is shared by every stack (and GC
+                // Notify's own Karpenter) in the account and region.
+                resourceTags: [
+                    { key: NODEPOOL_TAG, value: a.nodePoolName },
+                    { key: EKS_CLUSTER_NAME_TAG, value: a.clusterName },
+                ],
                 filters: [{ path: "State.Name", values: ["running"] }],
             },
         ],
@@ -199,7 +224,7 @@ function validate(name: string, a: SpotInterruptionDrillArgs): void {
     const problems = [
         ...drillNameProblems(a.namePrefix).map((p) => `namePrefix "${a.namePrefix}" ${p}`),
         ...(a.durationBeforeInterruption === undefined ? [] : [durationBeforeInterruptionProblem(a.durationBeforeInterruption)].filter((p): p is string => !!p).map((p) => `durationBeforeInterruption ${p}`)),
-        ...(a.nodes === undefined || (Number.isInteger(a.nodes) && a.nodes >= 1 && a.nodes <= 10) ? [] : [`nodes must be an integer from 1 to 10 (got ${a.nodes})`]),
+        ...(a.nodes === undefined || (Number.isInteger(a.nodes) && a.nodes >= 1 && a.nodes <= MAX_DRILL_NODES) ? [] : [`nodes must be an integer from 1 to ${MAX_DRILL_NODES}, EC2's quota of spot instances an experiment targets by tags (got ${a.nodes})`]),
         ...(a.stopAlarmArns.length >= 1 && a.stopAlarmArns.length <= MAX_STOP_CONDITIONS ? [] : [`stopAlarmArns must list 1 to ${MAX_STOP_CONDITIONS} alarms, FIS's limit (got ${a.stopAlarmArns.length})`]),
     ];
     if (problems.length > 0) throw new Error(`SpotInterruptionDrill ${name}: ${problems.join("; ")}`);
@@ -207,10 +232,10 @@ function validate(name: string, a: SpotInterruptionDrillArgs): void {
 
 /**
  * A spot interruption drill as infrastructure: an AWS FIS experiment template that sends real interruption notices
- * to COUNT(n) running spot instances of one NodePool (by the tag Karpenter puts on them), stopped by the stack's
- * burst capacity alarms, logging to its own log group; the role FIS assumes, allowed to interrupt only that pool's
- * instances in the stack's region; and the role the drill's synthetic workers get through Pod Identity for their
- * temporary queues. `npm run drill` starts and follows the experiment (docs/drill.md).
+ * to COUNT(n) running spot instances of one NodePool of this cluster (by the tags Karpenter puts on them), with the
+ * stack's burst capacity alarms as stop conditions, logging to its own log group; the role FIS assumes, allowed to
+ * interrupt only those instances in the stack's region; and the role the drill's synthetic workers get through Pod
+ * Identity for their temporary queues. `npm run drill` starts and follows the experiment (docs/drill.md).
  */
 export class SpotInterruptionDrill extends pulumi.ComponentResource {
     public readonly templateId: pulumi.Output<string>;
@@ -225,12 +250,13 @@ export class SpotInterruptionDrill extends pulumi.ComponentResource {
         const names = drillNames(args.namePrefix);
         const child = { parent: this };
         const context = pulumi.all([args.partition, args.accountId]);
+        const clusterName = pulumi.output(args.clusterName);
 
         const role = new aws.iam.Role(
             `${name}-experiment-role`,
             {
                 name: names.experimentRole,
-                description: `FIS experiment role of the spot interruption drill: NodePool ${args.nodePoolName} in ${args.region} only`,
+                description: `FIS experiment role of the spot interruption drill: NodePool ${args.nodePoolName} of this cluster in ${args.region} only`,
                 assumeRolePolicy: context.apply(([partition, accountId]) => JSON.stringify(experimentRoleTrust({ partition, region: args.region, accountId }))),
             },
             // A fixed name: a replacement must delete the old role first (IAM refuses a second role of one name).
@@ -241,20 +267,21 @@ export class SpotInterruptionDrill extends pulumi.ComponentResource {
             {
                 name: "spot-interruption-drill",
                 role: role.name,
-                policy: context.apply(([partition, accountId]) => JSON.stringify(experimentRolePolicy({ partition, region: args.region, accountId, nodePoolName: args.nodePoolName }))),
+                policy: pulumi.all([context, clusterName]).apply(([[partition, accountId], cluster]) => JSON.stringify(experimentRolePolicy({ partition, region: args.region, accountId, nodePoolName: args.nodePoolName, clusterName: cluster }))),
             },
             child,
         );
         const logGroup = new aws.cloudwatch.LogGroup(`${name}-log-group`, { name: names.logGroup, retentionInDays: args.logRetentionDays ?? 30 }, child);
+        const t = clusterName.apply((cluster) =>
+            experimentTemplateArgs({ nodePoolName: args.nodePoolName, durationBeforeInterruption: args.durationBeforeInterruption ?? "PT2M", nodes: args.nodes ?? 1, clusterName: cluster }),
+        );
         const template = new aws.fis.ExperimentTemplate(
             `${name}-template`,
             {
-                ...experimentTemplateArgs({
-                    nodePoolName: args.nodePoolName,
-                    durationBeforeInterruption: args.durationBeforeInterruption ?? "PT2M",
-                    nodes: args.nodes ?? 1,
-                    clusterName: args.namePrefix,
-                }),
+                description: t.description,
+                actions: t.actions,
+                targets: t.targets,
+                experimentOptions: t.experimentOptions,
                 roleArn: role.arn,
                 stopConditions: args.stopAlarmArns.map((value) => ({ source: "aws:cloudwatch:alarm", value })),
                 // FIS wants the log group's ARN with the :* suffix (the provider's arn attribute lacks it): built from

@@ -1,29 +1,34 @@
-// `npm run drill -- --stack <s> --context <ctx> [--nodes N] [--workload synthetic|live] [--out dir] [--production]`:
-// interrupts real spot nodes of the pool on purpose, through the stack's AWS FIS experiment template
-// (components/spotInterruptionDrill.ts), and proves from the APIs' own timestamps that the chain holds: EventBridge,
-// the interruption queue, Karpenter's cordon and drain, the burst pods' grace period, and their replacements running
-// elsewhere before the instance is gone. With the synthetic workload (a Celery-like worker on numbered messages of a
-// temporary queue) it also counts the messages lost (must be 0) and worked twice. docs/drill.md says how to read it.
+// `npm run drill -- --stack <s> --context <ctx> [--nodes N] [--workload synthetic|live] [--profile ...] [--hook ...]
+// [--notifications N ...] [--out dir] [--production]`: interrupts real spot nodes of the pool on purpose, through the
+// stack's AWS FIS experiment template (components/spotInterruptionDrill.ts), and proves from the APIs' own timestamps
+// what happened to the work on them: Karpenter's reaction to the notice, each displaced Celery pod's shutdown within
+// its grace and its replacement, and the tasks: numbered messages of a synthetic worker that runs as GC Notify runs
+// Celery (lost: deleted, never completed), or, live, GC Notify's own workers' log lines (received, never ended and never
+// received again). Optionally, notifications through GC Notify's API with a test key. docs/drill.md says how to read it.
 //
 // A pure core (DrillRecord: what the APIs said; checks(): the verdict; the report's files) behind a thin shell that
 // refuses unsafe starts, starts and follows the experiment, and stops it and removes what it created however it ends.
 import * as fs from "fs";
 import * as path from "path";
 import { CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand } from "@aws-sdk/client-cloudwatch";
+import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
+import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { FisClient, GetExperimentCommand, GetExperimentTemplateCommand, ListExperimentResolvedTargetsCommand, ListExperimentTemplatesCommand, StartExperimentCommand, StopExperimentCommand } from "@aws-sdk/client-fis";
 import { CreateQueueCommand, DeleteMessageCommand, DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, ReceiveMessageCommand, SQSClient, SendMessageCommand } from "@aws-sdk/client-sqs";
 import * as k8s from "@kubernetes/client-node";
-import { burstGraceSeconds, burstPodTemplate } from "../components/celeryWorkloadPlacement.ts";
+import { HEADROOM_DEPLOYMENT, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS } from "../components/celeryWorkloadPlacement.ts";
 import { KARPENTER_METRICS, PROMETHEUS_NAMESPACE, SPOT_INTERRUPTED_REASON } from "../components/karpenterSignals.ts";
 import { alarmNames, heartbeatMetric } from "../components/karpenterAlarms.ts";
-import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT, NODEPOOL_TAG, SPOT_INSTANCE_RESOURCE_TYPE, SPOT_INSTANCES_TARGET_KEY, SPOT_INTERRUPTION_ACTION, drillNames, isoDurationSeconds } from "../components/spotInterruptionDrill.ts";
-import { placementArgs } from "../stacks/componentArgs.ts";
-import { DRILL_RECEIVE_WAIT_SECONDS, type StackConfig } from "../stacks/config.ts";
+import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT, EKS_CLUSTER_NAME_TAG, MAX_DRILL_NODES, NODEPOOL_TAG, NOTICE_BEFORE_INTERRUPTION_SECONDS, SPOT_INSTANCE_RESOURCE_TYPE, SPOT_INSTANCES_TARGET_KEY, SPOT_INTERRUPTION_ACTION, drillNames, isoDurationSeconds } from "../components/spotInterruptionDrill.ts";
+import { type StackConfig, type SyntheticProfile, syntheticMessages } from "../stacks/config.ts";
 import { STACK_TAG } from "../stacks/createStack.ts";
 import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
-import { type Command, type CommandResult, EXIT, integerFlag, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { type Command, type CommandLine, type CommandResult, EXIT, integerFlag, isResult, loadStack, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { GC_NOTIFY_LONGEST_VISIBILITY_SECONDS, type LiveTasks, type PodTasks, addEvent, complete, filterLogEvents, fluentBitRecord, patterns, taskLines, unfinished } from "./celeryLogs.ts";
 import { toCsv } from "./csv.ts";
+import { type DrillHook, workerBudget, workerDeployment } from "./drillWorkload.ts";
 import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube.ts";
+import { FINAL_STATUSES, MAX_NOTIFICATIONS, type NotificationRecord, NotifyApiError, NotifyClient, type NotifyTarget, isFinal, notificationType, notifyTargetProblems } from "./notifyApi.ts";
 import { outDirProblem, writeFiles } from "./outDir.ts";
 import { type AwsClientConfig } from "./preflight.ts";
 import { type Clock, systemClock } from "./scaleTest.ts";
@@ -31,32 +36,47 @@ import { lineChart, steps } from "./svg.ts";
 import { plural } from "./table.ts";
 import { apiError } from "./verifyPlacement.ts";
 
+export { workerDeployment } from "./drillWorkload.ts";
+
 export const DRILL: Command = {
-    usage: ["npm run drill -- --stack <name> --context <kubecontext> [--nodes <N>] [--workload synthetic|live] [--out <dir>] [--production]"],
+    usage: [
+        "npm run drill -- --stack <name> --context <kubecontext> [--nodes <N>] [--workload synthetic|live] [--profile gc-notify|late-ack] [--hook notify-karpenter|gc-notify]",
+        "                 [--notifications <N> --notify-api <url> --notify-template <id> --notify-to <address>] [--out <dir>] [--production]",
+    ],
     summary: [
         "Interrupts real spot nodes of the stack's NodePool through its AWS FIS experiment template (drill.enabled), and",
-        "follows the interruption through the APIs' own timestamps: the notice, Karpenter's drain, each displaced burst pod's",
-        "exit and its replacement, the instance gone. Refuses to start while a stop-condition alarm is in ALARM or no",
-        "ephemeral node runs. Writes a timeline (CSV, SVG), the displaced pods, the messages (synthetic) and a summary;",
-        "stops the experiment and removes what it created however it ends (docs/drill.md).",
+        "follows the interruption through the APIs' own timestamps: the notice, Karpenter's reaction, each displaced Celery",
+        "pod's shutdown and its replacement, the instance gone (EC2), and the tasks: a synthetic worker's messages, or GC",
+        "Notify's workers' log lines. Refuses to start while a stop-condition alarm is in ALARM or no ephemeral node runs.",
+        "Writes a timeline (CSV, SVG), the displaced pods, the messages or notifications and a summary; stops the experiment",
+        "and removes what it created however it ends (docs/drill.md).",
     ].join("\n"),
     flags: {
         stack: { value: "<name>", meaning: "the stack whose template, cluster and pool to drill", default: "required" },
         context: { value: "<kubecontext>", meaning: "the kubeconfig context of the stack's cluster; another cluster is refused", default: "required" },
-        nodes: { value: "<N>", meaning: "how many nodes you expect to lose; the template may take no more (drill.nodes at most)", default: "drill.nodes" },
-        workload: { value: "synthetic|live", meaning: "synthetic: a Celery-like worker on numbered messages; live: GC Notify's burst workers and queue depths", default: "drill.workload" },
+        nodes: { value: "<N>", meaning: `how many nodes you expect to lose; the template may take no more (1 to ${MAX_DRILL_NODES}, drill.nodes at most)`, default: "drill.nodes" },
+        workload: { value: "synthetic|live", meaning: "synthetic: worker pods of the drill's own on numbered messages; live: GC Notify's burst workers, their logs and queue depths", default: "drill.workload" },
+        profile: { value: "gc-notify|late-ack", meaning: "the synthetic worker: as GC Notify runs Celery (early acknowledgement, prefetch, the preStop), or acknowledging late", default: "drill.synthetic.profile" },
+        hook: { value: "notify-karpenter|gc-notify", meaning: "the preStop hook the gc-notify synthetic workers run: the program's, or GC Notify's own (SIGKILL after about 10 s) to reproduce the loss", default: "notify-karpenter" },
+        notifications: { value: "<N>", meaning: `also send N (1 to ${MAX_NOTIFICATIONS}) notifications through GC Notify's API with the test key in NOTIFY_API_KEY and follow each to a final status` },
+        "notify-api": { value: "<url>", meaning: "GC Notify's API base URL, with --notifications", default: "NOTIFY_API_URL" },
+        "notify-template": { value: "<id>", meaning: "the template to send, with --notifications", default: "NOTIFY_TEMPLATE_ID" },
+        "notify-to": { value: "<address>", meaning: "the email address or phone number to send to (not a simulated one), with --notifications", default: "NOTIFY_TO" },
         out: { value: "<dir>", meaning: "where to write the results", default: "drill-out/<stack>-<time>" },
         production: { meaning: "required to drill the production stack" },
     },
     exits: {
         0: "the drill ran and every check passed",
-        1: "a check failed (a message lost, a pod killed early, a pod not replaced in time...), or the drill was refused before it started",
+        1: "a check failed (a task lost, a pod killed early, a pod not replaced in time...), or the drill was refused before it started",
         3: "could not run: kubeconfig unreadable, the cluster or an AWS endpoint unreachable, credentials refused (HTTP 401/403)",
     },
-    examples: ["npm run drill -- --stack scratch --context scratch", "npm run drill -- --stack staging --context staging --workload live"],
+    examples: [
+        "npm run drill -- --stack scratch --context scratch",
+        "npm run drill -- --stack scratch --context scratch --hook gc-notify",
+        "npm run drill -- --stack staging --context staging --workload live --notifications 10 --notify-to drill@example.com",
+    ],
 };
 
-const WORKER = "drill-worker";
 const TICK_MS = 1000;
 const PROGRESS_EVERY_MS = 10_000;
 const EXPERIMENT_POLL_MS = 5000;
@@ -68,12 +88,28 @@ const SETTLE_MARGIN_SECONDS = 15 * 60;
 const METRIC_WAIT_SECONDS = 10 * 60;
 const METRIC_POLL_MS = 30_000;
 const NAMESPACE_GONE_SECONDS = 120;
-/** The work queue empty this long, messages still not completed are lost (the done queue's records have arrived by then). */
-const WORK_EMPTY_SECONDS = 10;
+/** Beyond the work queue's visibility timeout, the time it must hold nothing before missing messages are lost. */
+const WORK_EMPTY_MARGIN_SECONDS = 60;
+/** For the displaced workers' lines to reach CloudWatch Logs (Fluent Bit flushes every 5 s) past their eviction. */
+const LOG_ARRIVAL_SECONDS = 3 * 60;
+const LOG_POLL_MS = 20_000;
+/** One read of the logs, every page of it: FilterLogEvents may answer empty pages while it searches a large group. */
+const LOG_READ_SECONDS = 2 * 60;
+/** How far before the notice a displaced worker's log is read: a task it received earlier and still held is rare. */
+const LOG_LOOKBACK_SECONDS = 15 * 60;
+/** After the last notification sent, for each to reach a final status (an email can wait 5 min for its fake receipt). */
+const NOTIFICATION_WAIT_SECONDS = 10 * 60;
+const NOTIFICATION_POLL_MS = 10_000;
 /** The taint Karpenter puts on a node it is draining (kubernetes-sigs/karpenter v1.14.1 pkg/apis/v1/taints.go). */
 export const DISRUPTED_TAINT = "karpenter.sh/disrupted";
-/** The worker: ops/drillWorker.sh, run by bash in the AWS CLI image. */
-export const WORKER_SCRIPT = fs.readFileSync(path.join(import.meta.dirname, "drillWorker.sh"), "utf8");
+/**
+ * The event Karpenter records on the NodeClaim when a spot interruption warning reaches it (aws/karpenter-provider-aws
+ * v1.14.1 pkg/controllers/interruption/events/events.go:24-42, published at utils.go:195-196): unlike the disrupted
+ * counter, it is there for the first interruption after a controller restart.
+ */
+export const SPOT_INTERRUPTED_EVENT = "SpotInterrupted";
+/** EC2 states of an instance that is gone or going (EC2 API Reference, InstanceState). */
+const GONE_STATES = ["shutting-down", "terminated", "stopping", "stopped"];
 
 type Signal = "SIGINT" | "SIGTERM";
 
@@ -85,6 +121,8 @@ export interface DrillDeps {
     progress?: (line: string) => void;
     signals?: { on(signal: Signal, listener: () => void): unknown; off(signal: Signal, listener: () => void): unknown };
     dir?: string;
+    /** Where NOTIFY_API_KEY and the other NOTIFY_* variables come from: process.env by default. */
+    env?: Record<string, string | undefined>;
 }
 
 // ---- What the APIs said. Times are epoch milliseconds, from the objects where the APIs record them.
@@ -99,13 +137,23 @@ export interface ExperimentRecord {
     reason?: string;
     started?: number;
     ended?: number;
-    /** The action's start: FIS sends the interruption notice. */
+    /** The action's start: the rebalance recommendation. */
+    actionStarted?: number;
+    /** The interruption notice: 2 minutes before the interruption, so the action's start + durationBeforeInterruption - 2 min. */
     notice?: number;
-    /** The action's end: the instance interrupted (or the action stopped). */
+    /** The action's end (FIS does not document it as the interruption: EC2's state says when the instance went). */
     actionEnded?: number;
     actionStatus?: string;
     /** The instances the target resolved to (IDs). */
     instances: string[];
+}
+
+/** An interrupted instance's end as EC2 tells it (DescribeInstances). */
+export interface InstanceEnd {
+    state: string;
+    /** The state transition's time when EC2 gives one (StateTransitionReason), else when the drill first saw it. */
+    at: number;
+    reason?: string;
 }
 
 export interface DrillPod {
@@ -116,6 +164,8 @@ export interface DrillPod {
     owner?: string;
     daemonSet: boolean;
     burst: boolean;
+    /** A headroom placeholder (celery-headroom): capacity to preempt, no work of its own. */
+    headroom: boolean;
     synthetic: boolean;
     created?: number;
     running?: number;
@@ -167,7 +217,18 @@ export class DrillRecord {
     readonly claims = new Map<string, DrillClaim>();
     readonly messages = new Map<number, MessageRecord>();
     readonly depths: { at: number; queue: string; visible: number; inFlight: number }[] = [];
+    /** Each interrupted instance's end, by ID. */
+    readonly instanceEnds = new Map<string, InstanceEnd>();
+    /** Karpenter's SpotInterrupted events, by NodeClaim (undefined: not read). */
+    interruptionEvents?: Map<string, number>;
+    /** Karpenter's FailedDraining events on the interrupted nodes: an eviction a PodDisruptionBudget refused, say. */
+    readonly drainEvents: { node: string; at: number; message: string }[] = [];
     metric?: { interruptions: number; samples: number };
+    /** Live: the displaced GC Notify workers' tasks, from their logs. */
+    tasks?: LiveTasks;
+    readonly notifications: NotificationRecord[] = [];
+    /** Why GC Notify's API stopped taking notifications during the run, if it did. */
+    notificationsError?: string;
 
     private readonly now: () => number;
     readonly experiment: ExperimentRecord;
@@ -187,6 +248,7 @@ export class DrillRecord {
             owner: owner?.name,
             daemonSet: owner?.kind === "DaemonSet",
             burst: o.metadata.labels?.[this.burstLabel] === "true",
+            headroom: o.metadata.labels?.app === HEADROOM_DEPLOYMENT,
             synthetic: o.metadata.namespace === DRILL_NAMESPACE,
             exits: [],
         };
@@ -238,11 +300,32 @@ export class DrillRecord {
         if (m) m.completions.push({ pod, started: Number(started) * 1000, finished: Number(finished) * 1000 });
     }
 
+    /** An interrupted instance as DescribeInstances gives it; the first time it is seen gone, or going, is kept. */
+    instance(id: string, state: string, transition: string | undefined): void {
+        if (this.instanceEnds.has(id) || !GONE_STATES.includes(state)) return;
+        // "User initiated (2026-11-30 05:11:04 GMT)": EC2's own time of the change, when it gives one.
+        const stamp = /\((\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}) GMT\)/.exec(transition ?? "");
+        this.instanceEnds.set(id, { state, at: stamp ? Date.parse(`${stamp[1]}T${stamp[2]}Z`) : this.now(), reason: transition || undefined });
+    }
+
     /** The nodes of the interrupted instances. */
     interruptedNodes(): DrillNode[] {
         const ids = new Set(this.experiment.instances);
         const claimNodes = new Set([...this.claims.values()].filter((c) => c.instance && ids.has(c.instance)).map((c) => c.node));
         return [...this.nodes.values()].filter((n) => (n.instance && ids.has(n.instance)) || claimNodes.has(n.name));
+    }
+
+    /** The NodeClaims of the interrupted instances. */
+    interruptedClaims(): DrillClaim[] {
+        const ids = new Set(this.experiment.instances);
+        const nodes = new Set(this.interruptedNodes().map((n) => n.name));
+        return [...this.claims.values()].filter((c) => (c.instance && ids.has(c.instance)) || (c.node && nodes.has(c.node)));
+    }
+
+    /** When the instance of `node` was gone: EC2's state, else the node's removal. */
+    instanceGone(node: DrillNode): number | undefined {
+        const end = node.instance ? this.instanceEnds.get(node.instance)?.at : undefined;
+        return end ?? node.gone;
     }
 }
 
@@ -251,7 +334,7 @@ export class DrillRecord {
 export interface Displaced {
     pod: DrillPod;
     node: DrillNode;
-    /** The instance gone: FIS's interruption (the action's end) or the node's removal, whichever came first. */
+    /** The instance gone: EC2's state change (or, without it, the node's removal). */
     gone?: number;
     replacement?: DrillPod;
     /** Killed before its grace period ended (SIGKILL before deletionTimestamp, or its node gone first), or never evicted. */
@@ -260,7 +343,7 @@ export interface Displaced {
 
 export interface Check {
     name: string;
-    /** undefined: not checked (the line says why); it fails nothing. */
+    /** undefined: not checked, or reported only (the line says why); it fails nothing. */
     ok: boolean | undefined;
     message: string;
 }
@@ -269,17 +352,24 @@ export interface DrillRun {
     stack: string;
     cluster: string;
     workload: "synthetic" | "live";
+    /** The synthetic worker's profile and the hook it ran (synthetic only). */
+    profile?: SyntheticProfile;
+    hook?: DrillHook;
     record: DrillRecord;
     /** The spot-interruptions alarm's name, for the report. */
     alarmName: string;
     /** Messages the synthetic workload was to send. */
     messagesPlanned: number;
+    /** Notifications to send through GC Notify's API (0: no end-to-end check). */
+    notificationsPlanned: number;
     end: number;
     /** Why the run stopped before it settled (a Stop, an error, Ctrl-C). */
     stopped?: string;
 }
 
 const SIGKILL_EXIT = 137;
+/** A Celery pod's work: a burst worker (GC Notify's, or the drill's own), not a headroom placeholder. */
+const celery = (p: DrillPod) => (p.burst || p.synthetic) && !p.headroom;
 
 /** The burst pods that ran on the interrupted nodes when the notice came, each with its replacement and how it ended. */
 export function displaced(run: DrillRun): Displaced[] {
@@ -293,24 +383,26 @@ export function displaced(run: DrillRun): Displaced[] {
     const used = new Set<string>();
     for (const p of pods.filter((x) => (x.burst || x.synthetic) && !x.daemonSet && x.node && onNode.has(x.node) && (x.gone === undefined || x.gone > notice) && (x.created ?? 0) <= notice)) {
         const node = nodes.find((n) => n.name === p.node)!;
-        const gone = Math.min(rec.experiment.actionEnded ?? Infinity, node.gone ?? Infinity);
+        const gone = rec.instanceGone(node);
         const from = (p.evicted ?? notice) - 1000;
         const replacement = pods
             .filter((r) => r.owner !== undefined && r.owner === p.owner && r.key !== p.key && !used.has(r.key) && (r.created ?? 0) >= from && r.node !== undefined && !onNode.has(r.node) && r.running !== undefined)
             .sort((a, b) => a.running! - b.running!)[0];
         if (replacement) used.add(replacement.key);
-        out.push({ pod: p, node, gone: Number.isFinite(gone) ? gone : undefined, replacement, cutShort: cutShort(p, node) });
+        out.push({ pod: p, node, gone, replacement, cutShort: cutShort(p, gone) });
     }
     return out.sort((a, b) => a.pod.key.localeCompare(b.pod.key));
 }
 
+const podEnded = (p: DrillPod) => (p.exits.length > 0 ? Math.max(...p.exits.map((e) => e.finished ?? 0)) : undefined);
+
 /** How a displaced pod was cut short, or undefined when it ended within its grace period. */
-function cutShort(p: DrillPod, node: DrillNode): string | undefined {
-    if (p.deadline === undefined) return node.gone !== undefined ? "never evicted: its node went first (Karpenter did not drain it)" : undefined;
+function cutShort(p: DrillPod, gone: number | undefined): string | undefined {
+    if (p.deadline === undefined) return gone !== undefined ? "never evicted: its node went first (Karpenter did not drain it)" : undefined;
     const killed = p.exits.find((e) => e.exitCode === SIGKILL_EXIT && e.finished !== undefined && e.finished < p.deadline! - 1000);
     if (killed) return `killed (exit ${SIGKILL_EXIT}, ${killed.reason ?? "no reason"}) before its ${p.grace} s grace period ended`;
-    const ended = p.exits.length > 0 ? Math.max(...p.exits.map((e) => e.finished ?? 0)) : undefined;
-    if (ended === undefined && node.gone !== undefined && node.gone < p.deadline) return `its node went before the pod ended and before its ${p.grace} s grace period ended`;
+    const ended = podEnded(p);
+    if (ended === undefined && gone !== undefined && gone < p.deadline) return `its node went before the pod ended and before its ${p.grace} s grace period ended`;
     return undefined;
 }
 
@@ -338,43 +430,69 @@ export function checks(run: DrillRun): Check[] {
     const e = rec.experiment;
     const at = (t: number | undefined) => (t === undefined || e.notice === undefined ? "?" : `${secondsFrom(e.notice, t)} s`);
     const out: Check[] = [];
+    const allGone = e.instances.length > 0 && e.instances.every((i) => rec.instanceEnds.has(i));
     out.push(
         e.status === "completed"
             ? { name: "experiment", ok: true, message: `${e.id} completed: ${plural(e.instances.length, "instance")} interrupted (${e.instances.join(", ") || "none"})` }
-            : { name: "experiment", ok: false, message: `${e.id ?? "not started"} ${e.status ?? "never started"}${e.reason ? `: ${e.reason}` : ""}` },
+            : // Karpenter terminates the instance as soon as it is drained, before EC2 would; what FIS then says of its action
+              // is not documented. The notice was sent and EC2 shows the instance gone: the experiment did its work.
+              e.status === "failed" && e.notice !== undefined && allGone
+              ? { name: "experiment", ok: true, message: `${e.id} failed (${e.reason ?? "no reason"}) after its notice, and EC2 shows every target instance gone (${e.instances.join(", ")}): Karpenter took it first` }
+              : { name: "experiment", ok: false, message: `${e.id ?? "not started"} ${e.status ?? "never started"}${e.reason ? `: ${e.reason}` : ""}` },
     );
-    const d = displaced(run);
-    const notReplaced = d.filter((x) => !x.replacement || (x.gone !== undefined && x.replacement.running! >= x.gone));
-    const last = d.filter((x) => x.replacement).map((x) => x.replacement!.running!);
+    const claims = rec.interruptedClaims();
+    const late = claims.filter((c) => c.deleting === undefined || e.notice === undefined || c.deleting - e.notice > INTERRUPTION_REACTION_SECONDS * 1000);
     out.push(
         e.notice === undefined
-            ? { name: "replaced in time", ok: false, message: "no interruption notice was sent" }
-            : d.length === 0
-              ? { name: "replaced in time", ok: false, message: "no burst pod ran on the interrupted node(s): nothing was displaced, so nothing is proved" }
-              : notReplaced.length === 0
-                ? { name: "replaced in time", ok: true, message: `${d.length} of ${d.length} displaced burst pods Running elsewhere before their instance was gone, the last at ${at(Math.max(...last))}` }
-                : { name: "replaced in time", ok: false, message: `${notReplaced.length} of ${d.length} not Running elsewhere before their instance was gone: ${notReplaced.map((x) => `${x.pod.key} (${x.replacement ? `replacement Running at ${at(x.replacement.running)}, instance gone at ${at(x.gone)}` : "no replacement Running"})`).join(", ")}` },
+            ? { name: "reaction", ok: false, message: "no interruption notice was sent" }
+            : claims.length === 0
+              ? { name: "reaction", ok: false, message: "no NodeClaim of the interrupted instance(s) was seen" }
+              : late.length === 0
+                ? { name: "reaction", ok: true, message: `Karpenter deleted ${claims.map((c) => `${c.name} at ${at(c.deleting)}`).join(", ")} after the notice (bound ${INTERRUPTION_REACTION_SECONDS} s)` }
+                : { name: "reaction", ok: false, message: `${late.map((c) => `${c.name} ${c.deleting === undefined ? "never deleted" : `deleted at ${at(c.deleting)}`}`).join(", ")}: more than ${INTERRUPTION_REACTION_SECONDS} s after the notice, the interruption queue or Karpenter lags` },
     );
+    const events = rec.interruptionEvents;
+    const unseen = claims.filter((c) => !events?.has(c.name));
+    out.push(
+        !events
+            ? { name: "interruption seen", ok: e.notice === undefined ? false : undefined, message: e.notice === undefined ? "no interruption notice was sent" : "not read (the run stopped first)" }
+            : claims.length && unseen.length === 0
+              ? { name: "interruption seen", ok: true, message: `Karpenter's ${SPOT_INTERRUPTED_EVENT} event on ${claims.map((c) => `${c.name} at ${at(events.get(c.name))}`).join(", ")}` }
+              : { name: "interruption seen", ok: false, message: `no ${SPOT_INTERRUPTED_EVENT} event on ${unseen.map((c) => c.name).join(", ") || "the interrupted NodeClaim(s)"}: Karpenter did not take the notice as a spot interruption (the EventBridge rule, the queue)` },
+    );
+    const d = displaced(run);
+    const workers = d.filter((x) => celery(x.pod));
+    const bound = e.notice === undefined ? undefined : e.notice + SPOT_NOTICE_SECONDS * 1000;
+    const notReplaced = workers.filter((x) => !x.replacement || x.replacement.running! > bound!);
+    const gap = (x: Displaced) => {
+        const ended = podEnded(x.pod) ?? x.pod.gone;
+        return ended === undefined || !x.replacement ? "?" : `${Math.max(0, secondsFrom(ended, x.replacement.running!))} s`;
+    };
+    out.push(
+        e.notice === undefined
+            ? { name: "replaced", ok: false, message: "no interruption notice was sent" }
+            : workers.length === 0
+              ? { name: "replaced", ok: false, message: "no Celery pod ran on the interrupted node(s): nothing was displaced, so nothing is proved" }
+              : notReplaced.length === 0
+                ? { name: "replaced", ok: true, message: `${workers.length} of ${workers.length} displaced Celery pods Running elsewhere within ${SPOT_NOTICE_SECONDS} s of the notice (when EC2 takes the node), the last at ${at(Math.max(...workers.map((x) => x.replacement!.running!)))}; from exit to replacement Running: ${workers.map(gap).join(", ")}` }
+                : { name: "replaced", ok: false, message: `${notReplaced.length} of ${workers.length} not Running elsewhere within ${SPOT_NOTICE_SECONDS} s of the notice: ${notReplaced.map((x) => `${x.pod.key} (${x.replacement ? `replacement Running at ${at(x.replacement.running)}` : "no replacement Running"})`).join(", ")}` },
+    );
+    const headroom = d.filter((x) => x.pod.headroom);
+    if (headroom.length) {
+        const restored = headroom.filter((x) => x.replacement);
+        out.push({
+            name: "headroom",
+            ok: undefined,
+            message: `${headroom.length} headroom pod(s) displaced, ${restored.length ? `restored at ${restored.map((x) => at(x.replacement!.running)).join(", ")}` : "not restored yet"} (reported only: headroom is capacity a burst preempts, and waits for a new node)`,
+        });
+    }
     const cut = d.filter((x) => x.cutShort);
     out.push(cut.length === 0 ? { name: "grace periods", ok: true, message: `no displaced pod killed before its grace period ended` } : { name: "grace periods", ok: false, message: cut.map((x) => `${x.pod.key} ${x.cutShort}`).join("; ") });
     const others = affectedNonBurst(run);
     out.push(others.length === 0 ? { name: "non-burst pods", ok: true, message: "none ran on the interrupted node(s) but DaemonSet pods" } : { name: "non-burst pods", ok: false, message: `${plural(others.length, "pod")} that may not run on ephemeral nodes lost their node: ${others.map((p) => p.key).join(", ")}` });
-    if (run.workload === "synthetic") {
-        const m = messageCounts(run);
-        const syntheticDisplaced = d.filter((x) => x.pod.synthetic).length;
-        const unsent = run.messagesPlanned - m.sent;
-        const ok = m.lost.length === 0 && unsent === 0 && syntheticDisplaced > 0;
-        const why = [
-            ...(m.lost.length ? [`lost: ${m.lost.join(", ")}`] : []),
-            ...(unsent > 0 ? [`${unsent} never sent`] : []),
-            ...(syntheticDisplaced === 0 ? ["no synthetic worker was on the interrupted node, so the messages prove nothing about it"] : []),
-        ];
-        out.push({
-            name: "messages",
-            ok,
-            message: `${m.sent} sent, ${m.completed} completed, ${m.lost.length} lost, ${m.twice.length} processed twice${m.twice.length ? ` (${m.twice.join(", ")}: redelivered after the visibility timeout)` : ""}; ${syntheticDisplaced} synthetic worker(s) displaced${why.length ? `; ${why.join("; ")}` : ""}`,
-        });
-    }
+    if (run.workload === "synthetic") out.push(messagesCheck(run, d));
+    else out.push(tasksCheck(run, workers));
+    if (run.notificationsPlanned > 0) out.push(notificationsCheck(run));
     const metric = rec.metric;
     out.push(
         !metric
@@ -383,9 +501,65 @@ export function checks(run: DrillRun): Check[] {
               ? { name: "interruption metric", ok: undefined, message: `not checked: no ${KARPENTER_METRICS.nodePoolLimit} sample reached CloudWatch either, so Karpenter's metrics are not scraped here (the alarm ${run.alarmName} is blind)` }
               : metric.interruptions >= Math.max(1, e.instances.length)
                 ? { name: "interruption metric", ok: true, message: `${KARPENTER_METRICS.nodeClaimsDisrupted}{reason="${SPOT_INTERRUPTED_REASON}"} rose by ${metric.interruptions} (alarm ${run.alarmName})` }
-                : { name: "interruption metric", ok: false, message: `${KARPENTER_METRICS.nodeClaimsDisrupted}{reason="${SPOT_INTERRUPTED_REASON}"} rose by ${metric.interruptions}, not ${Math.max(1, e.instances.length)}: the alarm ${run.alarmName} did not see the interruption` },
+                : {
+                      name: "interruption metric",
+                      ok: undefined,
+                      message: `${KARPENTER_METRICS.nodeClaimsDisrupted}{reason="${SPOT_INTERRUPTED_REASON}"} rose by ${metric.interruptions}, not ${Math.max(1, e.instances.length)} (reported only: the CloudWatch agent sends counter deltas from a series' second scrape, so the first interruption after a Karpenter restart never reaches the alarm ${run.alarmName}; the event above is the proof)`,
+                  },
     );
     return out;
+}
+
+function messagesCheck(run: DrillRun, d: Displaced[]): Check {
+    const m = messageCounts(run);
+    if (run.stopped) return { name: "messages", ok: undefined, message: `not settled: the run stopped with ${m.sent} sent, ${m.completed} completed, ${m.sent - m.completed} outstanding` };
+    const syntheticDisplaced = d.filter((x) => x.pod.synthetic).length;
+    const unsent = run.messagesPlanned - m.sent;
+    const ok = m.lost.length === 0 && unsent === 0 && syntheticDisplaced > 0;
+    const lost = run.profile === "gc-notify" ? "deleted (acknowledged as their task started) and never completed" : "never completed";
+    const why = [
+        ...(m.lost.length ? [`lost (${lost}): ${m.lost.join(", ")}`] : []),
+        ...(unsent > 0 ? [`${unsent} never sent`] : []),
+        ...(syntheticDisplaced === 0 ? ["no synthetic worker was on the interrupted node, so the messages prove nothing about it"] : []),
+    ];
+    const worker = run.profile === "gc-notify" ? `${run.profile} workers with the ${run.hook} hook` : `${run.profile ?? "synthetic"} workers`;
+    return {
+        name: "messages",
+        ok,
+        message: `${m.sent} sent, ${m.completed} completed, ${m.lost.length} lost, ${m.twice.length} processed twice${m.twice.length ? ` (${m.twice.join(", ")}: received again after the visibility timeout)` : ""}; ${syntheticDisplaced} ${worker} displaced${why.length ? `; ${why.join("; ")}` : ""}`,
+    };
+}
+
+/** Live: the displaced GC Notify workers' tasks as their logs tell them. */
+function tasksCheck(run: DrillRun, workers: Displaced[]): Check {
+    const t = run.record.tasks;
+    if (workers.length === 0) return { name: "tasks", ok: undefined, message: "no GC Notify burst worker was on the interrupted node(s)" };
+    if (!t) return { name: "tasks", ok: undefined, message: "not read (the run stopped first)" };
+    if (t.error) return { name: "tasks", ok: false, message: `${t.group} could not be read: ${t.error}` };
+    const silent = t.pods.filter((p) => !complete(p));
+    const received = t.pods.reduce((n, p) => n + p.received.size, 0);
+    const open = t.pods.flatMap((p) => unfinished(p).map((id) => ({ p, id })));
+    const redelivered = open.filter((x) => x.p.redelivered.has(x.id));
+    const lost = open.filter((x) => !x.p.redelivered.has(x.id));
+    const counts = `${received} received by the ${plural(t.pods.length, "displaced worker")}, ${received - open.length} ended (succeeded, failed, retried...) before its container exited, ${open.length} did not: ${redelivered.length} received again by another worker (never acknowledged), ${lost.length} lost`;
+    const missing = silent.map((p) => `no line of ${p.pod} from its eviction on reached ${t.group} (${p.lines} before): its tasks cannot be counted`);
+    return {
+        name: "tasks",
+        ok: lost.length === 0 && silent.length === 0,
+        message: `${counts}${lost.length ? ` (${lost.map((x) => `${x.p.received.get(x.id)}[${x.id}] on ${x.p.pod}`).join(", ")})` : ""}${missing.length ? `; ${missing.join("; ")}` : ""}`,
+    };
+}
+
+function notificationsCheck(run: DrillRun): Check {
+    const n = run.record.notifications;
+    const never = n.filter((x) => !isFinal(x));
+    const byStatus = FINAL_STATUSES.map((s) => [s, n.filter((x) => x.status === s).length] as const).filter(([, c]) => c > 0);
+    const unsent = run.notificationsPlanned - n.length;
+    return {
+        name: "notifications",
+        ok: never.length === 0 && unsent === 0,
+        message: `${n.length} sent through GC Notify's API, ${n.length - never.length} final (${byStatus.map(([s, c]) => `${c} ${s}`).join(", ") || "none"})${never.length ? `; never final: ${never.map((x) => `${x.id} (${x.status ?? "no status"})`).join(", ")}` : ""}${unsent ? `; ${unsent} never sent${run.record.notificationsError ? ` (${run.record.notificationsError})` : ""}` : ""}`,
+    };
 }
 
 const secondsFrom = (from: number, t: number) => Math.round((t - from) / 100) / 10;
@@ -406,9 +580,13 @@ export function timeline(run: DrillRun): TimelineEvent[] {
     const ev: TimelineEvent[] = [];
     const add = (at: number | undefined, event: string, object: string, detail = "") => at !== undefined && ev.push({ at, event, object, detail });
     add(e.started, "experiment started", e.id ?? "", `template ${e.templateId}, COUNT(${e.count}), ${e.durationBeforeInterruption}`);
-    add(e.notice, "interruption notice", e.instances.join(" "), "FIS action started");
-    add(e.actionEnded, "instance interrupted", e.instances.join(" "), `FIS action ${e.actionStatus ?? "ended"}`);
+    add(e.actionStarted, "rebalance recommendation", e.instances.join(" "), "FIS action started; Karpenter takes no action on it");
+    add(e.notice, "interruption notice", e.instances.join(" "), `${NOTICE_BEFORE_INTERRUPTION_SECONDS} s before the interruption`);
+    add(e.actionEnded, "FIS action ended", e.instances.join(" "), e.actionStatus ?? "");
     add(e.ended, `experiment ${e.status}`, e.id ?? "", e.reason ?? "");
+    for (const [id, end] of rec.instanceEnds) add(end.at, "instance gone", id, `EC2 ${end.state}${end.reason ? `: ${end.reason}` : ""}`);
+    for (const [claim, at] of rec.interruptionEvents ?? []) add(at, `${SPOT_INTERRUPTED_EVENT} event`, claim, "Karpenter");
+    for (const x of rec.drainEvents) add(x.at, "drain blocked", x.node, x.message);
     const interrupted = new Set(rec.interruptedNodes().map((n) => n.name));
     for (const c of rec.claims.values()) {
         if (c.node && interrupted.has(c.node)) add(c.deleting, "NodeClaim deleted by Karpenter", c.name, `node ${c.node}`);
@@ -428,6 +606,10 @@ export function timeline(run: DrillRun): TimelineEvent[] {
         for (const exit of x.pod.exits) add(exit.finished, "pod exited", x.pod.key, `${exit.container}: exit ${exit.exitCode} (${exit.reason ?? "no reason"})`);
         if (x.replacement) add(x.replacement.running, "replacement Running", x.replacement.key, `on ${x.replacement.node}`);
     }
+    for (const n of rec.notifications) {
+        add(n.sent, "notification sent", n.id, "");
+        add(n.final, "notification final", n.id, n.status ?? "");
+    }
     return ev.sort((a, b) => a.at - b.at || a.event.localeCompare(b.event));
 }
 
@@ -438,11 +620,12 @@ export function summary(run: DrillRun, cleanup: string[]): string[] {
     const cs = checks(run);
     const failed = cs.filter((c) => c.ok === false);
     const d = displaced(run);
+    const workload = run.workload === "synthetic" ? `synthetic workload (${run.profile}${run.profile === "gc-notify" ? `, ${run.hook} hook` : ""})` : "live workload";
     const lines = [
-        `Spot interruption drill of stack ${run.stack} on ${run.cluster}: ${e.id ? `experiment ${e.id}` : "no experiment"} of template ${e.templateId} (COUNT(${e.count}), ${e.durationBeforeInterruption}), ${run.workload} workload`,
+        `Spot interruption drill of stack ${run.stack} on ${run.cluster}: ${e.id ? `experiment ${e.id}` : "no experiment"} of template ${e.templateId} (COUNT(${e.count}), ${e.durationBeforeInterruption}), ${workload}`,
         `Timeline (seconds from the interruption notice${e.notice ? `, ${new Date(e.notice).toISOString()}` : ""}):`,
         ...timeline(run).map((x) => `${s(x.at)}  ${x.event}: ${x.object}${x.detail ? ` (${x.detail})` : ""}`),
-        `Displaced burst pods: ${d.length}${d.length ? ` (${d.filter((x) => x.pod.synthetic).length} synthetic)` : ""}`,
+        `Displaced burst pods: ${d.length}${d.length ? ` (${d.filter((x) => x.pod.synthetic).length} synthetic, ${d.filter((x) => x.pod.headroom).length} headroom)` : ""}`,
         ...d.map((x) => {
             const exit = x.pod.exits.length ? x.pod.exits.map((c) => `exit ${c.exitCode} (${c.reason ?? "no reason"}) at ${secondsFrom(t0, c.finished ?? t0)} s`).join(", ") : "no exit recorded";
             const rep = x.replacement ? `replaced by ${x.replacement.key.split("/")[1]}, Running on ${x.replacement.node} at ${secondsFrom(t0, x.replacement.running!)} s` : "not replaced";
@@ -475,15 +658,15 @@ export function podsCsv(run: DrillRun): string {
     const t0 = run.record.experiment.notice ?? run.end;
     const s = (t: number | undefined) => (t === undefined ? undefined : secondsFrom(t0, t));
     return toCsv(
-        ["pod", "node", "synthetic", "evicted_s", "grace_s", "exit_codes", "exited_s", "cut_short", "replacement", "replacement_node", "replacement_running_s", "instance_gone_s"],
+        ["pod", "node", "kind", "evicted_s", "grace_s", "exit_codes", "exited_s", "cut_short", "replacement", "replacement_node", "replacement_running_s", "instance_gone_s"],
         displaced(run).map((x) => [
             x.pod.key,
             x.node.name,
-            String(x.pod.synthetic),
+            x.pod.headroom ? "headroom" : x.pod.synthetic ? "synthetic" : "celery",
             s(x.pod.evicted),
             x.pod.grace,
             x.pod.exits.map((c) => c.exitCode).join(" "),
-            s(x.pod.exits.length ? Math.max(...x.pod.exits.map((c) => c.finished ?? 0)) : undefined),
+            s(podEnded(x.pod)),
             x.cutShort ?? "",
             x.replacement?.key,
             x.replacement?.node,
@@ -499,6 +682,11 @@ export function messagesCsv(run: DrillRun): string {
         ["message", "sent_s", "completions", "first_completed_s", "pods"],
         [...run.record.messages.values()].sort((a, b) => a.n - b.n).map((m) => [m.n, secondsFrom(t0, m.sent), m.completions.length, m.completions.length ? secondsFrom(t0, Math.min(...m.completions.map((c) => c.finished))) : undefined, m.completions.map((c) => c.pod).join(" ")]),
     );
+}
+
+export function notificationsCsv(run: DrillRun): string {
+    const t0 = run.record.experiment.notice ?? run.end;
+    return toCsv(["notification", "sent_s", "status", "final_s"], run.record.notifications.map((n) => [n.id, secondsFrom(t0, n.sent), n.status, n.final === undefined ? undefined : secondsFrom(t0, n.final)]));
 }
 
 /** One panel on the time since the experiment started: displaced pods on the interrupted nodes, their replacements, the pool's nodes, messages outstanding. */
@@ -548,7 +736,10 @@ export function readTemplate(t: any, cfg: StackConfig, nodes: number): TemplateF
     const target = t.targets?.[action?.targets?.[SPOT_INSTANCES_TARGET_KEY]] ?? {};
     if (target.resourceType !== SPOT_INSTANCE_RESOURCE_TYPE) problems.push(`its target is ${target.resourceType ?? "missing"}, not ${SPOT_INSTANCE_RESOURCE_TYPE}`);
     if (target.resourceArns?.length) problems.push(`its target names instances (${target.resourceArns.join(", ")}) instead of the pool's tag`);
-    if (target.resourceTags?.[NODEPOOL_TAG] !== cfg.nodePool.name) problems.push(`its target selects ${JSON.stringify(target.resourceTags ?? {})}, not ${NODEPOOL_TAG}=${cfg.nodePool.name}`);
+    const want = { [NODEPOOL_TAG]: cfg.nodePool.name, [EKS_CLUSTER_NAME_TAG]: cfg.cluster.name };
+    if (Object.entries(want).some(([k, v]) => target.resourceTags?.[k] !== v)) {
+        problems.push(`its target selects ${JSON.stringify(target.resourceTags ?? {})}, not ${Object.entries(want).map(([k, v]) => `${k}=${v}`).join(" and ")}: it could interrupt another cluster's nodes`);
+    }
     const mode = String(target.selectionMode ?? "?");
     const count = /^COUNT\(([0-9]+)\)$/.exec(mode)?.[1];
     if (count === undefined) problems.push(`it selects ${mode}, not COUNT(n): it could take every node of the pool`);
@@ -563,17 +754,22 @@ export function readTemplate(t: any, cfg: StackConfig, nodes: number): TemplateF
 // ---- The run against AWS and the cluster.
 
 class Stop extends Error {}
-/** A call that could not be made before anything started: exit 3. */
+/** A call that could not be made (refused, or no answer): exit 3 before the start, the run's end after it. */
 class CannotRun extends Error {}
 
-/** One AWS call; 401/403 and no answer at all become CannotRun (exit 3) before the start, errors after it. */
+/**
+ * One AWS call; a refusal (401, 403, or an access-denied error, which JSON services such as SQS send as 400) and no
+ * answer at all become CannotRun, other errors name the call.
+ */
 async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
     try {
         return await fn();
     } catch (e) {
         const err = e as { name?: string; message?: string; $metadata?: { httpStatusCode?: number }; cause?: { code?: string } };
         const status = err.$metadata?.httpStatusCode;
-        if (status === 401 || status === 403) throw new CannotRun(`${what}: HTTP ${status} ${err.name}: ${err.message} (docs/drill.md lists the permissions)`);
+        if (status === 401 || status === 403 || /AccessDenied|UnauthorizedOperation|AuthorizationError/.test(err.name ?? "")) {
+            throw new CannotRun(`${what}: HTTP ${status} ${err.name}: ${err.message} (docs/drill.md lists the permissions)`);
+        }
         if (!status) throw new CannotRun(`${what}: ${err.name ?? "error"}: ${err.message ?? e}${err.cause?.code ? ` (${err.cause.code})` : ""}`);
         throw new Error(`${what}: HTTP ${status} ${err.name}: ${err.message}`);
     }
@@ -581,6 +777,7 @@ async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
 
 const refused = (why: string): CommandResult => ({ exitCode: EXIT.findings, output: `Refused: ${why}` });
 const cannotRun = (why: string): CommandResult => ({ exitCode: EXIT.cannotCheck, output: `Could not run: ${why}` });
+const oneOfFlag = <T extends string>(flag: string, value: string, allowed: readonly T[]): T | string => (allowed.includes(value as T) ? (value as T) : `--${flag} must be ${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)} (got "${value}")`);
 
 export async function drill(argv: string[], deps: DrillDeps = {}): Promise<CommandResult> {
     const line = parseCommandLine(argv, DRILL);
@@ -591,13 +788,22 @@ export async function drill(argv: string[], deps: DrillDeps = {}): Promise<Comma
     if (isResult(cfg)) return cfg;
     if (cfg.stack === "production" && line.flags.production !== true) return usage("the production stack is drilled only with --production: it interrupts a node that serves GC Notify's traffic", DRILL);
     const d = cfg.drill;
-    if (!d.enabled) return refused(`notify-karpenter:drill.enabled is false for stack ${cfg.stack}: the stack has no FIS template to start`);
     const nodesFlag = valueOf(line, "nodes");
-    const nodes = nodesFlag === undefined ? d.nodes : integerFlag("nodes", nodesFlag, 1, 10);
+    const nodes = nodesFlag === undefined ? d.nodes : integerFlag("nodes", nodesFlag, 1, MAX_DRILL_NODES);
     if (typeof nodes === "string") return usage(nodes, DRILL);
+    const workload = oneOfFlag("workload", valueOf(line, "workload") ?? d.workload, ["synthetic", "live"] as const);
+    if (workload !== "synthetic" && workload !== "live") return usage(workload, DRILL);
+    const profile = oneOfFlag("profile", valueOf(line, "profile") ?? d.synthetic?.profile ?? "gc-notify", ["gc-notify", "late-ack"] as const);
+    if (profile !== "gc-notify" && profile !== "late-ack") return usage(profile, DRILL);
+    const hookFlag = valueOf(line, "hook");
+    const hook = oneOfFlag("hook", hookFlag ?? "notify-karpenter", ["notify-karpenter", "gc-notify"] as const);
+    if (hook !== "notify-karpenter" && hook !== "gc-notify") return usage(hook, DRILL);
+    if (hookFlag !== undefined && (workload !== "synthetic" || profile !== "gc-notify")) return usage("--hook chooses the hook of the synthetic gc-notify workers; GC Notify's own workers run the hook their Deployment has", DRILL);
+    if (valueOf(line, "profile") !== undefined && workload !== "synthetic") return usage("--profile chooses the synthetic worker; the live workload is GC Notify's own", DRILL);
+    const e2e = notifyFlags(line, deps.env ?? process.env);
+    if (typeof e2e === "string") return usage(e2e, DRILL);
+    if (!d.enabled) return refused(`notify-karpenter:drill.enabled is false for stack ${cfg.stack}: the stack has no FIS template to start`);
     if (nodes > d.nodes) return refused(`--nodes ${nodes} is more than the config allows (notify-karpenter:drill.nodes ${d.nodes})`);
-    const workload = (valueOf(line, "workload") ?? d.workload) as "synthetic" | "live";
-    if (workload !== "synthetic" && workload !== "live") return usage(`--workload must be synthetic or live (got "${workload}")`, DRILL);
     if (workload === "synthetic" && !d.synthetic) return refused("notify-karpenter:drill.synthetic is not set: the synthetic workers need its image");
     if (workload === "synthetic" && cfg.controller.identity !== "pod-identity") return refused("the synthetic workers get their queue credentials from the EKS Pod Identity agent, and controller.identity is irsa (no agent assumed): use --workload live");
     if (workload === "live" && d.live.queues.length === 0) return refused("notify-karpenter:drill.live.queues is empty: the live workload reads GC Notify's queue depths");
@@ -617,24 +823,37 @@ export async function drill(argv: string[], deps: DrillDeps = {}): Promise<Comma
     if (badOut) return usage(badOut, DRILL);
 
     const c = { region: cfg.cluster.region, ...(deps.aws ?? {}) };
-    const clients = { fis: new FisClient(c), sqs: new SQSClient(c), cw: new CloudWatchClient(c) };
+    const clients = { fis: new FisClient(c), sqs: new SQSClient(c), cw: new CloudWatchClient(c), ec2: new EC2Client(c), logs: new CloudWatchLogsClient(c) };
     try {
-        return await prepareAndRun(cfg, { context, nodes, workload, out, stamp }, kc, clients, clock, progress, deps);
+        return await prepareAndRun(cfg, { context, nodes, workload, profile, hook, e2e, out, stamp }, kc, clients, clock, progress, deps);
     } catch (e) {
         if (e instanceof CannotRun) return cannotRun(e.message);
         throw e;
     } finally {
-        clients.fis.destroy();
-        clients.sqs.destroy();
-        clients.cw.destroy();
+        for (const client of Object.values(clients)) client.destroy();
     }
 }
 
-type Clients = { fis: FisClient; sqs: SQSClient; cw: CloudWatchClient };
+/** The end-to-end flags with their environment fallbacks: undefined when --notifications is absent, or the usage error. */
+function notifyFlags(line: CommandLine, env: Record<string, string | undefined>): { count: number; target: NotifyTarget } | undefined | string {
+    const count = valueOf(line, "notifications");
+    const given = ["notify-api", "notify-template", "notify-to"].filter((f) => valueOf(line, f) !== undefined);
+    if (count === undefined) return given.length ? `--${given[0]} goes with --notifications <N>` : undefined;
+    const n = integerFlag("notifications", count, 1, MAX_NOTIFICATIONS);
+    if (typeof n === "string") return n;
+    const target = { api: valueOf(line, "notify-api") ?? env.NOTIFY_API_URL, templateId: valueOf(line, "notify-template") ?? env.NOTIFY_TEMPLATE_ID, to: valueOf(line, "notify-to") ?? env.NOTIFY_TO, key: env.NOTIFY_API_KEY };
+    const problems = notifyTargetProblems(target);
+    return problems.length ? problems.join("; ") : { count: n, target: target as NotifyTarget };
+}
+
+type Clients = { fis: FisClient; sqs: SQSClient; cw: CloudWatchClient; ec2: EC2Client; logs: CloudWatchLogsClient };
 interface Options {
     context: string;
     nodes: number;
     workload: "synthetic" | "live";
+    profile: SyntheticProfile;
+    hook: DrillHook;
+    e2e?: { count: number; target: NotifyTarget };
     out: string;
     stamp: string;
 }
@@ -679,20 +898,34 @@ async function prepareAndRun(cfg: StackConfig, o: Options, kc: KubeConfig, clien
         stack: cfg.stack,
         cluster: cfg.cluster.name,
         workload: o.workload,
+        ...(o.workload === "synthetic" ? { profile: o.profile, hook: o.hook } : {}),
         record,
         alarmName: alarmNames(cfg.cluster.name, [], []).spotInterruptions,
-        messagesPlanned: o.workload === "synthetic" ? cfg.drill.synthetic!.messages : 0,
+        messagesPlanned: o.workload === "synthetic" ? syntheticMessages(cfg.drill.synthetic!, o.profile) : 0,
+        notificationsPlanned: o.e2e?.count ?? 0,
         end: clock.now(),
     };
-    const cleanup = await execute(cfg, o, run, { cluster, kc, clients, clock, progress, deps, names, runningNodes: running.length });
+    const env: Env = { cluster, kc, clients, clock, progress, deps, names, runningNodes: running.length, notify: o.e2e ? new NotifyClient(o.e2e.target) : undefined };
+    const cleanup = await execute(cfg, o, run, env);
+    if (run.stopped?.startsWith(REFUSED)) return refused(run.stopped.slice(REFUSED.length));
     const report = summary(run, cleanup);
-    const files: Record<string, string> = { "timeline.csv": timelineCsv(run), "pods.csv": podsCsv(run), ...(o.workload === "synthetic" ? { "messages.csv": messagesCsv(run) } : {}), "chart.svg": chart(run), "summary.txt": report.join("\n") + "\n" };
+    const files: Record<string, string> = {
+        "timeline.csv": timelineCsv(run),
+        "pods.csv": podsCsv(run),
+        ...(o.workload === "synthetic" ? { "messages.csv": messagesCsv(run) } : {}),
+        ...(o.e2e ? { "notifications.csv": notificationsCsv(run) } : {}),
+        "chart.svg": chart(run),
+        "summary.txt": report.join("\n") + "\n",
+    };
     const unwritable = writeFiles(o.out, files);
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: [...report, unwritable].join("\n") };
     report.push(`Wrote ${Object.keys(files).map((f) => path.join(o.out, f)).join(", ")}`);
     const ok = !run.stopped && checks(run).every((x) => x.ok !== false) && !cleanup.some((l) => l.startsWith("Cleanup FAILED"));
     return { exitCode: ok ? EXIT.ok : EXIT.findings, output: report.join("\n") };
 }
+
+/** A run that ended before the experiment started, for a reason that refuses it (the first notification refused, say). */
+const REFUSED = "refused before the start: ";
 
 interface Env {
     cluster: Cluster;
@@ -703,51 +936,7 @@ interface Env {
     deps: DrillDeps;
     names: ReturnType<typeof drillNames>;
     runningNodes: number;
-}
-
-/** The synthetic workers: the burst pod template the stack's real workers get, running ops/drillWorker.sh. */
-export function workerDeployment(cfg: StackConfig, queues: { work: string; done: string }, replicas: number) {
-    const s = cfg.drill.synthetic!;
-    const template = burstPodTemplate(placementArgs(cfg), { name: WORKER, terminationGracePeriodSeconds: burstGraceSeconds(s.workSeconds + DRILL_RECEIVE_WAIT_SECONDS, 1) });
-    const labels = { ...template.metadata.labels, app: WORKER };
-    return {
-        apiVersion: "apps/v1",
-        kind: "Deployment",
-        metadata: { name: WORKER, namespace: DRILL_NAMESPACE, labels: { app: WORKER } },
-        spec: {
-            replicas,
-            selector: { matchLabels: { app: WORKER } },
-            template: {
-                metadata: { labels },
-                spec: {
-                    ...template.spec,
-                    serviceAccountName: DRILL_SERVICE_ACCOUNT,
-                    // One worker on every ephemeral node when there are enough, so the interrupted node holds one.
-                    topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { app: WORKER } } }],
-                    securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } },
-                    containers: [
-                        {
-                            name: "worker",
-                            image: s.image,
-                            command: ["/bin/bash", "-c", WORKER_SCRIPT],
-                            env: [
-                                { name: "WORK_QUEUE_URL", value: queues.work },
-                                { name: "DONE_QUEUE_URL", value: queues.done },
-                                { name: "WORK_SECONDS", value: String(s.workSeconds) },
-                                { name: "VISIBILITY_TIMEOUT", value: String(cfg.placement.burst.queueVisibilityTimeoutSeconds) },
-                                { name: "AWS_REGION", value: cfg.cluster.region },
-                                { name: "HOME", value: "/tmp" },
-                            ],
-                            resources: { requests: { cpu: "50m", memory: "96Mi" }, limits: { memory: "192Mi" } },
-                            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
-                            volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
-                        },
-                    ],
-                    volumes: [{ name: "tmp", emptyDir: {} }],
-                },
-            },
-        },
-    };
+    notify?: NotifyClient;
 }
 
 /** Starts, follows and always cleans up; fills `run` and returns the cleanup lines. */
@@ -763,19 +952,23 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     };
     const handlers = { SIGINT: interrupt("SIGINT"), SIGTERM: interrupt("SIGTERM") };
     for (const s of ["SIGINT", "SIGTERM"] as const) signals.on(s, handlers[s]);
-
+    const durationSeconds = isoDurationSeconds(e.durationBeforeInterruption) ?? NOTICE_BEFORE_INTERRUPTION_SECONDS;
 
     let lastProgress = -Infinity;
     let lastPoll = -Infinity;
     const poll = async () => {
         run.end = clock.now();
-        if (e.id && clock.now() - lastPoll >= EXPERIMENT_POLL_MS) {
-            lastPoll = clock.now();
-            readExperiment(e, (await clients.fis.send(new GetExperimentCommand({ id: e.id }))).experiment);
-            if (e.notice !== undefined && e.instances.length === 0) {
-                const resolved = (await clients.fis.send(new ListExperimentResolvedTargetsCommand({ experimentId: e.id }))).resolvedTargets ?? [];
-                e.instances = [...new Set(resolved.flatMap((r) => Object.values(r.targetInformation ?? {}).map(instanceOf).filter((i): i is string => !!i)))];
-            }
+        if (!e.id || clock.now() - lastPoll < EXPERIMENT_POLL_MS) return;
+        lastPoll = clock.now();
+        readExperiment(e, (await call("fis:GetExperiment", () => clients.fis.send(new GetExperimentCommand({ id: e.id })))).experiment, durationSeconds);
+        if (e.actionStarted !== undefined && e.instances.length === 0) {
+            const resolved = (await call("fis:ListExperimentResolvedTargets", () => clients.fis.send(new ListExperimentResolvedTargetsCommand({ experimentId: e.id })))).resolvedTargets ?? [];
+            e.instances = [...new Set(resolved.flatMap((r) => Object.values(r.targetInformation ?? {}).map(instanceOf).filter((i): i is string => !!i)))];
+        }
+        // When each interrupted instance went, from EC2 itself: Karpenter terminates it once drained, before EC2 would.
+        const pending = e.instances.filter((i) => !rec.instanceEnds.has(i));
+        if (e.notice !== undefined && pending.length) {
+            for (const i of await describeInstances(clients.ec2, pending)) rec.instance(i.id, i.state, i.reason);
         }
     };
     const until = async (phase: string, done: () => boolean, timeoutSeconds: number, status: () => string, each: () => Promise<void> = async () => {}) => {
@@ -799,24 +992,27 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     let namespaceCreated = false;
     const synthetic = o.workload === "synthetic";
     const s = cfg.drill.synthetic;
+    const visibility = cfg.placement.burst.queueVisibilityTimeoutSeconds;
     let sent = 0;
     let workEmptySince: number | undefined;
+    let reread = false;
     const send = async (n: number) => {
         for (let i = 0; i < n && sent < run.messagesPlanned; i++) {
             const number = ++sent;
-            await clients.sqs.send(new SendMessageCommand({ QueueUrl: queues.work!, MessageBody: String(number) }));
+            await call("sqs:SendMessage", () => clients.sqs.send(new SendMessageCommand({ QueueUrl: queues.work!, MessageBody: String(number) })));
             rec.messages.set(number, { n: number, sent: clock.now(), completions: [] });
         }
     };
-    const collect = async () => {
+    /** The completions recorded so far; a long poll reads from every SQS server (a short poll samples some). */
+    const collect = async (waitSeconds = 0) => {
         if (!queues.done) return;
-        for (let page = 0; page < 10; page++) {
-            const got = (await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.done, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }))).Messages ?? [];
+        for (let page = 0; page < 100; page++) {
+            const got = (await call("sqs:ReceiveMessage", () => clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.done, MaxNumberOfMessages: 10, WaitTimeSeconds: waitSeconds })))).Messages ?? [];
             for (const m of got) {
                 rec.completion(m.Body ?? "");
-                await clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queues.done, ReceiptHandle: m.ReceiptHandle! }));
+                await call("sqs:DeleteMessage", () => clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queues.done, ReceiptHandle: m.ReceiptHandle! })));
             }
-            if (got.length < 10) return;
+            if (got.length === 0 || (waitSeconds === 0 && got.length < 10)) return;
         }
     };
     let lastDepth = -Infinity;
@@ -824,11 +1020,24 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         if (synthetic || clock.now() - lastDepth < 30_000) return;
         lastDepth = clock.now();
         for (const q of cfg.drill.live.queues) {
-            const url = (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: q }))).QueueUrl!;
-            const a = (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }))).Attributes ?? {};
+            const url = (await call("sqs:GetQueueUrl", () => clients.sqs.send(new GetQueueUrlCommand({ QueueName: q })))).QueueUrl!;
+            const a = (await call("sqs:GetQueueAttributes", () => clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] })))).Attributes ?? {};
             rec.depths.push({ at: clock.now(), queue: q, visible: Number(a.ApproximateNumberOfMessages ?? 0), inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) });
         }
     };
+    const notify = env.notify;
+    const sendNotifications = async (n: number) => {
+        for (let i = 0; i < n && notify && !rec.notificationsError && rec.notifications.length < run.notificationsPlanned; i++) {
+            const id = await notify.send(`notify-karpenter-drill-${o.stamp}-${rec.notifications.length + 1}`);
+            rec.notifications.push({ id, sent: clock.now() });
+        }
+    };
+    /** During the interruption an API that stops answering ends the sending, not the drill: the check names it. */
+    const sendNotificationsDuring = (n: number) =>
+        sendNotifications(n).catch((x) => {
+            rec.notificationsError = (x as Error).message;
+            progress(`GC Notify's API: ${rec.notificationsError}; no more notifications are sent`);
+        });
 
     const cleanup: string[] = [];
     try {
@@ -837,17 +1046,30 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         await watches.watch("nodes", "/api/v1/nodes", { labelSelector: `${NODEPOOL_TAG}=${cfg.nodePool.name}` }, (t, obj) => rec.node(t, obj));
         await watches.watch("NodeClaims", "/apis/karpenter.sh/v1/nodeclaims", { labelSelector: `${NODEPOOL_TAG}=${cfg.nodePool.name}` }, (t, obj) => rec.claim(t, obj));
 
+        // The first half of the notifications before the start: a key or template GC Notify refuses stops the drill here.
+        if (notify) {
+            try {
+                await sendNotifications(Math.ceil(run.notificationsPlanned / 2));
+            } catch (x) {
+                throw new Stop(`${REFUSED}GC Notify's API refused the first notification (${(x as Error).message}); nothing was started`);
+            }
+            progress(`sent ${plural(rec.notifications.length, "notification")} through GC Notify's API (${notificationType(o.e2e!.target.to)}, test key)`);
+        }
+
         if (synthetic) {
-            const visibility = String(cfg.placement.burst.queueVisibilityTimeoutSeconds);
             for (const kind of ["work", "done"] as const) {
                 const name = `${env.names.queuePrefix}${o.stamp.toLowerCase()}-${kind}`;
-                queues[kind] = (await clients.sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: visibility, SqsManagedSseEnabled: "true", MessageRetentionPeriod: "3600" }, tags: { [STACK_TAG]: cfg.stack } }))).QueueUrl;
+                queues[kind] = (await call("sqs:CreateQueue", () => clients.sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: String(visibility), SqsManagedSseEnabled: "true", MessageRetentionPeriod: "3600" }, tags: { [STACK_TAG]: cfg.stack } })))).QueueUrl;
             }
-            progress(`creating namespace ${DRILL_NAMESPACE}: ${Math.max(s!.pods, env.runningNodes)} synthetic workers (${s!.image}), queues ${queues.work!.split("/").pop()} and ${queues.done!.split("/").pop()}`);
+            // At least two workers on every ephemeral node, so the interrupted one holds two and meets the budget.
+            const replicas = Math.max(s!.pods, 2 * env.runningNodes);
+            const budget = workerBudget(cfg, replicas);
+            progress(`creating namespace ${DRILL_NAMESPACE}: ${replicas} synthetic ${o.profile} workers${o.profile === "gc-notify" ? ` (${o.hook} hook)` : ""} (${s!.image}), budget ${JSON.stringify({ ...budget.spec, selector: undefined })}, queues ${queues.work!.split("/").pop()} and ${queues.done!.split("/").pop()}`);
             await cluster.createNamespace(DRILL_NAMESPACE, { "app.kubernetes.io/managed-by": "notify-karpenter-drill" });
             namespaceCreated = true;
             await env.kc.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccount({ namespace: DRILL_NAMESPACE, body: { metadata: { name: DRILL_SERVICE_ACCOUNT, namespace: DRILL_NAMESPACE } } });
-            await cluster.createDeployment(DRILL_NAMESPACE, workerDeployment(cfg, { work: queues.work!, done: queues.done! }, Math.max(s!.pods, env.runningNodes)));
+            await env.kc.makeApiClient(k8s.PolicyV1Api).createNamespacedPodDisruptionBudget({ namespace: DRILL_NAMESPACE, body: budget as k8s.V1PodDisruptionBudget });
+            await cluster.createDeployment(DRILL_NAMESPACE, workerDeployment(cfg, { profile: o.profile, hook: o.hook, queues: { work: queues.work!, done: queues.done! }, replicas }));
             // Every running node of the pool holds a worker before the start, so the interrupted one does.
             const uncovered = () => {
                 const live = [...rec.nodes.values()].filter((n) => n.gone === undefined && n.removing === undefined);
@@ -858,23 +1080,24 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
             await send(Math.ceil(run.messagesPlanned / 2));
         }
 
-        const started = (await clients.fis.send(new StartExperimentCommand({ clientToken: `drill-${cfg.stack}-${o.stamp}`, experimentTemplateId: e.templateId, tags: { [STACK_TAG]: cfg.stack } }))).experiment;
+        const started = (await call("fis:StartExperiment", () => clients.fis.send(new StartExperimentCommand({ clientToken: `drill-${cfg.stack}-${o.stamp}`, experimentTemplateId: e.templateId, tags: { [STACK_TAG]: cfg.stack } })))).experiment;
         e.id = started?.id;
-        readExperiment(e, started);
-        progress(`started experiment ${e.id} of template ${e.templateId}: COUNT(${e.count}), notice ${e.durationBeforeInterruption} before the interruption`);
-        const durationSeconds = isoDurationSeconds(e.durationBeforeInterruption) ?? 120;
+        readExperiment(e, started, durationSeconds);
+        progress(`started experiment ${e.id} of template ${e.templateId}: COUNT(${e.count}), the interruption ${e.durationBeforeInterruption} after the action starts, the notice 2 minutes before it`);
         const terminal = () => ["completed", "stopped", "failed", "cancelled"].includes(e.status ?? "");
         const settled = () => {
             if (!terminal()) return false;
-            if (e.status !== "completed") return true;
+            // Stopped, or ended before any notice: there is nothing more to follow.
+            if (e.notice === undefined || e.status === "stopped" || e.status === "cancelled") return true;
             if (rec.interruptedNodes().some((n) => n.gone === undefined)) return false;
+            if (e.instances.some((i) => !rec.instanceEnds.has(i))) return false;
             if (displaced(run).some((x) => !x.replacement)) return false;
+            if (rec.notifications.length < run.notificationsPlanned && !rec.notificationsError) return false;
             if (!synthetic) return true;
             if (sent < run.messagesPlanned) return false;
-            if (messageCounts(run).lost.length === 0) return true;
-            // Not all completed: lost once the work queue has held nothing, visible or in flight, for a while (a
-            // message a killed worker held comes back after the visibility timeout and is in flight till then).
-            return workEmptySince !== undefined && clock.now() - workEmptySince >= WORK_EMPTY_SECONDS * 1000;
+            // Not all completed: lost once the work queue has held nothing, visible or in flight, for longer than a
+            // message a killed worker held takes to come back, and a long poll of the done queue found nothing more.
+            return messageCounts(run).lost.length === 0 || reread;
         };
         await until(
             "interruption",
@@ -888,26 +1111,36 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
             async () => {
                 await collect();
                 await depths();
-                // The rest of the messages during the interruption: one a second from the notice on.
-                if (synthetic && e.notice !== undefined) await send(1);
-                if (synthetic && sent >= run.messagesPlanned) {
-                    const a = (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queues.work!, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }))).Attributes ?? {};
+                // The rest of the messages and notifications during the interruption: one a second from the notice on.
+                if (e.notice !== undefined && clock.now() >= e.notice) {
+                    if (synthetic) await send(1);
+                    await sendNotificationsDuring(1);
+                }
+                if (synthetic && sent >= run.messagesPlanned && !reread) {
+                    const a = (await call("sqs:GetQueueAttributes", () => clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queues.work!, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] })))).Attributes ?? {};
                     const held = Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0);
                     workEmptySince = held > 0 ? undefined : (workEmptySince ?? clock.now());
+                    if (messageCounts(run).lost.length > 0 && workEmptySince !== undefined && clock.now() - workEmptySince >= (visibility + WORK_EMPTY_MARGIN_SECONDS) * 1000) {
+                        await collect(5);
+                        reread = true;
+                    }
                 }
             },
         );
-        if (e.status !== "completed") throw new Stop(`experiment ${e.id} ${e.status}${e.reason ? `: ${e.reason}` : ""}`);
+        if (e.notice === undefined || e.status === "stopped" || e.status === "cancelled") throw new Stop(`experiment ${e.id} ${e.status}${e.reason ? `: ${e.reason}` : ""}`);
+        rec.interruptionEvents = await readInterruptionEvents(env, rec);
+        if (!synthetic) rec.tasks = await readLiveTasks(cfg, run, env);
+        if (notify) await followNotifications(notify, run, env);
         await readMetric(cfg, run, env);
     } catch (err) {
-        run.stopped = err instanceof Stop ? err.message : (err as Error).message;
+        run.stopped = err instanceof Stop || err instanceof CannotRun || err instanceof NotifyApiError ? err.message : (err as Error).message;
     } finally {
         watches.stopAll();
         for (const sig of ["SIGINT", "SIGTERM"] as const) signals.off(sig, handlers[sig]);
         run.end = clock.now();
         if (e.id && !["completed", "stopped", "failed", "cancelled"].includes(e.status ?? "")) {
             try {
-                readExperiment(e, (await clients.fis.send(new StopExperimentCommand({ id: e.id }))).experiment);
+                readExperiment(e, (await clients.fis.send(new StopExperimentCommand({ id: e.id }))).experiment, durationSeconds);
                 cleanup.push(`Cleanup: stopped experiment ${e.id} (a notice already sent is not taken back)`);
             } catch (x) {
                 cleanup.push(`Cleanup FAILED: could not stop experiment ${e.id} (${(x as Error).message}); stop it with: aws fis stop-experiment --id ${e.id}`);
@@ -926,8 +1159,27 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     return cleanup;
 }
 
+/**
+ * Each instance's state; EC2 refuses the whole call over one ID it no longer lists (InvalidInstanceID.NotFound, an
+ * instance terminated an hour or more ago), so then each is asked alone and one not listed is taken as gone.
+ */
+async function describeInstances(ec2: EC2Client, ids: string[]): Promise<{ id: string; state: string; reason?: string }[]> {
+    const ask = async (some: string[]) => {
+        const r = await call("ec2:DescribeInstances", () => ec2.send(new DescribeInstancesCommand({ InstanceIds: some })));
+        return (r.Reservations ?? []).flatMap((x) => x.Instances ?? []).map((i) => ({ id: i.InstanceId!, state: i.State?.Name ?? "", reason: i.StateTransitionReason }));
+    };
+    try {
+        return await ask(ids);
+    } catch (x) {
+        if (!/InvalidInstanceID\.NotFound/.test((x as Error).message)) throw x;
+        const out: { id: string; state: string; reason?: string }[] = [];
+        for (const id of ids) out.push(...(await ask([id]).catch((y) => (/InvalidInstanceID\.NotFound/.test((y as Error).message) ? [{ id, state: "terminated", reason: "no longer listed by DescribeInstances" }] : Promise.reject(y)))));
+        return out;
+    }
+}
+
 /** The experiment's state and its one action's times, from GetExperiment (or Start/StopExperiment). */
-function readExperiment(e: ExperimentRecord, x: any): void {
+function readExperiment(e: ExperimentRecord, x: any, durationSeconds: number): void {
     if (!x) return;
     e.status = x.state?.status ?? e.status;
     e.reason = x.state?.reason ?? e.reason;
@@ -935,9 +1187,108 @@ function readExperiment(e: ExperimentRecord, x: any): void {
     e.ended ??= x.endTime?.getTime?.();
     const a = Object.values(x.actions ?? {})[0] as any;
     if (a) {
-        e.notice ??= a.startTime?.getTime?.();
+        e.actionStarted ??= a.startTime?.getTime?.();
+        // FIS: "sends a Spot Instance interruption notice ... two minutes before interrupting them. The interruption
+        // time is determined by the specified durationBeforeInterruption" (AWS FIS User Guide, "Actions reference").
+        if (e.actionStarted !== undefined) e.notice ??= e.actionStarted + (durationSeconds - NOTICE_BEFORE_INTERRUPTION_SECONDS) * 1000;
         e.actionEnded ??= a.endTime?.getTime?.();
         e.actionStatus = a.state?.status ?? e.actionStatus;
+    }
+}
+
+/**
+ * Karpenter's events on the interrupted NodeClaims and nodes (core/v1 Events; the API server keeps them an hour):
+ * SpotInterrupted on the NodeClaim, and FailedDraining on the node when an eviction was refused, by a
+ * PodDisruptionBudget say (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/node/termination/terminator/eviction.go:199-207).
+ */
+async function readInterruptionEvents(env: Env, rec: DrillRecord): Promise<Map<string, number>> {
+    const core = env.kc.makeApiClient(k8s.CoreV1Api);
+    const list = async (kind: string, reason: string) => {
+        try {
+            return (await core.listEventForAllNamespaces({ fieldSelector: `involvedObject.kind=${kind},reason=${reason}` })).items;
+        } catch (x) {
+            throw new Error(`could not list the ${kind}s' events: ${apiError(x)}`);
+        }
+    };
+    const at = (ev: k8s.CoreV1Event) => epochMs((ev.firstTimestamp ?? ev.eventTime ?? ev.metadata?.creationTimestamp) as any) ?? env.clock.now();
+    const claims = new Set(rec.interruptedClaims().map((c) => c.name));
+    const out = new Map<string, number>();
+    for (const ev of await list("NodeClaim", SPOT_INTERRUPTED_EVENT)) {
+        const name = ev.involvedObject?.name;
+        if (name && claims.has(name) && !out.has(name)) out.set(name, at(ev));
+    }
+    const nodes = new Set(rec.interruptedNodes().map((n) => n.name));
+    for (const ev of await list("Node", "FailedDraining")) {
+        if (nodes.has(ev.involvedObject?.name ?? "")) rec.drainEvents.push({ node: ev.involvedObject.name!, at: at(ev), message: ev.message ?? "" });
+    }
+    return out;
+}
+
+/**
+ * Live: the displaced GC Notify workers' tasks, from their lines in CloudWatch Logs (ops/celeryLogs.ts). It waits for
+ * each worker's log to reach past its eviction, then, for a task received and never ended there, for another worker to
+ * receive it again (a message never acknowledged comes back within the longest visibility timeout).
+ */
+async function readLiveTasks(cfg: StackConfig, run: DrillRun, env: Env): Promise<LiveTasks> {
+    const { clients, clock } = env;
+    const group = cfg.alarms.logGroupName;
+    const notice = run.record.experiment.notice!;
+    const workers = displaced(run).filter((x) => celery(x.pod) && !x.pod.synthetic);
+    if (workers.length === 0) return { group, pods: [] };
+    const fresh = (): PodTasks[] => workers.map((x) => ({ pod: x.pod.key.split("/")[1], evicted: x.pod.evicted ?? notice, lines: 0, received: new Map(), ended: new Set(), redelivered: new Set() }));
+    const from = Math.max(notice - LOG_LOOKBACK_SECONDS * 1000, Math.min(...workers.map((x) => x.pod.running ?? x.pod.created ?? notice)));
+    const lastExit = Math.max(...workers.map((x) => podEnded(x.pod) ?? x.gone ?? notice));
+    const logDeadline = clock.now() + LOG_ARRIVAL_SECONDS * 1000;
+    const redeliveryDeadline = Math.max(logDeadline, lastExit + (GC_NOTIFY_LONGEST_VISIBILITY_SECONDS + WORK_EMPTY_MARGIN_SECONDS) * 1000);
+    const podPatterns = patterns(workers.map((x) => x.pod.key.split("/")[1]), (p) => `$.kubernetes.pod_name = "${p}"`, " || ", (b) => `{ ${b} }`);
+    let pods = fresh();
+    try {
+        for (;;) {
+            pods = fresh();
+            const readBy = clock.now() + LOG_READ_SECONDS * 1000;
+            for (const pattern of podPatterns) await filterLogEvents(clients.logs, clock, { group, pattern, from, to: clock.now(), deadline: readBy }, (ev) => addEvent(pods, ev));
+            const open = pods.flatMap((p) => unfinished(p).map((id) => ({ p, id })));
+            if (pods.every(complete) && open.length) {
+                // Received again by a worker that is not the one that held it: that message was never acknowledged.
+                const ids = [...new Set(open.map((x) => x.id))];
+                for (const pattern of patterns(ids, (id) => `?"${id}"`, " ", (b) => b)) {
+                    await filterLogEvents(clients.logs, clock, { group, pattern, from: notice, to: clock.now(), deadline: readBy }, (ev) => {
+                        const r = fluentBitRecord(ev.message ?? "");
+                        for (const t of taskLines(r.text).filter((l) => l.outcome === "received")) for (const x of open.filter((y) => y.id === t.id && y.p.pod !== r.pod)) x.p.redelivered.add(x.id);
+                    });
+                }
+            }
+            const done = pods.every(complete) && open.every((x) => x.p.redelivered.has(x.id));
+            if (done || clock.now() >= (pods.every(complete) ? redeliveryDeadline : logDeadline)) return { group, pods };
+            await clock.sleep(LOG_POLL_MS);
+            run.end = clock.now();
+        }
+    } catch (x) {
+        const err = x as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+        return { group, pods, error: `${err.$metadata?.httpStatusCode ? `logs:FilterLogEvents: HTTP ${err.$metadata.httpStatusCode} ${err.name}: ` : ""}${err.message}${err.$metadata?.httpStatusCode === 403 ? " (docs/drill.md lists the permissions)" : ""}` };
+    }
+}
+
+/** Each notification's status until every one is final or NOTIFICATION_WAIT_SECONDS after the last was sent. */
+async function followNotifications(notify: NotifyClient, run: DrillRun, env: Env): Promise<void> {
+    const { clock, progress } = env;
+    const n = run.record.notifications;
+    const deadline = Math.max(...n.map((x) => x.sent)) + NOTIFICATION_WAIT_SECONDS * 1000;
+    for (;;) {
+        for (const x of n.filter((y) => !isFinal(y))) {
+            try {
+                x.status = await notify.status(x.id);
+            } catch (err) {
+                // Asked again next round; the check names what it last said.
+                x.status = `unread: ${(err as Error).message}`;
+            }
+            if (isFinal(x)) x.final = clock.now();
+        }
+        const open = n.filter((x) => !isFinal(x));
+        if (open.length === 0 || clock.now() >= deadline) return;
+        progress(`notifications: ${n.length - open.length}/${n.length} final`);
+        await clock.sleep(NOTIFICATION_POLL_MS);
+        run.end = clock.now();
     }
 }
 
@@ -950,15 +1301,17 @@ async function readMetric(cfg: StackConfig, run: DrillRun, env: Env): Promise<vo
     const hb = heartbeatMetric(cfg.cluster.name, cfg.nodePool.name);
     const dims = (x: Record<string, string>) => Object.entries(x).map(([Name, Value]) => ({ Name, Value }));
     for (;;) {
-        const r = await clients.cw.send(
-            new GetMetricDataCommand({
-                StartTime: from,
-                EndTime: new Date(clock.now() + 60_000),
-                MetricDataQueries: [
-                    { Id: "interruptions", MetricStat: { Metric: { Namespace: PROMETHEUS_NAMESPACE, MetricName: KARPENTER_METRICS.nodeClaimsDisrupted, Dimensions: dims({ ClusterName: cfg.cluster.name, nodepool: cfg.nodePool.name, reason: SPOT_INTERRUPTED_REASON }) }, Period: 60, Stat: "Sum" } },
-                    { Id: "samples", MetricStat: { Metric: { Namespace: hb.namespace, MetricName: hb.metricName, Dimensions: dims(hb.dimensions as Record<string, string>) }, Period: 60, Stat: "SampleCount" } },
-                ],
-            }),
+        const r = await call("cloudwatch:GetMetricData", () =>
+            clients.cw.send(
+                new GetMetricDataCommand({
+                    StartTime: from,
+                    EndTime: new Date(clock.now() + 60_000),
+                    MetricDataQueries: [
+                        { Id: "interruptions", MetricStat: { Metric: { Namespace: PROMETHEUS_NAMESPACE, MetricName: KARPENTER_METRICS.nodeClaimsDisrupted, Dimensions: dims({ ClusterName: cfg.cluster.name, nodepool: cfg.nodePool.name, reason: SPOT_INTERRUPTED_REASON }) }, Period: 60, Stat: "Sum" } },
+                        { Id: "samples", MetricStat: { Metric: { Namespace: hb.namespace, MetricName: hb.metricName, Dimensions: dims(hb.dimensions as Record<string, string>) }, Period: 60, Stat: "SampleCount" } },
+                    ],
+                }),
+            ),
         );
         const sum = (id: string) => (r.MetricDataResults ?? []).filter((x) => x.Id === id).flatMap((x) => x.Values ?? []).reduce((a, b) => a + b, 0);
         run.record.metric = { interruptions: sum("interruptions"), samples: sum("samples") };

@@ -485,13 +485,14 @@ export const iamNoUnscopedEc2Mutation: ResourceValidationPolicy = {
 };
 
 /**
- * An AWS FIS experiment template (the spot interruption drill) interrupts a bounded number of one NodePool's nodes:
- * each target selects COUNT(n), never ALL or PERCENT(n) (which grow with the pool), by the NodePool's tag rather than
- * by instance ARNs, and a CloudWatch alarm can stop the experiment.
+ * An AWS FIS experiment template (the spot interruption drill) interrupts a bounded number of one cluster's NodePool's
+ * nodes: each target selects COUNT(n), never ALL or PERCENT(n) (which grow with the pool), by the NodePool's tag and the
+ * cluster's (eks:eks-cluster-name, which Karpenter puts on every instance) rather than by instance ARNs, and a
+ * CloudWatch alarm can stop the experiment.
  */
 export const fisTemplateBounded: ResourceValidationPolicy = {
     name: "fis-template-bounded",
-    description: "FIS experiment templates select COUNT(n) of one NodePool's instances by its karpenter.sh/nodepool tag (never ALL or PERCENT) and stop on a CloudWatch alarm.",
+    description: "FIS experiment templates select COUNT(n) of one cluster's NodePool's instances by the karpenter.sh/nodepool and eks:eks-cluster-name tags (never ALL or PERCENT) and stop on a CloudWatch alarm.",
     enforcementLevel: "mandatory",
     validateResource: ofTypes(["aws:fis/experimentTemplate:ExperimentTemplate"], (p, args, report) => {
         const name = p.tags?.Name ?? args.name;
@@ -501,6 +502,8 @@ export const fisTemplateBounded: ResourceValidationPolicy = {
             }
             if (list(t.resourceArns).length > 0 || !list<Props>(t.resourceTags).some((tag) => tag.key === "karpenter.sh/nodepool")) {
                 report(`FIS template ${name} target ${t.name} does not select by the karpenter.sh/nodepool tag: name the NodePool, so only its nodes can be interrupted`);
+            } else if (!list<Props>(t.resourceTags).some((tag) => tag.key === "eks:eks-cluster-name")) {
+                report(`FIS template ${name} target ${t.name} does not select by the eks:eks-cluster-name tag: name the cluster too, so another cluster's pool of the same name in the account is never interrupted`);
             }
         }
         if (!list<Props>(p.stopConditions).some((c) => c.source === "aws:cloudwatch:alarm")) {

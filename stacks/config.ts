@@ -9,12 +9,12 @@ import { type ProtectedWindow, markClearanceSeconds, recycleWindow } from "../co
 import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms.ts";
 import { STABLE_NODE_LABELS } from "../components/createdCluster.ts";
 import { controllerNameProblems } from "../components/karpenterController.ts";
-import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstGraceSeconds } from "../components/celeryWorkloadPlacement.ts";
+import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, burstGraceSeconds } from "../components/celeryWorkloadPlacement.ts";
 import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema.ts";
 import { cron, durationAtLeast, durationSeconds } from "./schema.ts";
 import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/instanceTypes.ts";
 import { regionProblem, zoneProblems } from "./awsRegions.ts";
-import { drillNameProblems, durationBeforeInterruptionProblem } from "../components/spotInterruptionDrill.ts";
+import { MAX_DRILL_NODES, drillNameProblems, durationBeforeInterruptionProblem } from "../components/spotInterruptionDrill.ts";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
 export const KARPENTER_VERSION = "1.14.1";
@@ -788,6 +788,13 @@ function capacityConfigProblems(s: { cluster: Infer<typeof cluster>; nodePool: I
 
 /** A synthetic worker's receive waits at most this long (a long poll), so it sees SIGTERM within it when idle. */
 export const DRILL_RECEIVE_WAIT_SECONDS = 5;
+/**
+ * What the synthetic GC Notify worker spends on a task besides the task itself: its two AWS CLI calls, the delete that
+ * acknowledges the message and the record of its completion, each a Python start-up of under a second.
+ */
+export const DRILL_CLI_SECONDS_PER_TASK = 2;
+/** GC Notify's burst workers' task times as the evidence has them: drill.synthetic.taskSeconds says whence. */
+export const GC_NOTIFY_TASK_SECONDS = [0.1, 0.1, 0.2, 0.2, 0.3, 0.5, 0.5, 1, 12, 15];
 
 /**
  * The spot interruption drill (components/spotInterruptionDrill.ts, `npm run drill`, docs/drill.md): an AWS FIS
@@ -796,22 +803,48 @@ export const DRILL_RECEIVE_WAIT_SECONDS = 5;
 const drill = object({
     /** Create the FIS experiment template, its role and log group, and the synthetic workers' role. */
     enabled: optional(boolean(), false),
-    /** How long after the notice EC2 interrupts each node: an ISO 8601 duration from PT2M (what AWS gives) to PT15M. */
+    /**
+     * How long after the FIS action starts EC2 interrupts each node: an ISO 8601 duration from PT2M to PT15M. The
+     * interruption notice comes 2 minutes before the interruption (at once with PT2M, what a real interruption gives);
+     * the action starts with a rebalance recommendation, which Karpenter ignores.
+     */
     durationBeforeInterruption: optional(checked(text("an ISO 8601 duration such as PT2M", /^\S+$/, 16), durationBeforeInterruptionProblem), "PT2M"),
-    /** How many of the pool's running spot nodes one experiment interrupts, chosen at random by FIS: COUNT(n), never ALL. */
-    nodes: optional(integer(1, 10), 1),
+    /**
+     * How many of the pool's running spot nodes one experiment interrupts, chosen at random by FIS: COUNT(n), never ALL;
+     * at most 5, EC2's quota of spot instances one experiment targets by tags.
+     */
+    nodes: optional(integer(1, MAX_DRILL_NODES), 1),
     /** The workload `npm run drill` watches when --workload is not given. */
     workload: optional(oneOf("synthetic", "live"), "synthetic"),
     /** The synthetic Celery-like workload: pods placed like burst workers, working numbered messages of a temporary queue. */
     synthetic: optional(
         object({
+            /**
+             * How the synthetic worker treats its messages (docs/drill.md). gc-notify: as GC Notify runs Celery, early
+             * acknowledgement (the message is deleted as its task starts), `concurrency` threads holding up to
+             * concurrency × placement.burst.prefetchMultiplier messages, the burst workers' preStop hook, the pidfile, a
+             * warm shutdown that runs everything held. late-ack: one message at a time, deleted only once done, as
+             * Celery with acks_late would (GC Notify does not run it so).
+             */
+            profile: optional(oneOf("gc-notify", "late-ack"), "gc-notify"),
             /** An image with the AWS CLI v2 and bash, pinned: the AWS CLI's official image from ECR Public. */
             image: pinnedImage,
-            /** Worker pods (more when more ephemeral nodes run, so that each holds one). */
+            /** Worker pods; at least two on every ephemeral node (more when more nodes run), so the interrupted one holds two. */
             pods: optional(integer(1, 50), 4),
-            /** Numbered messages sent before and during the interruption. */
-            messages: optional(integer(1, 2000), 60),
-            /** Seconds each message is "worked"; under the visibility timeout, as GC Notify's high-priority tasks. */
+            /** Numbered messages sent before and during the interruption. @default 200 with gc-notify, 60 with late-ack */
+            messages: optional(integer(1, 2000)),
+            /**
+             * gc-notify: each message's task time in seconds, message n taking taskSeconds[n mod length]. The default
+             * is GC Notify's as the evidence has them (notification-api 72e3ae1e): 8 in 10 under a second, a provider
+             * call or a few rows (Pinpoint's "average delay in production" is 0.06 s, app/config.py:619; research-mode
+             * tasks make no provider call, app/celery/research_mode_tasks.py:35-59), 2 in 10 of 12 and 15 s, as a
+             * service callback (5 s to connect and 5 s a read, app/celery/service_callback_tasks.py:67-76) or a slow
+             * provider call (botocore's 60 s read timeout, none set: app/clients/email/aws_ses.py:25) take.
+             */
+            taskSeconds: optional(list(number(0.1, 600), { min: 1, max: 100 }), GC_NOTIFY_TASK_SECONDS),
+            /** gc-notify: the worker's threads, GC Notify's CELERY_CONCURRENCY (notification-manifests 609853e2 helmfile/overrides/notify/celery.yaml.gotmpl:32). */
+            concurrency: optional(integer(1, 16), 4),
+            /** late-ack: seconds each message is "worked"; under the visibility timeout. */
             workSeconds: optional(integer(1, 600), 10),
         }),
     ),
@@ -819,8 +852,24 @@ const drill = object({
     live: optional(object({ queues: list(text("an SQS queue name (letters, digits, - and _, at most 80 characters)", /^[A-Za-z0-9_-]{1,80}$/, 80), { max: 10, unique: true }) }), { queues: [] }),
 });
 const DRILL_DEFAULTS = { enabled: false, durationBeforeInterruption: "PT2M", nodes: 1, workload: "synthetic" as "synthetic" | "live", synthetic: undefined, live: { queues: [] as string[] } };
+export type DrillSynthetic = NonNullable<Infer<typeof drill>["synthetic"]>;
+export type SyntheticProfile = DrillSynthetic["profile"];
 
-/** A drill needs spot nodes, names AWS takes, and work that fits the visibility timeout and grace period. */
+/** The messages a synthetic drill sends: drill.synthetic.messages, or its profile's default. */
+export const syntheticMessages = (s: DrillSynthetic, profile: SyntheticProfile = s.profile) => s.messages ?? (profile === "gc-notify" ? 200 : 60);
+
+/**
+ * The synthetic workers' grace period, reckoned as a real burst worker's (burstGraceSeconds) with the receive it may
+ * be in when SIGTERM comes: gc-notify runs every message it holds, prefetchMultiplier per thread, each its task and its
+ * two AWS CLI calls; late-ack finishes the one message it works.
+ */
+export function drillWorkerGraceSeconds(s: DrillSynthetic, prefetchMultiplier: number, profile: SyntheticProfile = s.profile): number {
+    return profile === "gc-notify"
+        ? burstGraceSeconds(Math.ceil(Math.max(...s.taskSeconds) + DRILL_CLI_SECONDS_PER_TASK), prefetchMultiplier) + DRILL_RECEIVE_WAIT_SECONDS
+        : burstGraceSeconds(s.workSeconds + DRILL_RECEIVE_WAIT_SECONDS, 1);
+}
+
+/** A drill needs spot nodes, names AWS takes, and work that fits the visibility timeout, the grace period and the notice. */
 function drillConfigProblems(s: { drill: Infer<typeof drill>; nodePool: Infer<typeof nodePool>; controller: { namePrefix?: string }; cluster: { name: string }; placement: Placement }): Issue[] {
     const d = s.drill;
     if (!d.enabled) return [];
@@ -832,6 +881,15 @@ function drillConfigProblems(s: { drill: Infer<typeof drill>; nodePool: Infer<ty
     const b = s.placement.burst;
     if (d.synthetic && d.synthetic.workSeconds >= b.queueVisibilityTimeoutSeconds) {
         issues.push({ path: "drill.synthetic.workSeconds", message: `must be under placement.burst.queueVisibilityTimeoutSeconds (${b.queueVisibilityTimeoutSeconds}): a message worked longer reappears and is worked twice (got ${d.synthetic.workSeconds})` });
+    }
+    // The program's hook lets a gc-notify worker run everything it holds; that must end before EC2 takes the node.
+    const room = SPOT_NOTICE_SECONDS - INTERRUPTION_REACTION_SECONDS;
+    if (d.synthetic && drillWorkerGraceSeconds(d.synthetic, b.prefetchMultiplier, "gc-notify") > room) {
+        const longest = Math.max(...d.synthetic.taskSeconds);
+        issues.push({
+            path: "drill.synthetic.taskSeconds",
+            message: `must let a gc-notify worker run all it holds within the ${room} s an interruption leaves (${SPOT_NOTICE_SECONDS} s notice less ${INTERRUPTION_REACTION_SECONDS} s for Karpenter to evict): placement.burst.prefetchMultiplier ${b.prefetchMultiplier} × (the longest ${longest} s + ${DRILL_CLI_SECONDS_PER_TASK} s of AWS CLI calls) + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s + a ${DRILL_RECEIVE_WAIT_SECONDS} s receive is ${drillWorkerGraceSeconds(d.synthetic, b.prefetchMultiplier, "gc-notify")} s; shorten the longest task`,
+        });
     }
     return issues;
 }

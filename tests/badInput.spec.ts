@@ -16,6 +16,7 @@ import { WARNINGS, warningLine } from "../stacks/warnings.ts";
 import { configErrorOf } from "./helpers.ts";
 import { capacity } from "../ops/capacityCli.ts";
 import { scaleTest } from "../ops/scaleTest.ts";
+import { drill } from "../ops/drill.ts";
 import { readToEnd, verifyPlacement } from "../ops/verifyPlacement.ts";
 import { preflight } from "../ops/preflight.ts";
 import { plan } from "../plan/cli.ts";
@@ -569,7 +570,10 @@ describe("bad input: command lines", () => {
         "scale-test": (argv: string[]) => scaleTest(argv, { kubeConfig: () => api.kubeConfig() }),
         // Every preflight line below is refused before any kubeconfig or AWS read.
         preflight: (argv: string[]) => preflight(argv, { kubeConfig: () => api.kubeConfig() }),
+        // No NOTIFY_* variables: the end-to-end inputs come from the flags alone here.
+        drill: (argv: string[]) => drill(argv, { kubeConfig: () => api.kubeConfig(), env: {} }),
     };
+    const drilling = ["--stack", "scratch", "--context", "scratch"];
     const lines: [keyof typeof run, string[], RegExp][] = [
         ...(["plan", "capacity", "scale-test"] as const).flatMap((cmd) =>
             badOut.map(([out, message]): [keyof typeof run, string[], RegExp] => [cmd, ["--stack", "staging", ...(cmd === "scale-test" ? ["--context", "staging"] : []), "--out", out], message]),
@@ -617,6 +621,13 @@ describe("bad input: command lines", () => {
         ["verify-placement", ["--stack", "staging", "--context", "staging", "--namespace", "default"], /^--namespace only applies to --manifests/],
         ["verify-placement", ["--stack", "staging", "--manifests", "/nonexistent/manifests.yaml"], /--manifests: no such file or directory/],
         ["verify-placement", ["--stack", "staging", "--context", "staging", "--manifests", "-"], /not both|either|one of/],
+        ["drill", [...drilling, "--hook", "never"], /^--hook must be notify-karpenter or gc-notify \(got "never"\)$/],
+        ["drill", [...drilling, "--profile", "early-ack"], /^--profile must be gc-notify or late-ack \(got "early-ack"\)$/],
+        ["drill", [...drilling, "--nodes", "6"], /^--nodes must be an integer from 1 to 5 \(got "6"\)$/],
+        ["drill", [...drilling, "--notifications", "0"], /^--notifications must be an integer from 1 to 100 \(got "0"\)$/],
+        ["drill", [...drilling, "--notifications", "2"], /^NOTIFY_API_KEY must hold a GC Notify test API key/],
+        ["drill", [...drilling, "--notifications", "2", "--notify-api", "ftp://x", "--notify-template", "t", "--notify-to", "a@b.c"], /^NOTIFY_API_KEY must hold .*; --notify-api must be an http\(s\) URL \(got "ftp:\/\/x"\); --notify-template must be a template id \(a UUID\) \(got "t"\)$/],
+        ["drill", [...drilling, "--notify-api", "https://x"], /^--notify-api goes with --notifications <N>$/],
     ];
     for (const [cmd, argv, message] of lines) {
         tally.commandLine++;

@@ -15,8 +15,8 @@ import { stackConfig } from "./helpers.ts";
 import { tempDir } from "./opsHelpers.ts";
 
 const STAND_IN = path.join(import.meta.dirname, "celeryStandIn.ts");
-/** GC Notify's /app/scripts/run_celery_exit.sh as it treats the worker (the fixture says what it is). */
-const GC_NOTIFY_EXIT = path.join(import.meta.dirname, "fixtures", "gcNotifyRunCeleryExit.sh");
+/** GC Notify's /app/scripts/run_celery_exit.sh as it treats the worker (the drill's model of it says what it is). */
+const GC_NOTIFY_EXIT = path.join(import.meta.dirname, "..", "ops", "gcNotifyRunCeleryExit.sh");
 const RENDERED = process.env.GC_NOTIFY_RENDERED_DIR;
 const STACKS = ["staging", "production"] as const;
 

@@ -24,6 +24,8 @@
 //   (StartExperiment), GET /experiments/<id>, DELETE /experiments/<id> (StopExperiment), GET
 //   /experiments/<id>/resolvedTargets; https://docs.aws.amazon.com/fis/latest/APIReference/API_StartExperiment.html.
 //   An experiment's state follows the fake clock through a scripted timeline (FakeFis).
+// - EC2 DescribeInstances (ec2 query): reservationSet/instancesSet with instanceState and reason
+//   (StateTransitionReason), botocore ec2 2016-11-15 Instance; an instance's state follows the fake clock.
 // - SQS's messages (JSON 1.0, AmazonSQS.*): CreateQueue, SendMessage, ReceiveMessage, DeleteMessage,
 //   GetQueueAttributes, DeleteQueue, with MD5OfMessageBody / MD5OfBody as the SDK checks them; visibility timeouts
 //   on the fake clock.
@@ -59,6 +61,10 @@ export interface FakeAwsState {
      * return no events and a token while it keeps searching a large group.
      */
     emptyLogPages?: number;
+    /** FilterLogEvents answers at most this many events a page (the API's most is 10 000), with a nextToken. */
+    logPageSize?: number;
+    /** EC2 instances DescribeInstances knows, by ID: running until `goneAt` (epoch ms on the state's clock), then `state`. */
+    instances?: Record<string, { goneAt?: number; state?: string; reason?: string }>;
     images: { ImageId: string; State: string; Architecture: string; Name: string }[];
     subnets: { SubnetId: string; AvailabilityZone: string; Tags: Tags }[];
     securityGroups: { GroupId: string; Tags: Tags }[];
@@ -312,12 +318,29 @@ export class FakeAwsApi {
                         .map((g) => ({ logGroupName: g, arn: `arn:aws:logs:ca-central-1:${s.account}:log-group:${g}:*`, creationTime: 1700000000000, storedBytes: 0 })),
                 });
             case "logs:FilterLogEvents": {
+                // https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_FilterLogEvents.html: events of
+                // the group (or of logStreamNames, or of streams named logStreamNamePrefix*, not both) in [startTime,
+                // endTime] that filterPattern matches, in time order, at most `limit` (10 000) a page, then a nextToken.
                 const events = s.logGroups[input.logGroupName];
                 if (!events) return fail("ResourceNotFoundException", "The specified log group does not exist.");
-                const page = input.nextToken ? Number(input.nextToken) : 0;
-                if (page < (s.emptyLogPages ?? 0)) return ok({ events: [], searchedLogStreams: [], nextToken: String(page + 1) });
-                const hits = events.filter((e) => e.timestamp >= (input.startTime ?? 0) && e.timestamp <= (input.endTime ?? Infinity) && (!input.filterPattern || filterPatternMatches(input.filterPattern, e.message)));
-                return ok({ events: hits.slice(0, input.limit ?? 10000).map((e, i) => ({ logStreamName: "karpenter-abc_karpenter_controller", timestamp: e.timestamp, message: e.message, ingestionTime: e.timestamp, eventId: String(i) })), searchedLogStreams: [] });
+                if (input.logStreamNames && input.logStreamNamePrefix) return fail("InvalidParameterException", "logStreamNames and logStreamNamePrefix are mutually exclusive");
+                const [kind, n] = String(input.nextToken ?? "empty:0").split(":");
+                if (kind === "empty" && Number(n) < (s.emptyLogPages ?? 0)) return ok({ events: [], searchedLogStreams: [], nextToken: `empty:${Number(n) + 1}` });
+                const from = kind === "from" ? Number(n) : 0;
+                const stream = (e: { logStream?: string }) => e.logStream ?? "karpenter-abc_karpenter_controller";
+                const hits = events
+                    .map((e, i) => ({ ...e, i }))
+                    .filter((e) => e.timestamp >= (input.startTime ?? 0) && e.timestamp <= (input.endTime ?? Infinity))
+                    .filter((e) => (!input.logStreamNames || input.logStreamNames.includes(stream(e))) && (!input.logStreamNamePrefix || stream(e).startsWith(input.logStreamNamePrefix)))
+                    .filter((e) => !input.filterPattern || filterPatternMatches(input.filterPattern, e.message))
+                    .sort((a, b) => a.timestamp - b.timestamp || a.i - b.i);
+                const size = Math.min(input.limit ?? 10000, s.logPageSize ?? 10000);
+                const page = hits.slice(from, from + size);
+                return ok({
+                    events: page.map((e) => ({ logStreamName: stream(e), timestamp: e.timestamp, message: e.message, ingestionTime: e.timestamp, eventId: String(e.i) })),
+                    searchedLogStreams: [],
+                    ...(from + size < hits.length ? { nextToken: `from:${from + size}` } : {}),
+                });
             }
             case "logs:StartQuery": {
                 const events = s.logGroups[input.logGroupName];
@@ -525,6 +548,22 @@ export class FakeAwsApi {
             case "ec2:DescribeInstanceTypeOfferings": {
                 const found = s.offerings.filter((o) => (filters["instance-type"] ?? [o.type]).includes(o.type) && (filters.location ?? [o.zone]).includes(o.zone));
                 return ok(`<instanceTypeOfferingSet>${found.map((o) => `<item><instanceType>${o.type}</instanceType><locationType>availability-zone</locationType><location>${o.zone}</location></item>`).join("")}</instanceTypeOfferingSet>`);
+            }
+            case "ec2:DescribeInstances": {
+                // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstances.html: an unknown ID
+                // refuses the call (InvalidInstanceID.NotFound); a terminated instance is listed for about an hour.
+                const ids = listParam(params, "InstanceId");
+                const unknown = ids.find((id) => !s.instances?.[id]);
+                if (unknown) return fail(400, "InvalidInstanceID.NotFound", `The instance ID '${unknown}' does not exist`);
+                const states: Record<string, number> = { running: 16, "shutting-down": 32, terminated: 48, stopping: 64, stopped: 80 };
+                const items = ids.map((id) => {
+                    const i = s.instances![id];
+                    const gone = i.goneAt !== undefined && this.now() >= i.goneAt;
+                    const state = gone ? (i.state ?? "terminated") : "running";
+                    const reason = gone ? (i.reason ?? `User initiated (${new Date(i.goneAt!).toISOString().slice(0, 19).replace("T", " ")} GMT)`) : "";
+                    return `<item><instanceId>${id}</instanceId><instanceState><code>${states[state] ?? 0}</code><name>${state}</name></instanceState><reason>${esc(reason)}</reason><instanceLifecycle>spot</instanceLifecycle></item>`;
+                });
+                return ok(`<reservationSet>${items.map((x) => `<item><reservationId>r-1</reservationId><ownerId>${s.account}</ownerId><instancesSet>${x}</instancesSet></item>`).join("")}</reservationSet>`);
             }
             case "ec2:DescribeInstanceTypes": {
                 const found = s.instanceTypes.filter((t) => (filters["instance-type"] ?? [t.type]).includes(t.type));

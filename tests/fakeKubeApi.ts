@@ -1,5 +1,6 @@
 // An in-process Kubernetes API for the cluster commands' tests. It serves the few endpoints they use (list and watch
-// pods, nodes and NodeClaims; delete and merge-patch a NodeClaim; create and delete a namespace; create a ServiceAccount; create and scale a Deployment) over real HTTP on
+// pods, nodes and NodeClaims; delete and merge-patch a NodeClaim; create and delete a namespace; create a ServiceAccount
+// and a PodDisruptionBudget; list Events; create and scale a Deployment) over real HTTP on
 // 127.0.0.1, so the real @kubernetes/client-node code runs against it. Scaling the Deployment starts a scripted
 // sequence of watch events, released by a fake clock rather than wall time, so a test replays a 30-minute scale test
 // in milliseconds and every time it reads is exact.
@@ -81,6 +82,11 @@ export interface FakeKubeApiOptions {
     onNodeClaimPatch?: (nodeClaim: any) => void;
     /** Answer every NodeClaim PATCH with this HTTP status (403, as for RBAC or a refused admission) instead of applying it. */
     nodeClaimPatchStatus?: number;
+    /**
+     * core/v1 Events the cluster holds (GET /api/v1/events, filtered by an equality fieldSelector on their fields, such
+     * as involvedObject.kind=NodeClaim,reason=SpotInterrupted). The array is read at each request: a test may add to it.
+     */
+    events?: any[];
     /**
      * Accept connections and never answer, as an endpoint behind a route this machine does not have looks from the
      * client (a private EKS endpoint without the VPN: the SYN goes unanswered until the client gives up).
@@ -196,6 +202,8 @@ export class FakeKubeApi {
 
     /** ServiceAccounts created, as namespace/name. */
     readonly serviceAccounts: string[] = [];
+    /** PodDisruptionBudgets created, as the request's body. */
+    readonly budgets: any[] = [];
 
     /** Creates or replaces an object at once (no watch event), as a controller would: a NodeClaim that initializes, say. */
     put(resource: Resource, object: any): void {
@@ -347,6 +355,19 @@ export class FakeKubeApi {
             if (!this.namespaces.has(serviceAccounts[1])) return status(res, 404, `namespaces "${serviceAccounts[1]}" not found`);
             this.serviceAccounts.push(`${serviceAccounts[1]}/${body.metadata.name}`);
             return reply(res, 201, body);
+        }
+        const budgets = /^\/apis\/policy\/v1\/namespaces\/([^/]+)\/poddisruptionbudgets$/.exec(p);
+        if (budgets && method === "POST") {
+            if (!this.namespaces.has(budgets[1])) return status(res, 404, `namespaces "${budgets[1]}" not found`);
+            this.budgets.push(body);
+            return reply(res, 201, body);
+        }
+        if (p === "/api/v1/events" && method === "GET") {
+            // Field selectors on events: equality terms on their fields (the API server's fieldSelector, a=b,c=d).
+            const terms = (url.searchParams.get("fieldSelector") ?? "").split(",").filter(Boolean).map((t) => t.split("="));
+            const field = (o: any, path: string) => path.split(".").reduce((v, k) => v?.[k], o);
+            const items = (this.opts.events ?? []).filter((ev) => terms.every(([k, v]) => String(field(ev, k)) === v));
+            return reply(res, 200, { kind: "EventList", apiVersion: "v1", metadata: { resourceVersion: String(this.version) }, items });
         }
         if (deployment && method === "PUT" && deployment[2]) {
             const replicas = body.spec.replicas;

@@ -487,7 +487,7 @@ describe("iam-no-unscoped-ec2-mutation", () => {
 describe("fis-template-bounded", () => {
     const policy = pack.fisTemplateBounded;
     const FIS = "aws:fis/experimentTemplate:ExperimentTemplate";
-    const target = (extra: Record<string, unknown> = {}) => ({ name: "pool-spot-instances", resourceType: "aws:ec2:spot-instance", selectionMode: "COUNT(1)", resourceTags: [{ key: "karpenter.sh/nodepool", value: "notify-karpenter" }], ...extra });
+    const target = (extra: Record<string, unknown> = {}) => ({ name: "pool-spot-instances", resourceType: "aws:ec2:spot-instance", selectionMode: "COUNT(1)", resourceTags: [{ key: "karpenter.sh/nodepool", value: "notify-karpenter" }, { key: "eks:eks-cluster-name", value: "notify-karpenter-scratch" }], ...extra });
     const template = (t: object, stopConditions: object[] = [{ source: "aws:cloudwatch:alarm", value: "arn:aws:cloudwatch:ca-central-1:123456789012:alarm:a" }]) =>
         resource(FIS, { tags: { Name: "drill" }, targets: [t], stopConditions }, "spot-interruption-drill-template");
 
@@ -500,13 +500,16 @@ describe("fis-template-bounded", () => {
         }
     });
 
-    it("refuses ALL and PERCENT, targets by instance ARNs or without the NodePool's tag, and no alarm to stop on", async () => {
+    it("refuses ALL and PERCENT, targets by instance ARNs or without the NodePool's or the cluster's tag, and no alarm to stop on", async () => {
         expect((await check(policy, template(target({ selectionMode: "ALL" })))).violations).to.deep.equal([
             "FIS template drill target pool-spot-instances selects ALL: use COUNT(n), so one experiment interrupts n nodes however large the pool grows (ALL and PERCENT take more as it grows)",
         ]);
         expect((await check(policy, template(target({ selectionMode: "PERCENT(50)" })))).violations).to.have.length(1);
         expect((await check(policy, template(target({ resourceTags: [], resourceArns: ["arn:aws:ec2:ca-central-1:123456789012:instance/i-0abc"] })))).violations).to.deep.equal([
             "FIS template drill target pool-spot-instances does not select by the karpenter.sh/nodepool tag: name the NodePool, so only its nodes can be interrupted",
+        ]);
+        expect((await check(policy, template(target({ resourceTags: [{ key: "karpenter.sh/nodepool", value: "notify-karpenter" }] })))).violations).to.deep.equal([
+            "FIS template drill target pool-spot-instances does not select by the eks:eks-cluster-name tag: name the cluster too, so another cluster's pool of the same name in the account is never interrupted",
         ]);
         expect((await check(policy, template(target(), [{ source: "none" }]))).violations).to.deep.equal([
             "FIS template drill has no CloudWatch alarm as a stop condition: give it the stack's burst capacity alarms, so an experiment stops when capacity runs short",
