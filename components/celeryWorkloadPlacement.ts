@@ -45,14 +45,20 @@ export const CELERY_PRESTOP_SCRIPT = fs
 export const DRAIN_SLACK_SECONDS = 5;
 
 /**
- * A burst worker's grace period. After SIGTERM, Celery's warm shutdown runs every message the worker holds, up to
- * `prefetchMultiplier` per thread (worker_prefetch_multiplier; celery 5.6.3 celery/worker/components.py:227-230),
- * each thread's in turn (--pool=threads: the executor's shutdown runs every submitted task,
- * celery/concurrency/thread.py:41-56): at most prefetchMultiplier × the longest task, plus the drain's slack. The
- * hook's SIGKILL comes after that, HOOK_MARGIN_SECONDS before the grace ends.
+ * How long a burst worker's warm shutdown may run: every task it holds, in turn on its threads (--pool=threads: the
+ * executor's shutdown runs every submitted task, celery 5.6.3 celery/concurrency/thread.py:41-56). GC Notify
+ * acknowledges a task as it starts (celery/worker/request.py:515-522), and kombu counts only unacknowledged messages
+ * against the prefetch limit (kombu 860e40a6 kombu/transport/virtual/base.py:198-205): beside the task each thread
+ * runs, a worker holds `prefetchMultiplier` waiting messages per thread (worker_prefetch_multiplier,
+ * celery/worker/components.py:227-230). So each thread may run prefetchMultiplier + 1 tasks in a row.
  */
+export function burstDrainSeconds(longestTaskSeconds: number, prefetchMultiplier: number): number {
+    return (prefetchMultiplier + 1) * longestTaskSeconds;
+}
+
+/** A burst worker's grace period: its drain, the drain's slack, then the hook's margin before the kubelet's kill. */
 export function burstGraceSeconds(longestTaskSeconds: number, prefetchMultiplier: number): number {
-    return prefetchMultiplier * longestTaskSeconds + DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS;
+    return burstDrainSeconds(longestTaskSeconds, prefetchMultiplier) + DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS;
 }
 const PAUSE_IMAGE = "registry.k8s.io/pause:3.10";
 /** The chart's selector labels for release "nidhogg" (its StatefulSet is named after the release). */

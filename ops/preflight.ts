@@ -482,7 +482,7 @@ function celeryShutdown(cfg: StackConfig, d: { name: string; terminationGracePer
     const ours = Array.isArray(command) && command.length === 5 && command[0] === "/bin/bash" && command[1] === "-c" && command[2] === CELERY_PRESTOP_SCRIPT && command[3] === "celery-prestop" && /^[0-9]+$/.test(command[4]);
     const killAt = ours ? Number(command[4]) : undefined;
     const longest = b.deployments.find((x) => x.name === d.name)?.longestTaskSeconds ?? b.longestTaskSeconds;
-    const needs = `the program's hook with its SIGKILL at ${d.terminationGracePeriodSeconds - HOOK_MARGIN_SECONDS} s and a grace of ${d.terminationGracePeriodSeconds} s (prefetchMultiplier ${b.prefetchMultiplier} × longest task ${longest} s + 10 s)`;
+    const needs = `the program's hook with its SIGKILL at ${d.terminationGracePeriodSeconds - HOOK_MARGIN_SECONDS} s and a grace of ${d.terminationGracePeriodSeconds} s ((prefetchMultiplier ${b.prefetchMultiplier} + 1) × longest task ${longest} s + 10 s)`;
     const found = ours ? `the program's hook with its SIGKILL at ${killAt} s and a grace of ${grace} s` : `${preStopWords(command)} and a grace of ${grace} s`;
     const problems = [
         ...(ours ? [] : ["its preStop is not the program's hook"]),

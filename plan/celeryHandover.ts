@@ -1,7 +1,7 @@
 // What GC Notify changes so that a burst worker loses no task when its node goes, with this stack's numbers: the
 // notify-celery template change that lets the chart render the program's preStop hook (now), and the changes to
 // notification-api that would let the patch go (later). docs/celery-shutdown.md has the evidence behind each.
-import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstGraceSeconds } from "../components/celeryWorkloadPlacement.ts";
+import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstDrainSeconds, burstGraceSeconds } from "../components/celeryWorkloadPlacement.ts";
 import { type StackConfig } from "../stacks/config.ts";
 import { CELERY_PRESTOP_TEMPLATE, CELERY_PRESTOP_TEMPLATE_FILE, GC_NOTIFY_MANIFESTS, GC_NOTIFY_WORKLOADS, valuesFilePath } from "./gcNotifyCharts.ts";
 
@@ -22,7 +22,7 @@ export function celeryHandoverFiles(cfg: StackConfig): Record<string, string> {
     const queues = [...new Set(workers.flatMap((w) => w.queues))].map((q) => {
         const readers = workers.filter((w) => w.queues.includes(q));
         const longest = Math.max(...readers.map((w) => w.longest));
-        return { q, readers: readers.map((w) => w.name), floor: b.prefetchMultiplier * longest + DRAIN_SLACK_SECONDS, floorOne: longest + DRAIN_SLACK_SECONDS };
+        return { q, readers: readers.map((w) => w.name), floor: burstDrainSeconds(longest, b.prefetchMultiplier) + DRAIN_SLACK_SECONDS, floorOne: burstDrainSeconds(longest, 1) + DRAIN_SLACK_SECONDS };
     });
     const text = [
         `# Celery shutdown: what GC Notify changes so that no task is lost when a node goes (stack ${cfg.stack})`,
@@ -40,7 +40,7 @@ export function celeryHandoverFiles(cfg: StackConfig): Record<string, string> {
         "```",
         "",
         `A worker without the key keeps today's \`run_celery_exit.sh\`. \`${valuesFilePath("notify-celery")}\` (this plan) sets, per burst`,
-        `worker, the key and the grace its tasks need (prefetchMultiplier ${b.prefetchMultiplier} × its longest task + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s); the hook`,
+        `worker, the key and the grace its tasks need ((prefetchMultiplier ${b.prefetchMultiplier} + 1) × its longest task + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s); the hook`,
         `sends SIGTERM at once and SIGKILL ${HOOK_MARGIN_SECONDS} s before the grace ends:`,
         "",
         row(["worker", "values key", "longest task", "terminationGracePeriodSeconds", "SIGKILL after"]),
@@ -55,7 +55,7 @@ export function celeryHandoverFiles(cfg: StackConfig): Record<string, string> {
         "",
         "1. Bound the network: explicit connect and read timeouts and 2-3 attempts for the SES, Pinpoint and SNS clients,",
         "   a timeout for the document-download and attachment calls.",
-        `2. \`--prefetch-multiplier=1\` on the burst workers: a warm shutdown runs one task per thread, and the graces become:`,
+        `2. \`--prefetch-multiplier=1\` on the burst workers: a warm shutdown runs two tasks per thread at most, and the graces become:`,
         ...workers.map((w) => `   ${w.name} ${w.oneAtATime} s (today ${w.grace} s).`),
         "3. `acks_late` for the tasks that are safe to run twice (docs/celery-shutdown.md lists them, with the evidence),",
         "   and a visibility timeout on each queue they read longer than a message may wait in the worker and run:",

@@ -717,7 +717,7 @@ function placementConfigProblems(s: { placement: Placement; nodePool: Infer<type
     if (longest && longest.grace > nodeGrace) {
         issues.push({
             path: "nodePool.terminationGracePeriod",
-            message: `must be at least ${longest.grace}s, the grace period of ${longest.name} (placement.burst: prefetchMultiplier ${b.prefetchMultiplier} × its longest task ${longest.longest} s + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got ${s.nodePool.terminationGracePeriod})`,
+            message: `must be at least ${longest.grace}s, the grace period of ${longest.name} (placement.burst: prefetchMultiplier ${b.prefetchMultiplier} + 1 tasks in a row of its longest, ${longest.longest} s, + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got ${s.nodePool.terminationGracePeriod})`,
         });
     }
     const burst = new Set(b.deployments.map((d) => d.name));
@@ -888,7 +888,7 @@ function drillConfigProblems(s: { drill: Infer<typeof drill>; nodePool: Infer<ty
         const longest = Math.max(...d.synthetic.taskSeconds);
         issues.push({
             path: "drill.synthetic.taskSeconds",
-            message: `must let a gc-notify worker run all it holds within the ${room} s an interruption leaves (${SPOT_NOTICE_SECONDS} s notice less ${INTERRUPTION_REACTION_SECONDS} s for Karpenter to evict): placement.burst.prefetchMultiplier ${b.prefetchMultiplier} × (the longest ${longest} s + ${DRILL_CLI_SECONDS_PER_TASK} s of AWS CLI calls) + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s + a ${DRILL_RECEIVE_WAIT_SECONDS} s receive is ${drillWorkerGraceSeconds(d.synthetic, b.prefetchMultiplier, "gc-notify")} s; shorten the longest task`,
+            message: `must let a gc-notify worker run all it holds within the ${room} s an interruption leaves (${SPOT_NOTICE_SECONDS} s notice less ${INTERRUPTION_REACTION_SECONDS} s for Karpenter to evict): (placement.burst.prefetchMultiplier ${b.prefetchMultiplier} + 1) × (the longest ${longest} s + ${DRILL_CLI_SECONDS_PER_TASK} s of AWS CLI calls) + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s + a ${DRILL_RECEIVE_WAIT_SECONDS} s receive is ${drillWorkerGraceSeconds(d.synthetic, b.prefetchMultiplier, "gc-notify")} s; shorten the longest task`,
         });
     }
     return issues;
