@@ -15,7 +15,7 @@ import { policyConfigFor } from "../stacks/policyConfig.ts";
 import { CI_ACCESS_DIR, CI_ACCESS_PATHS, ciAccessFiles, ciRoleNameProblem } from "./ciAccess.ts";
 import { PROJECT, readStackConfig } from "./offlineRuntime.ts";
 import { cloudwatchAgentFile } from "./cloudwatchAgent.ts";
-import { GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts.ts";
+import { CELERY_PRESTOP_TEMPLATE_FILE, GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts.ts";
 import { celeryHandoverFiles } from "./celeryHandover.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { diffStacks, renderChanges, renderDiff } from "./diff.ts";
@@ -75,6 +75,7 @@ export const PLAN_FILES = [
     "cwagent-prometheus-karpenter.json",
     "summary.txt",
     ...GC_NOTIFY_RELEASES.map(valuesFilePath),
+    CELERY_PRESTOP_TEMPLATE_FILE,
     ...CI_ACCESS_PATHS,
 ];
 

@@ -33,7 +33,8 @@ function crdDocument(crd: GeneratedCrd): Record<string, unknown> {
     return {
         apiVersion: "apiextensions.k8s.io/v1",
         kind: "CustomResourceDefinition",
-        spec: { group, names: { kind: crd.kind }, versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: crd.spec } } } }] },
+        metadata: { name: { NodePool: "nodepools", EC2NodeClass: "ec2nodeclasses" }[crd.kind] + `.${group}` },
+        spec: { group, names: { kind: crd.kind }, scope: "Cluster", versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: crd.spec } } } }] },
     };
 }
 
