@@ -145,7 +145,7 @@ export function record<T>(keyExpected: string, keyPattern: RegExp, value: Schema
         expected,
         parts: { values: value },
         parse(v, path, issues) {
-            if (!isPlainObject(v) || Object.keys(v).length > maxEntries) {
+            if (!isPlainObject(v) || isSecureValue(v) || Object.keys(v).length > maxEntries) {
                 issues.push(mismatch(path, expected, v));
                 return {};
             }
@@ -198,7 +198,7 @@ export function object<S extends Shape>(shape: S, check?: (v: ObjectOf<S>, path:
         expected,
         parts: { fields: shape },
         parse(value, path, issues) {
-            if (!isPlainObject(value)) {
+            if (!isPlainObject(value) || isSecureValue(value)) {
                 issues.push(mismatch(path, expected, value));
                 return {} as ObjectOf<S>;
             }
