@@ -172,7 +172,8 @@ export function outFilesProblem(out: string, names: string[], writer: Writer, fl
         }
     }
     if (refused.length === 0) return undefined;
-    return `${flag} ${out}: ${refused[0]}${refused.length > 1 ? ` (and ${refused.length - 1} more: ${refused.slice(1).map((r) => r.split(" ")[0]).join(", ")})` : ""}; ${by} writes only files it made, so nothing was written and they are as they were: move them, or choose another ${flag}`;
+    const [them, are] = refused.length === 1 ? ["it", "it is as it was"] : ["them", "they are as they were"];
+    return `${flag} ${out}: ${refused[0]}${refused.length > 1 ? ` (and ${refused.length - 1} more: ${refused.slice(1).map((r) => r.split(" ")[0]).join(", ")})` : ""}; ${by} writes only files it made, so nothing was written and ${are}: move ${them}, or choose another ${flag}`;
 }
 
 /** Writes `text` to `file`, a regular file or none: never through a link, and never blocking on a FIFO put there since. */

@@ -528,7 +528,7 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace: stri
     const failed = [...verdicts.filter((v) => v.status === "fail"), ...differences.filter((d) => d.blocksCapacity || d.killsTasks)];
     const exitCode = failed.length ? EXIT.findings : unchecked.length ? EXIT.cannotCheck : EXIT.ok;
     const verdict = failed.length
-        ? `${plural(failed.length, "finding")}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`
+        ? `${plural(failed.length, "finding")}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not or that the API server refuses, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`
         : unchecked.length
           ? `${plural(unchecked.length, "pod template")} not checked (above): the run cannot say nothing is misplaced`
           : "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes";

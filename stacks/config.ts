@@ -338,7 +338,11 @@ const nodePool = object(
                 object(
                     {
                         // Karpenter's pattern for nodes (karpenter.sh_nodepools.yaml, budgets[].nodes).
-                        nodes: text('a node count or a percentage from 0% to 100%, as a string such as "1" or "10%"', /^((100|[0-9]{1,2})%|[0-9]+)$/, 8),
+                        nodes: checked(text('a node count or a percentage from 0% to 100%, as a string such as "1" or "10%"', /^((100|[0-9]{1,2})%|[0-9]+)$/, 8), (n) =>
+                            /^[0-9]+$/.test(n) && Number(n) > 5000
+                                ? `must be at most 5000 nodes, or a percentage: no pool here has more nodes (nodePool.limits.cpu is at most 5000 vCPUs), so a larger count allows every node, as "100%" does; write "100%" (got ${got(n)})`
+                                : undefined,
+                        ),
                         reasons: optional(list(oneOf("Underutilized", "Empty", "Drifted"), { min: 1, max: 3, unique: true })),
                         schedule: optional(cron("budget")),
                         duration: optional(durationAtLeast(60, "a shorter window is never active", { units: "hm" })),

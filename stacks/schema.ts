@@ -259,8 +259,24 @@ export function editDistance(a: string, b: string): number {
     return row[b.length];
 }
 
+/**
+ * The longest duration Kubernetes and Karpenter can read: Go's time.Duration is an int64 of nanoseconds, at most
+ * 2562047h47m16.854775807s (292 years); time.ParseDuration refuses anything longer, so the object would not be read.
+ */
+export const GO_MAX_DURATION_SECONDS = 2562047 * 3600 + 47 * 60 + 16;
+const tooLong = (value: string) => `must be at most 2562047h: Kubernetes and Karpenter read durations as Go's time.Duration, whose longest is 2562047h47m16s (292 years), and a longer one fails to parse, so the object is not read (got ${got(value)})`;
+
 // Shapes shared by several config sections.
-export const duration = text("a duration such as 30s, 15m or 24h", /^([0-9]+(s|m|h))+$/, 32);
+const durationText = text("a duration such as 30s, 15m or 24h", /^([0-9]+(s|m|h))+$/, 32);
+export const duration: Schema<string> = {
+    expected: durationText.expected,
+    parse(value, path, issues) {
+        const before = issues.length;
+        const v = durationText.parse(value, path, issues);
+        if (issues.length === before && durationSeconds(v) > GO_MAX_DURATION_SECONDS) issues.push({ path, message: tooLong(v) });
+        return v;
+    },
+};
 
 /** Seconds in a duration such as 1h30m or 90s. */
 export function durationSeconds(d: string): number {
@@ -285,6 +301,7 @@ export function durationAtLeast(minSeconds: number, why: string, opts: { never?:
             if (opts.never && value === "Never") return value;
             if (typeof value !== "string" || value.length > 32 || !pattern.test(value)) issues.push(mismatch(path, expected, value));
             else if (durationSeconds(value) < minSeconds) issues.push({ path, message: `must be at least ${min}: ${why} (got ${got(value)})` });
+            else if (durationSeconds(value) > GO_MAX_DURATION_SECONDS) issues.push({ path, message: tooLong(value) });
             return value as string;
         },
     };

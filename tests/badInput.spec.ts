@@ -670,6 +670,11 @@ const meaningless: [string, unknown, RegExp][] = [
     ["nodePool.limits.cpu", "5001", /must be at most 5000/],
     ["nodePool.limits.memory", "50000Gi", /nodePool\.limits\.memory must be at most 40000Gi/],
     ["nodePool.limits.memory", "100Ti", /must be at most 40000Gi/],
+    ["nodePool.budgets[0].nodes", "99999", /nodePool\.budgets\[0\]\.nodes must be at most 5000 nodes, or a percentage: .*write "100%"/],
+    ["nodePool.expireAfter", "9999999h", /nodePool\.expireAfter must be at most 2562047h: Kubernetes and Karpenter read durations as Go's time\.Duration/],
+    ["nodePool.consolidateAfter", "999999999999m", /nodePool\.consolidateAfter must be at most 2562047h/],
+    ["nodePool.terminationGracePeriod", "3000000h", /nodePool\.terminationGracePeriod must be at most 2562047h/],
+    ["controller.batchMaxDuration", "2562048h", /controller\.batchMaxDuration must be at most 2562047h/],
 ];
 
 /** Scheduling fields the API server refuses (pkg/apis/core/validation): [what, pod spec fields, the refusal's words]. */
@@ -1098,7 +1103,7 @@ describe("bad input (issue 29): no command writes into a file it did not make, o
     };
     const listing = (out: string) => fs.readdirSync(out, { recursive: true, encoding: "utf8" }).sort();
     const capacityCases: [string, (out: string) => void, RegExp][] = [
-        ["the user's own ramp.csv", (o) => fs.writeFileSync(path.join(o, "ramp.csv"), "my,own\n"), /^--out \S+: ramp\.csv is there and npm run capacity did not write it \(no \.notify-karpenter-capacity\.json says it did\); npm run capacity writes only files it made, so nothing was written and they are as they were: move them, or choose another --out$/],
+        ["the user's own ramp.csv", (o) => fs.writeFileSync(path.join(o, "ramp.csv"), "my,own\n"), /^--out \S+: ramp\.csv is there and npm run capacity did not write it \(no \.notify-karpenter-capacity\.json says it did\); npm run capacity writes only files it made, so nothing was written and it is as it was: move it, or choose another --out$/],
         ["a FIFO where ramp.svg goes (it hung)", (o) => fifo(path.join(o, "ramp.svg")), /^--out \S+: ramp\.svg is a FIFO \(named pipe\), where npm run capacity writes a file/],
         ["a link where ramp.csv goes", (o) => (fs.writeFileSync(path.join(o, "..", "mine.csv"), "mine\n"), fs.symlinkSync("../mine.csv", path.join(o, "ramp.csv"))), /^--out \S+: ramp\.csv is a symbolic link \(to \.\.\/mine\.csv\), which npm run capacity writes through for no one/],
         ["a directory where ramp.csv goes", (o) => fs.mkdirSync(path.join(o, "ramp.csv")), /^--out \S+: ramp\.csv is a directory, where npm run capacity writes a file/],

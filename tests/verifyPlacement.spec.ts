@@ -24,7 +24,7 @@ const gcNotify = (file: string, stack = "staging") => path.join(GC_NOTIFY ?? "",
 const withGcNotify = GC_NOTIFY ? describe : describe.skip;
 /** A node agent's DaemonSet of a few kilobytes, with no namespace, as helm template prints one. */
 const AGENT_TEXT = ["apiVersion: apps/v1", "kind: DaemonSet", "metadata:", "  name: xray-daemon-aws-xray", "spec:", "  template:", "    metadata:", ...Array.from({ length: 120 }, (_, i) => `      # padding line ${i} so the writer needs many pieces`), "    spec:", "      containers: [{ name: xray, image: amazon/aws-xray-daemon }]", ""].join("\n");
-const SUMMARY_FINDINGS = (n: number) => `${n} finding${n === 1 ? "" : "s"}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`;
+const SUMMARY_FINDINGS = (n: number) => `${n} finding${n === 1 ? "" : "s"}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not or that the API server refuses, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`;
 
 describe("npm run verify-placement --manifests (rendered charts)", () => {
     const dirs: string[] = [];
