@@ -98,7 +98,12 @@ export async function readStream(stream: NodeJS.ReadableStream, maxBytes: number
             if (error) {
                 (stream as NodeJS.ReadableStream & { pause?: () => void }).pause?.();
                 reject(error);
-            } else resolve(Buffer.concat(chunks).toString("utf8"));
+            } else {
+                const bytes = Buffer.concat(chunks);
+                const problem = encodingProblem(bytes);
+                if (problem) reject(new InputFileError(`${name} ${problem}; it must be UTF-8 text`, "not-text"));
+                else resolve(bytes.toString("utf8"));
+            }
         };
         const arm = () => {
             clearTimeout(timer);

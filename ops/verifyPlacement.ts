@@ -383,7 +383,7 @@ function parseManifests(text: string, source: string): { objects: Located[]; war
             warnings.push(`${source}:${line}: duplicate key "${text.slice(starts[line - 1], starts[line] ?? text.length).trim().replace(/:.*$/, "")}" in one mapping; reading the last one, as Helm and kubectl do`);
         }
         const error = doc.errors.find((x) => x.code !== "DUPLICATE_KEY");
-        if (error) return { objects, warnings, error: templateDirective(text, source) ?? `${source}:${lineOf(error.pos[0])} is not valid YAML: ${error.message.split("\n")[0]}` };
+        if (error) return { objects, warnings, error: templateDirective(text, source) ?? `${source}:${lineOf(error.pos[0])} is not valid YAML: ${error.message.split("\n")[0].replace(/:$/, "")}; give rendered manifests, YAML documents as helm template or kustomize build write them` };
         const o = doc.toJS();
         // `name: {{ .Release.Name }}` is valid YAML (a flow map): a template's directive left where a name belongs.
         if (/\{\{/.test(`${o?.metadata?.name ?? ""}${o?.metadata?.namespace ?? ""}`) || (o?.metadata && typeof o.metadata.name === "object" && o.metadata.name !== null)) {

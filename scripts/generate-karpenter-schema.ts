@@ -181,13 +181,13 @@ export function generateKarpenterModule(dir: string, version = KARPENTER_VERSION
         try {
             text = readInputFile(full, CRD_FILE_MAX_BYTES, full, "a CRD file");
         } catch (e) {
-            throw new Error(e instanceof InputFileError && e.code === "missing" ? `cannot read ${full}: ENOENT: no such file or directory` : (e as Error).message);
+            throw new Error(e instanceof InputFileError && e.code === "missing" ? `${full}: no such file; --crds must be the directory holding ${Object.values(CRD_FILES).join(" and ")}, Karpenter v${version}'s own CRD files (aws/karpenter-provider-aws pkg/apis/crds/)` : (e as Error).message);
         }
         let crd: any;
         try {
             crd = parse(text);
         } catch (e) {
-            throw new Error(`${full} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
+            throw new Error(`${full}: is not valid YAML (${(e as Error).message.split("\n")[0].replace(/:$/, "")}); it must be a CustomResourceDefinition as Karpenter ships it`);
         }
         const problem = crdProblem(crd, kind as keyof typeof EXPECTED_CRDS);
         if (problem) throw new Error(`${full}: ${problem}; --crds must hold Karpenter v${version}'s own CRD files (aws/karpenter-provider-aws, tag v${version}, pkg/apis/crds/); nothing was written`);

@@ -859,6 +859,15 @@ describe("bad input (issue 29): refusals say which file, key or flag, what was f
             expect(r.output).to.match(new RegExp(`^Could not check: --manifests ${file.replace(/[.\/]/g, "\\$&")}: is (UTF-16 text|not UTF-8|binary).*; rendered manifests must be UTF-8 text: save it as UTF-8$`));
         });
     }
+    tally.vague++;
+    it("--manifests - in UTF-16 (a PowerShell pipe): could not check, naming standard input and what it is", async () => {
+        const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("apiVersion: v1\nkind: Pod\n", "utf16le")]);
+        const stream = new PassThrough();
+        stream.end(utf16);
+        const r = await verifyPlacement(["--stack", "staging", "--manifests", "-"], { stdin: () => readToEnd(stream) });
+        expect(r.exitCode).to.equal(3);
+        expect(r.output).to.match(/^Could not check: --manifests -: standard input is UTF-16 text \(it starts with the byte-order mark 0xFF 0xFE.*\); it must be UTF-8 text$/);
+    });
     for (const [key, value, message] of lookalikes) {
         tally.vague++;
         it(`${key}: ${JSON.stringify(value)} names the character that only looks like ASCII`, () => expectNamedRefusal(key, value, message));
