@@ -138,8 +138,8 @@ export const outputMode = (line: CommandLine) => ({ json: line.flags.json === tr
 
 /**
  * A result in the form asked for: with --json, a text result that is not a usage error (a refused config, a check
- * that could not be made, unwritable output) becomes {schemaVersion, command, stack, exitCode, error}; usage errors
- * stay text on standard error.
+ * that could not be made, unwritable output) becomes {schemaVersion, command, stack, exitCode, error}; so does a
+ * usage error with `usageToo` (plan, capacity, verify-placement, scale-test), else it stays text on standard error.
  */
 export function inForm(result: CommandResult, json: boolean, command: string, stack?: string, opts: { usageToo?: boolean } = {}): CommandResult {
     if (!json || result.format === "json" || (result.exitCode === EXIT.usage && !opts.usageToo)) return result;

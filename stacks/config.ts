@@ -42,8 +42,8 @@ function checked<T>(schema: Schema<T>, problem: (v: T) => string | undefined): S
 /** A quantity above zero: a limit or a request of 0 is accepted by Kubernetes and Karpenter, and makes nothing run. */
 const positiveQuantity = (why: string) => checked(quantity, (q) => (parseFloat(q) > 0 ? undefined : `must be above 0: ${why} (got ${got(q)})`));
 
-/** One bound of a quantity: its value in `unit`, as written in messages, and why it is the bound. */
-type QuantityBound = { value: number; text: string; why: string };
+/** One bound of a quantity: its value in `unit`, as written in messages, and why it is the bound; `above`: the bound itself is out. */
+type QuantityBound = { value: number; text: string; why: string; above?: boolean };
 
 /**
  * A quantity from `min` to `max` in `unit` (cores or GiB): Kubernetes takes any quantity, one byte of memory or a
@@ -52,7 +52,7 @@ type QuantityBound = { value: number; text: string; why: string };
 function quantityBetween(unit: "cores" | "GiB", min: QuantityBound, max: QuantityBound): Schema<string> {
     return checked(quantity, (q) => {
         const v = quantityValue(q, unit);
-        if (!(v >= min.value)) return `must be ${min.text.startsWith("above") ? "" : "at least "}${min.text}: ${min.why} (got ${got(q)})`;
+        if (!(min.above ? v > min.value : v >= min.value)) return `must be ${min.above ? "above" : "at least"} ${min.text}: ${min.why} (got ${got(q)})`;
         if (v > max.value) return `must be at most ${max.text}: ${max.why} (got ${got(q)})`;
         return undefined;
     });
@@ -62,12 +62,12 @@ function quantityBetween(unit: "cores" | "GiB", min: QuantityBound, max: Quantit
 const CONTROLLER_RESOURCES = {
     cpu: quantityBetween(
         "cores",
-        { value: 0.1, text: "100m", why: "the controller's request and limit; with less it is throttled while it computes launches for a burst of pending pods (Karpenter's getting-started guide gives it 1)" },
+        { value: 0.1, text: "100m", why: "the controller's request and limit; a throttled controller is slow to launch nodes for a burst of pending pods, and 100m is a tenth of what Karpenter's getting-started guide gives it (1)" },
         { value: 16, text: "16", why: "the controller's request and limit; it runs on a stable node, and a request above what any stable node holds leaves it pending" },
     ),
     memory: quantityBetween(
         "GiB",
-        { value: 0.25, text: "256Mi", why: "the controller's request and limit; Karpenter holds the cluster's nodes, pods and NodeClaims in memory, and with less it is OOM-killed as it starts, again and again (Karpenter's getting-started guide gives it 1Gi)" },
+        { value: 0.25, text: "256Mi", why: "the controller's request and limit; Karpenter keeps the cluster's nodes, pods and NodeClaims in memory, and an OOM-killed controller restarts and launches nothing meanwhile; 256Mi is a quarter of what Karpenter's getting-started guide gives it (1Gi)" },
         { value: 64, text: "64Gi", why: "the controller's request and limit; it runs on a stable node, and a request above what any stable node holds leaves it pending" },
     ),
 };
@@ -80,12 +80,12 @@ const CONTROLLER_RESOURCES = {
 const NODE_POOL_LIMIT = {
     cpu: quantityBetween(
         "cores",
-        { value: Number.MIN_VALUE, text: "above 0", why: "a NodePool limited to 0 launches no node" },
+        { value: 0, text: "0", above: true, why: "a NodePool limited to 0 launches no node" },
         { value: 5000, text: "5000", why: "the limit is the one cap on what a runaway scale-up launches, and 5000 vCPUs (1250 nodes of 4 vCPUs, five times GC Notify's production limit) caps nothing a Celery burst needs" },
     ),
     memory: quantityBetween(
         "GiB",
-        { value: Number.MIN_VALUE, text: "above 0", why: "a NodePool limited to 0 launches no node" },
+        { value: 0, text: "0", above: true, why: "a NodePool limited to 0 launches no node" },
         { value: 40000, text: "40000Gi", why: "the limit is the one cap on what a runaway scale-up launches, and 40000Gi (8Gi for each of 5000 vCPUs) caps nothing a Celery burst needs" },
     ),
 };
@@ -110,7 +110,7 @@ const calendarDate = checked(text("a date such as 2026-11-01", /^[0-9]{4}-[0-9]{
  * An acknowledgment's reason must say why, in words a reviewer reads: not blanks, a placeholder (TODO, TBD, n/a) or one
  * word repeated. At least four distinct words of two letters or more.
  */
-export const PLACEHOLDER_WORDS = ["todo", "tbd", "tba", "fixme", "xxx", "n/a", "na", "none", "placeholder", "lorem", "ipsum", "reason", "because", "later", "asdf", "test", "changeme", "wip"];
+const PLACEHOLDER_WORDS = ["todo", "tbd", "tba", "fixme", "xxx", "n/a", "na", "none", "placeholder", "lorem", "ipsum", "reason", "because", "later", "asdf", "test", "changeme", "wip"];
 function reasonProblem(reason: string): string | undefined {
     const words = reason.toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}'/.-]*/gu) ?? [];
     const placeholder = words.find((w) => PLACEHOLDER_WORDS.includes(w.replace(/[.]+$/, "")));

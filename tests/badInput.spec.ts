@@ -173,8 +173,8 @@ const semantic: [string, unknown, RegExp][] = [
     ["controller.nodeRolePolicyArns", ["arn:aws:iam::aws:policy/A", "arn:aws:iam::aws:policy/A"], /must be empty when existingNodeRoleName is set|repeats/],
     ["nodePool.limits.cpu", "a lot", /must be a Kubernetes quantity/],
     ["controller.replicas", 0, /must be an integer from 1 to 10/],
-    ["controller.cpu", "0", /must be at least 100m: the controller's request and limit; with less it is throttled .* \(got "0"\)/],
-    ["controller.memory", "0Mi", /must be at least 256Mi: the controller's request and limit; Karpenter holds/],
+    ["controller.cpu", "0", /must be at least 100m: the controller's request and limit; a throttled controller is slow .* \(got "0"\)/],
+    ["controller.memory", "0Mi", /must be at least 256Mi: the controller's request and limit; Karpenter keeps/],
     ["nodePool.limits.cpu", "0", /must be above 0: a NodePool limited to 0 launches no node \(got "0"\)/],
     ["nodePool.limits.memory", "0Gi", /must be above 0: a NodePool limited to 0 launches no node/],
     ["nodePool.capacityCheck.celeryPodCpu", "0m", /must be above 0: the size of one burst Celery pod/],
@@ -628,7 +628,7 @@ describe("bad input: command lines", () => {
 
 /** Values of the right form whose meaning is wrong, of the kinds the trial named: [key, value, message]. */
 const namedBefore: [string, unknown, RegExp, string?][] = [
-    ["controller.memory", "1", /controller\.memory must be at least 256Mi: the controller's request and limit; Karpenter holds .* \(got "1"\)$/m],
+    ["controller.memory", "1", /controller\.memory must be at least 256Mi: the controller's request and limit; Karpenter keeps .* \(got "1"\)$/m],
     ["controller.memory", "64Mi", /controller\.memory must be at least 256Mi/],
     ["controller.memory", "1Ti", /controller\.memory must be at most 64Gi: .* leaves it pending \(got "1Ti"\)/],
     ["controller.cpu", "1m", /controller\.cpu must be at least 100m: .*throttled/],
