@@ -138,12 +138,24 @@ export const outputMode = (line: CommandLine) => ({ json: line.flags.json === tr
 
 /**
  * A result in the form asked for: with --json, a text result that is not a usage error (a refused config, a check
- * that could not be made, unwritable output) becomes {schemaVersion, command, stack, exitCode, error}; usage errors
- * stay text on standard error.
+ * that could not be made, unwritable output) becomes {schemaVersion, command, stack, exitCode, error}; so does a
+ * usage error with `usageToo` (plan, capacity, verify-placement, scale-test), else it stays text on standard error.
  */
-export function inForm(result: CommandResult, json: boolean, command: string, stack?: string): CommandResult {
-    if (!json || result.format === "json" || result.exitCode === EXIT.usage) return result;
+export function inForm(result: CommandResult, json: boolean, command: string, stack?: string, opts: { usageToo?: boolean } = {}): CommandResult {
+    if (!json || result.format === "json" || (result.exitCode === EXIT.usage && !opts.usageToo)) return result;
+    // --help is no error: it stays the help text, with --json or without.
+    if (result.exitCode === EXIT.ok) return result;
     return { exitCode: result.exitCode, format: "json", output: jsonText(command, { stack: stack ?? null, exitCode: result.exitCode, error: result.output }) };
+}
+
+/**
+ * What a command line asked for before it is parsed, for the form of its own usage errors: --json, and the --stack
+ * value. A command that takes --json answers in JSON on every path, a usage error included (exit 2).
+ */
+export function rawFlags(argv: string[]): { json: boolean; stack?: string } {
+    const i = argv.findIndex((a) => a === "--stack" || a.startsWith("--stack="));
+    const stack = i < 0 ? undefined : argv[i].startsWith("--stack=") ? argv[i].slice("--stack=".length) : argv[i + 1];
+    return { json: argv.includes("--json"), stack: stack === undefined || stack.startsWith("--") ? undefined : stack };
 }
 
 /** A whole number from `min` to `max`, or the usage error naming the flag. */

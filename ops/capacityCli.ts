@@ -5,9 +5,9 @@ import { type StackConfig } from "../stacks/config.ts";
 import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
 import { MODEL_YEAR, utcClock } from "../components/disruptionBudgets.ts";
 import { type CapacityReport, type Daily, type PolicyDay, capacityInputs, capacityReport } from "./capacity.ts";
-import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "./args.ts";
 import { jsonText } from "./output.ts";
-import { outDirProblem, writeFiles } from "./outDir.ts";
+import { outFilesProblem, writeFiles } from "./outDir.ts";
 import { toCsv } from "./csv.ts";
 import { lineChart, steps } from "./svg.ts";
 import { plural, table } from "./table.ts";
@@ -26,17 +26,21 @@ export const CAPACITY: Command = {
     examples: ["npm run capacity -- --stack production", "npm run capacity -- --stack production --json"],
 };
 
+/** The files capacity writes into --out. */
+const CAPACITY_FILES = ["ramp.svg", "ramp.csv"];
+
 export async function capacity(argv: string[], dir = PROJECT_DIR): Promise<CommandResult> {
+    const raw = rawFlags(argv);
     const line = parseCommandLine(argv, CAPACITY);
-    if (isResult(line)) return line;
+    if (isResult(line)) return inForm(line, raw.json, "capacity", raw.stack, { usageToo: true });
     const { json, findingsOnly } = outputMode(line);
-    return inForm(await model(line, dir, findingsOnly, json), json, "capacity", valueOf(line, "stack"));
+    return inForm(await model(line, dir, findingsOnly, json), json, "capacity", valueOf(line, "stack"), { usageToo: true });
 }
 
 async function model(line: CommandLine, dir: string, findingsOnly: boolean, json: boolean): Promise<CommandResult> {
     const cfg = loadStack(valueOf(line, "stack"), CAPACITY, dir);
     if (isResult(cfg)) return cfg;
-    const badOut = outDirProblem(valueOf(line, "out") ?? path.join("capacity-out", cfg.stack));
+    const badOut = outFilesProblem(valueOf(line, "out") ?? path.join("capacity-out", cfg.stack), CAPACITY_FILES, { command: "capacity" });
     if (badOut) return usage(badOut, CAPACITY);
     if (cfg.capacityProblems.length) {
         return { exitCode: EXIT.findings, output: [`${cfg.stack}: the capacity section cannot be modelled:`, ...cfg.capacityProblems.map((i) => `  notify-karpenter:${i.path} ${i.message}`)].join("\n") };
@@ -48,10 +52,15 @@ async function model(line: CommandLine, dir: string, findingsOnly: boolean, json
 
     const out = valueOf(line, "out") ?? path.join("capacity-out", cfg.stack);
     const r = report.ramp.points;
-    const unwritable = writeFiles(out, {
-        "ramp.svg": rampChart(cfg.stack, report),
-        "ramp.csv": toCsv(["t_seconds", "desired_pods", "running_pods", "ready_nodes", "launching_nodes"], r.map((p) => [p.t, p.desired, p.running, p.nodes, p.launching])),
-    });
+    const unwritable = writeFiles(
+        out,
+        {
+            "ramp.svg": rampChart(cfg.stack, report),
+            "ramp.csv": toCsv(["t_seconds", "desired_pods", "running_pods", "ready_nodes", "launching_nodes"], r.map((p) => [p.t, p.desired, p.running, p.nodes, p.launching])),
+        },
+        "--out",
+        { command: "capacity", stack: cfg.stack },
+    );
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
     const files = [path.join(out, "ramp.svg"), path.join(out, "ramp.csv")];
     const enough = report.limits.chosenOk && report.limits.shortTypes.length === 0;

@@ -15,14 +15,15 @@ import { burstGraceSeconds, burstPodTemplate, headroomDeployment } from "../comp
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig, durationSeconds } from "../stacks/config.ts";
 import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
-import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, integerFlag, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, integerFlag, isResult, loadStack, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "./args.ts";
 import { jsonText } from "./output.ts";
 import { toCsv } from "./csv.ts";
-import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube.ts";
+import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, clusterOf, epochMs, useContext } from "./kube.ts";
+import { checkedKubeConfig } from "./kubeconfigFile.ts";
 import { lineChart, steps } from "./svg.ts";
 import { apiError } from "./verifyPlacement.ts";
 import { plural } from "./table.ts";
-import { outDirProblem, writeFiles } from "./outDir.ts";
+import { outFilesProblem, writeFiles } from "./outDir.ts";
 import type { CommandLine } from "./args.ts";
 
 export const SCALE_TEST: Command = {
@@ -457,11 +458,15 @@ export function chart(run: Run): string {
 /** Thrown inside the run to end it; the message becomes the outcome. */
 class Stop extends Error {}
 
+/** The files scale-test writes into --out. */
+const SCALE_TEST_FILES = ["pods.csv", "timeline.csv", "chart.svg", "summary.txt"];
+
 export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promise<CommandResult> {
+    const raw = rawFlags(argv);
     const line = parseCommandLine(argv, SCALE_TEST);
-    if (isResult(line)) return line;
+    if (isResult(line)) return inForm(line, raw.json, "scale-test", raw.stack, { usageToo: true });
     const mode = outputMode(line);
-    return inForm(await scaleTestRun(line, deps, mode), mode.json, "scale-test", valueOf(line, "stack"));
+    return inForm(await scaleTestRun(line, deps, mode), mode.json, "scale-test", valueOf(line, "stack"), { usageToo: true });
 }
 
 async function scaleTestRun(line: CommandLine, deps: ScaleTestDeps, mode: { json: boolean; findingsOnly: boolean }): Promise<CommandResult> {
@@ -476,7 +481,7 @@ async function scaleTestRun(line: CommandLine, deps: ScaleTestDeps, mode: { json
     if (typeof pods === "string") return usage(pods, SCALE_TEST);
     let kc: KubeConfig;
     try {
-        kc = (deps.kubeConfig ?? loadKubeConfig)();
+        kc = (deps.kubeConfig ?? checkedKubeConfig)();
     } catch (e) {
         return { exitCode: EXIT.cannotCheck, output: `Could not run: could not load the kubeconfig: ${(e as Error)?.message ?? e}` };
     }
@@ -488,7 +493,7 @@ async function scaleTestRun(line: CommandLine, deps: ScaleTestDeps, mode: { json
     const stamp = new Date(clock.now()).toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
     const out = valueOf(line, "out") ?? path.join("scale-test-out", `${cfg.stack}-${stamp}`);
     // Checked before the test runs: its results must not be lost to a bad path after minutes of scaling.
-    const badOut = outDirProblem(out);
+    const badOut = outFilesProblem(out, SCALE_TEST_FILES, { command: "scale-test" });
     if (badOut) return usage(badOut, SCALE_TEST);
     const run: Run = {
         stack: cfg.stack,
@@ -511,8 +516,8 @@ async function scaleTestRun(line: CommandLine, deps: ScaleTestDeps, mode: { json
     }
     const outcome = await execute(cfg, run, cluster, clock, progress, deps);
     const report = summary(run, outcome.message);
-    const names = ["pods.csv", "timeline.csv", "chart.svg", "summary.txt"];
-    const unwritable = writeFiles(out, { "pods.csv": podsCsv(run), "timeline.csv": timelineCsv(run), "chart.svg": chart(run), "summary.txt": report.join("\n") + "\n" });
+    const names = SCALE_TEST_FILES;
+    const unwritable = writeFiles(out, { "pods.csv": podsCsv(run), "timeline.csv": timelineCsv(run), "chart.svg": chart(run), "summary.txt": report.join("\n") + "\n" }, "--out", { command: "scale-test", stack: cfg.stack });
     const exitCode = unwritable ? EXIT.cannotCheck : outcome.ok ? EXIT.ok : EXIT.findings;
     if (mode.json) {
         const body = { ...summaryJson(run, outcome), exitCode, files: unwritable ? [] : names.map((f) => path.join(out, f)), ...(unwritable ? { error: unwritable } : {}) };

@@ -12,11 +12,12 @@ import { renderNodePool } from "../components/ephemeralNodePool.ts";
 import { nodePoolArgs, placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig } from "../stacks/config.ts";
 import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
-import { type EphemeralNodes, type KubeObject as Manifest, type PodTemplate, ephemeralNodesOf, holdsPodTemplate, patchedScheduling, podTemplatesOf, uncheckedTemplatesOf } from "../plan/placementCheck.ts";
+import { type EphemeralNodes, type KubeObject as Manifest, type PodTemplate, apiServerProblems, ephemeralNodesOf, holdsPodTemplate, patchedScheduling, podTemplatesOf, uncheckedTemplatesOf } from "../plan/placementCheck.ts";
 import { type CeleryWorkloadPlacementArgs, type NodeDaemonSet, burstPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
-import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "./args.ts";
 import { elapsed, jsonText, progress } from "./output.ts";
-import { type KubeConfig, type KubeObject, clusterOf, loadKubeConfig, useContext } from "./kube.ts";
+import { type KubeConfig, type KubeObject, clusterOf, useContext } from "./kube.ts";
+import { checkedKubeConfig } from "./kubeconfigFile.ts";
 import { plural } from "./table.ts";
 import { type ChartDifference, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts.ts";
 
@@ -130,6 +131,9 @@ export function judgeTemplates(templates: PodTemplate[], nodes: EphemeralNodes, 
     return templates.map((t) => {
         const subject = `${t.owner}${t.hook ? ` (${/test/.test(t.hook) ? "Helm test pod" : `Helm hook ${t.hook}`})` : ""}`;
         const verdict = (status: Verdict["status"], reason: string): Verdict => ({ status, subject, reason });
+        // A template the API server refuses never runs: neither kept off ephemeral nodes nor on them.
+        const refused = apiServerProblems(t.spec as Record<string, any>, t.templatePath ?? "spec");
+        if (refused.length) return verdict("fail", `refused by the API server, so it never runs and its release fails: ${refused.join("; ")}`);
         const allowed = allowanceFor(rules, t);
         if (allowed) {
             // The allowance is this check's; the admission policy still applies in the namespaces it covers.
@@ -303,6 +307,11 @@ export interface VerifyDeps {
 }
 
 export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Promise<CommandResult> {
+    const raw = rawFlags(argv);
+    return inForm(await verifyPlacementRun(argv, deps), raw.json, "verify-placement", raw.stack, { usageToo: true });
+}
+
+async function verifyPlacementRun(argv: string[], deps: VerifyDeps): Promise<CommandResult> {
     const line = parseCommandLine(argv, VERIFY_PLACEMENT);
     if (isResult(line)) return line;
     const [context, manifests, namespace] = [valueOf(line, "context"), valueOf(line, "manifests"), valueOf(line, "namespace")];
@@ -320,7 +329,7 @@ export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Pr
     if (isResult(cfg)) return inForm(cfg, mode.json, "verify-placement", valueOf(line, "stack"));
     let result: CommandResult;
     try {
-        result = manifests !== undefined ? await verifyManifests(cfg, manifests, namespace, mode, deps.stdin) : await verifyLive(cfg, context!, deps.kubeConfig ?? loadKubeConfig, mode);
+        result = manifests !== undefined ? await verifyManifests(cfg, manifests, namespace, mode, deps.stdin) : await verifyLive(cfg, context!, deps.kubeConfig ?? checkedKubeConfig, mode);
     } catch (e) {
         // Whatever else went wrong, nothing was judged: never let it pass for a finding.
         result = cannotCheck(`${(e as Error).message ?? e}`);
@@ -374,15 +383,40 @@ function parseManifests(text: string, source: string): { objects: Located[]; war
             warnings.push(`${source}:${line}: duplicate key "${text.slice(starts[line - 1], starts[line] ?? text.length).trim().replace(/:.*$/, "")}" in one mapping; reading the last one, as Helm and kubectl do`);
         }
         const error = doc.errors.find((x) => x.code !== "DUPLICATE_KEY");
-        if (error) return { objects, warnings, error: `${source}:${lineOf(error.pos[0])} is not valid YAML: ${error.message.split("\n")[0]}` };
+        if (error) return { objects, warnings, error: templateDirective(text, source) ?? `${source}:${lineOf(error.pos[0])} is not valid YAML: ${error.message.split("\n")[0].replace(/:$/, "")}; give rendered manifests, YAML documents as helm template or kustomize build write them` };
         const o = doc.toJS();
+        // `name: {{ .Release.Name }}` is valid YAML (a flow map): a template's directive left where a name belongs.
+        if (/\{\{/.test(`${o?.metadata?.name ?? ""}${o?.metadata?.namespace ?? ""}`) || (o?.metadata && typeof o.metadata.name === "object" && o.metadata.name !== null)) {
+            const directive = templateDirective(text, source);
+            if (directive) return { objects, warnings, error: directive };
+        }
         const where = `${source}:${lineOf(doc.contents?.range?.[0] ?? doc.range[0])}`;
-        // kubectl get -o yaml wraps objects in a List.
-        for (const item of o?.kind === "List" ? o.items ?? [] : [o]) {
+        // kubectl get -o yaml wraps objects in a List; the API answers a list with a typed one (DeploymentList,
+        // PodList), whose items name no kind: each takes the list's kind less "List" and its apiVersion.
+        for (const item of listItems(o)) {
             if (item?.kind) objects.push({ ...item, where });
         }
     }
     return { objects, warnings };
+}
+
+/**
+ * A chart template's directive ({{ ... }}) in text given as rendered manifests, as the one line to print; undefined
+ * when there is none. Rendered output may hold "{{" in data (a dashboard, an alert template), so this is asked only
+ * where the YAML fails to read or a name is not a name.
+ */
+function templateDirective(text: string, source: string): string | undefined {
+    const lines = text.split("\n");
+    const i = lines.findIndex((l) => /\{\{-?\s*[-.$\w("\/]/.test(l) && !/^\s*#/.test(l));
+    if (i < 0) return undefined;
+    return `${source}:${i + 1} holds a Helm template directive (${lines[i].trim().slice(0, 60)}), not rendered YAML: it is a chart's template; give the output of helm template (helm template <release> <chart> | npm run verify-placement -- --stack <stack> --manifests -)`;
+}
+
+/** The objects of a document: the items of a List or a typed list (any kind ending in List, with items), or itself. */
+export function listItems(o: any): any[] {
+    if (typeof o?.kind !== "string" || !/List$/.test(o.kind) || !Array.isArray(o.items)) return [o];
+    const kind = o.kind === "List" ? undefined : o.kind.slice(0, -"List".length);
+    return o.items.map((item: any) => (item && typeof item === "object" && !Array.isArray(item) && !item.kind && kind ? { apiVersion: o.apiVersion, kind, ...item } : item));
 }
 
 /**
@@ -452,7 +486,9 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace: stri
     const source = target === "-" ? "standard input" : target;
     let files: string[];
     try {
-        files = target === "-" ? ["-"] : manifestFiles(target);
+        const walked = target === "-" ? { files: ["-"] } : walkManifests(target);
+        if (walked.chart) return cannotCheck(`--manifests ${target}: is a Helm chart (${walked.chart}), not rendered manifests: its templates hold {{ }} directives only helm resolves; give the output of helm template (helm template <release> ${target} | npm run verify-placement -- --stack ${cfg.stack} --manifests -)`);
+        files = walked.files;
     } catch (e) {
         return cannotCheck(`could not read ${source}: ${messageOf(e)}`);
     }
@@ -492,7 +528,7 @@ async function verifyManifests(cfg: StackConfig, target: string, namespace: stri
     const failed = [...verdicts.filter((v) => v.status === "fail"), ...differences.filter((d) => d.blocksCapacity || d.killsTasks)];
     const exitCode = failed.length ? EXIT.findings : unchecked.length ? EXIT.cannotCheck : EXIT.ok;
     const verdict = failed.length
-        ? `${plural(failed.length, "finding")}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`
+        ? `${plural(failed.length, "finding")}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not or that the API server refuses, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`
         : unchecked.length
           ? `${plural(unchecked.length, "pod template")} not checked (above): the run cannot say nothing is misplaced`
           : "No pod template other than burst Celery pods and the node agents can run on ephemeral nodes";
@@ -572,14 +608,46 @@ function brief(v: unknown): string {
     return Array.isArray(v) ? `a list of ${v.length}` : `a map of ${Object.keys(v as object).length} keys`;
 }
 
-/** The file itself, or every .yaml and .yml file below the directory, in a stable order. */
-function manifestFiles(target: string): string[] {
-    if (!fs.statSync(target).isDirectory()) return [target];
-    return fs
-        .readdirSync(target, { recursive: true, encoding: "utf8" })
-        .filter((f) => /\.ya?ml$/.test(f))
-        .sort()
-        .map((f) => path.join(target, f));
+/**
+ * The file itself, or every .yaml and .yml file below the directory, in a stable order. Each real directory is walked
+ * once and each real file read once (by realpath): a symbolic link back up the tree (a loop) or a second link to one
+ * file would otherwise read the same objects many times over.
+ */
+export function manifestFiles(target: string): string[] {
+    return walkManifests(target).files;
+}
+
+/** manifestFiles, and the first Chart.yaml met: a Helm chart's folder, whose templates are not rendered manifests. */
+function walkManifests(target: string): { files: string[]; chart?: string } {
+    if (!fs.statSync(target).isDirectory()) return { files: [target] };
+    let chart: string | undefined;
+    const dirs = new Set<string>();
+    const files = new Set<string>();
+    const found: string[] = [];
+    const walk = (dir: string, relative: string) => {
+        const real = fs.realpathSync(dir);
+        if (dirs.has(real)) return;
+        dirs.add(real);
+        for (const entry of fs.readdirSync(dir).sort()) {
+            const full = path.join(dir, entry);
+            let stat: fs.Stats;
+            try {
+                stat = fs.statSync(full);
+            } catch {
+                continue; // A dangling link or a loop of links: nothing to read.
+            }
+            if (stat.isDirectory()) walk(full, path.join(relative, entry));
+            else if (entry === "Chart.yaml") chart ??= full;
+            else if (/\.ya?ml$/.test(entry)) {
+                const realFile = fs.realpathSync(full);
+                if (files.has(realFile)) continue;
+                files.add(realFile);
+                found.push(path.join(relative, entry));
+            }
+        }
+    };
+    walk(target, "");
+    return { files: found.sort().map((f) => path.join(target, f)), chart };
 }
 
 async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => KubeConfig, mode: OutputMode): Promise<CommandResult> {

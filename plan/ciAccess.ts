@@ -78,6 +78,17 @@ export function ciRoleNames(stack: string): { preview: string; up: string } {
     return { preview: `notify-karpenter-${stack}-preview`, up: `notify-karpenter-${stack}-up` };
 }
 
+/** IAM's longest role name (IAM API reference, CreateRole: RoleName, 1 to 64 characters). */
+export const IAM_ROLE_NAME_MAX = 64;
+
+/** Why CI's role names for `stack` would be too long for IAM (the plan refuses the stack), or undefined. */
+export function ciRoleNameProblem(stack: string): string | undefined {
+    const longest = Object.values(ciRoleNames(stack)).reduce((a, b) => (b.length > a.length ? b : a));
+    if (longest.length <= IAM_ROLE_NAME_MAX) return undefined;
+    const most = IAM_ROLE_NAME_MAX - (longest.length - stack.length);
+    return `the stack name "${stack}" (${stack.length} characters) makes CI's role ${longest} ${longest.length} characters long, and IAM role names are at most ${IAM_ROLE_NAME_MAX} (CreateRole, RoleName), so GC Notify's Terraform could not create it: a stack on an existing cluster may have a name of at most ${most} characters`;
+}
+
 /** An IAM policy as IAM reads it. ARNs hold Terraform's `${var.account_id}` and `${var.region}`, filled in by GC Notify's Terraform. */
 export interface PolicyStatement {
     Sid: string;

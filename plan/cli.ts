@@ -1,19 +1,18 @@
 // `npm run plan -- --stack <name> [--out <dir>]`: what the stack would deploy, checked against the policy pack,
 // without AWS or a Pulumi CLI. `npm run plan -- --diff <stack> <stack>`: how two stacks' plans differ.
 // `npm run plan -- --stack <name> --diff-against <git ref | plan directory | last>`: what an edit changes.
-import * as crypto from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { spawnSync } from "child_process";
 import { type Policies } from "@pulumi/policy";
 import { policies } from "../policy/policies.ts";
-import { ConfigError, type StackConfig } from "../stacks/config.ts";
+import { ConfigError, type StackConfig, StackFileError } from "../stacks/config.ts";
 import { warningLine } from "../stacks/warnings.ts";
 import { loadConfig } from "../stacks/validatedConfig.ts";
 import { createStack } from "../stacks/createStack.ts";
 import { policyConfigFor } from "../stacks/policyConfig.ts";
-import { CI_ACCESS_DIR, ciAccessFiles, ciAccessPaths } from "./ciAccess.ts";
+import { CI_ACCESS_DIR, ciAccessFiles, ciAccessPaths, ciRoleNameProblem } from "./ciAccess.ts";
 import { PROJECT, readStackConfig } from "./offlineRuntime.ts";
 import { cloudwatchAgentFile } from "./cloudwatchAgent.ts";
 import { CELERY_PRESTOP_TEMPLATE_FILE, GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts.ts";
@@ -23,9 +22,8 @@ import { diffStacks, renderChanges, renderDiff } from "./diff.ts";
 import { PROJECT_DIR, PreviewError, type RecordedResource, knownStacks, runOffline, unknownStackMessage } from "./offlineRuntime.ts";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun.ts";
 import { briefSummary, fit, manifestsYaml, planOverview, previewJson, summary } from "./render.ts";
-import { outDirProblem, writeFiles } from "../ops/outDir.ts";
-import { readInputFile } from "../ops/inputFile.ts";
-import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, runMain, usage, valueOf } from "../ops/args.ts";
+import { type OutRecord, outDirProblem, outFilesProblem, outRecordName, readOutRecord, removeRecordedFiles, writeFiles } from "../ops/outDir.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../ops/args.ts";
 import { elapsed, jsonText, progress } from "../ops/output.ts";
 
 export const PLAN: Command = {
@@ -84,8 +82,13 @@ export const planFiles = (stack: string) => [
 /** The files every plan writes, whatever its stack. */
 export const PLAN_FILES = planFiles("");
 
-/** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. */
+/** Runs the plan for the stack files in `dir` (the project by default), checked against `pack`. With --json, every outcome is JSON. */
 export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = policies): Promise<CommandResult> {
+    const raw = rawFlags(argv);
+    return inForm(await planRun(argv, dir, pack), raw.json, "plan", raw.stack, { usageToo: true });
+}
+
+async function planRun(argv: string[], dir: string, pack: Policies): Promise<CommandResult> {
     const args = planArgs(argv);
     if (isResult(args)) return args;
     const stacks = knownStacks(dir);
@@ -105,69 +108,22 @@ export async function plan(argv: string[], dir = PROJECT_DIR, pack: Policies = p
         const stack = "diff" in args ? undefined : args.stack;
         if (e instanceof ConfigError) return inForm({ exitCode: 1, output: [`invalid config, nothing was planned:`, e.message, ...removeStale(out)].join("\n") }, json, "plan", stack);
         if (e instanceof PreviewError) return inForm({ exitCode: 1, output: [`the preview would fail, nothing was planned:`, e.message, ...removeStale(out)].join("\n") }, json, "plan", stack);
-        throw e;
+        // Anything else is this program's fault, not the input's: one line, never a stack trace, and nothing written.
+        return { exitCode: EXIT.cannotCheck, output: `Could not plan (an error in npm run plan itself, please report it): ${(e as Error)?.message ?? e}` };
     }
 }
 
 /**
- * The record of what a plan wrote into --out: each file's path and sha256. Only files it lists, unchanged since, are
- * ever removed, so a file of the user's that happens to be called manifests.yaml or summary.txt is never touched.
+ * The record of what a plan wrote into --out: each file's path and sha256 (ops/outDir.ts, as every command that writes
+ * keeps one). Only files it lists, unchanged since, are ever overwritten or removed, so a file of the user's that
+ * happens to be called manifests.yaml or summary.txt is never touched.
  */
-export const PLAN_RECORD = ".notify-karpenter-plan.json";
+export const PLAN_RECORD = outRecordName("plan");
 
-interface PlanRecord {
-    writtenBy: "npm run plan";
-    stack: string;
-    files: Record<string, string>;
-}
-
-const sha256 = (text: string | Buffer) => crypto.createHash("sha256").update(text).digest("hex");
-
-/** The record an earlier plan left in `out`, or undefined when there is none (or it is not one of ours). */
-function readPlanRecord(out: string): PlanRecord | undefined {
-    try {
-        const record = JSON.parse(readInputFile(path.join(out, PLAN_RECORD), 1_000_000));
-        const files = record?.files;
-        if (record?.writtenBy !== "npm run plan" || typeof files !== "object" || files === null) return undefined;
-        // Only paths of the plan's own files: a record cannot name anything else in the directory, or above it.
-        const own = Object.entries(files).filter(([f, h]) => planFiles(String(record.stack)).includes(f) && typeof h === "string");
-        return { writtenBy: "npm run plan", stack: String(record.stack), files: Object.fromEntries(own) as Record<string, string> };
-    } catch {
-        return undefined;
-    }
-}
-
-/**
- * Removes from `out` the files the record says an earlier plan wrote, where each is still as written (`keep`: the files
- * about to be written again). Returns what was removed and what was left because it changed.
- */
-function removeRecordedFiles(out: string, record: PlanRecord, keep: string[] = []): { removed: string[]; changed: string[] } {
-    const removed: string[] = [];
-    const changed: string[] = [];
-    for (const [file, hash] of Object.entries(record.files)) {
-        if (keep.includes(file)) continue;
-        const full = path.join(out, file);
-        let text: Buffer;
-        try {
-            if (!fs.lstatSync(full).isFile()) continue;
-            text = fs.readFileSync(full);
-        } catch {
-            continue;
-        }
-        if (sha256(text) !== hash) {
-            changed.push(file);
-            continue;
-        }
-        fs.rmSync(full);
-        removed.push(file);
-    }
-    // The folders of the recorded files go with them (the values, handover and ci-access folders), unless something
-    // else is in them.
-    const folders = [...new Set(Object.keys(record.files).map((f) => path.dirname(f)))].filter((d) => d !== ".");
-    for (const folder of folders.sort((a, b) => b.length - a.length).map((d) => path.join(out, d))) {
-        if (fs.existsSync(folder) && fs.statSync(folder).isDirectory() && fs.readdirSync(folder).length === 0) fs.rmdirSync(folder);
-    }
-    return { removed, changed };
+/** The record an earlier plan left in `out`, its files the plan's own (a record cannot name anything else). */
+function readPlanRecord(out: string): OutRecord | undefined {
+    const record = readOutRecord(out, "plan");
+    return record && { ...record, files: Object.fromEntries(Object.entries(record.files).filter(([f]) => planFiles(record.stack ?? "").includes(f))) };
 }
 
 /** Removes the files of an earlier plan from `out`, and says so; only files that plan wrote, unchanged since, go. */
@@ -198,6 +154,9 @@ async function build(stack: string, dir: string, what = `stack ${stack}`): Promi
         stack,
         () => {
             const cfg = loadConfig();
+            // CI's roles are named after the stack (plan/ciAccess.ts); IAM refuses a name that does not fit.
+            const tooLong = cfg.cluster.mode === "existing" ? ciRoleNameProblem(stack) : undefined;
+            if (tooLong) throw new StackFileError(stack, `Pulumi.${stack}.yaml: ${tooLong}`);
             createStack(cfg);
             return cfg;
         },
@@ -236,12 +195,12 @@ async function planStack(stack: string, out: string, mode: { verbose: boolean; j
     const values = gcNotifyValuesFiles(stack, placement);
     const handover = celeryHandoverFiles(cfg);
     const written: Record<string, string> = { ...files, ...values, ...handover, ...ciAccess.files };
-    // A config that moved to a created cluster leaves no ci-access files of an earlier plan behind (only files that
-    // plan wrote, unchanged since).
-    const earlier = fs.existsSync(out) && fs.statSync(out).isDirectory() ? readPlanRecord(out) : undefined;
-    if (earlier) removeRecordedFiles(out, earlier, Object.keys(written));
-    const record: PlanRecord = { writtenBy: "npm run plan", stack, files: Object.fromEntries(Object.entries(written).map(([f, text]) => [f, sha256(text)])) };
-    const unwritable = writeFiles(out, { ...written, [PLAN_RECORD]: JSON.stringify(record, null, 2) + "\n" });
+    // A config that moved to a created cluster leaves no ci-access files of an earlier plan behind: writeFiles removes
+    // the files of the earlier plan it does not write again (only files that plan wrote, unchanged since).
+    // Only over files an earlier plan wrote, unchanged since (ops/outDir.ts): a file of the user's stays, and nothing is written.
+    const conflict = outFilesProblem(out, Object.keys(written), { command: "plan", stack });
+    if (conflict) return usage(conflict, PLAN);
+    const unwritable = writeFiles(out, written, "--out", { command: "plan", stack });
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
 
     const valuesLine = [
@@ -310,18 +269,39 @@ async function diffAgainst(stack: string, against: string, out: string, dir: str
     return { exitCode: EXIT.ok, output: renderChanges(stack, d, baseline.note) };
 }
 
-/** The resources of a plan's preview.json (the stack itself left out), as the diff compares them: URN, type, name, inputs. */
+/** The resource options preview.json holds beside the inputs (plan/render.ts previewJson: newState, as ResourceV3). */
+const OPTION_FIELDS = ["protect", "retainOnDelete", "deleteBeforeReplace", "replaceOnChanges", "ignoreChanges", "customTimeouts"] as const;
+
+/**
+ * The resources of a plan's preview.json (the stack itself left out), as the diff compares them: URN, type, name,
+ * inputs, resource options and dependencies.
+ */
 function resourcesOf(preview: unknown): RecordedResource[] {
     const steps = (JSON.parse(JSON.stringify(preview)) as { steps?: unknown }).steps;
     if (!Array.isArray(steps)) throw new Error("it has no steps list");
     return steps
         .filter((s: any) => typeof s?.urn === "string" && s.newState?.type !== "pulumi:pulumi:Stack")
-        .map((s: any) => ({ urn: s.urn, type: String(s.newState?.type ?? ""), name: s.urn.split("::").pop(), inputs: s.newState?.inputs ?? {} }) as RecordedResource);
+        .map((s: any) => {
+            const state = s.newState ?? {};
+            const options = Object.fromEntries(OPTION_FIELDS.filter((k) => state[k] !== undefined).map((k) => [k, state[k]]));
+            return { urn: s.urn, type: String(state.type ?? ""), name: s.urn.split("::").pop(), inputs: state.inputs ?? {}, options, dependencies: Array.isArray(state.dependencies) ? state.dependencies : [] } as RecordedResource;
+        });
 }
 
 /** The baseline of --diff-against: `last` (the plan in --out), a plan directory, or a git ref; or the result to return. */
 async function baselinePlan(stack: string, against: string, out: string, dir: string): Promise<{ label: string; note: string; resources: RecordedResource[] } | CommandResult> {
-    const planDir = against === "last" ? out : fs.existsSync(against) && fs.statSync(against).isDirectory() ? against : undefined;
+    if (against.startsWith("-") || against.trim() === "") return usage(`--diff-against: "${against}" is not a git ref, a plan directory or last`, PLAN);
+    const git = (...args: string[]) => spawnSync("git", ["-C", dir, ...args], { encoding: "utf8", timeout: 30_000, maxBuffer: 20_000_000 });
+    const isDirectory = against !== "last" && fs.existsSync(against) && fs.statSync(against).isDirectory();
+    // A name that is both a plan (a directory, or last) and a git ref is refused: neither may silently win.
+    const commit = git("rev-parse", "--verify", "--quiet", "--end-of-options", `${against}^{commit}`);
+    const isRef = !commit.error && commit.status === 0;
+    if ((isDirectory || against === "last") && isRef) {
+        const plan = isDirectory ? `the directory ${path.resolve(against)}` : `last (the plan in ${out})`;
+        const forPlan = isDirectory ? `./${path.normalize(against).replace(/\/$/, "")}/ for the directory` : `--diff-against ${out} for the plan in --out`;
+        return usage(`--diff-against ${against}: is both ${plan} and a git ref (${commit.stdout.trim().slice(0, 12)}); say which: ${forPlan}, or ${against}^{commit} for the ref`, PLAN);
+    }
+    const planDir = against === "last" ? out : isDirectory ? against : undefined;
     if (planDir !== undefined) {
         const file = path.join(planDir, "preview.json");
         if (!fs.existsSync(file)) {
@@ -338,9 +318,7 @@ async function baselinePlan(stack: string, against: string, out: string, dir: st
             return { exitCode: EXIT.cannotCheck, output: `Could not check: ${file} is not a plan's preview.json: ${(e as Error).message}` };
         }
     }
-    if (against.startsWith("-") || against.trim() === "") return usage(`--diff-against: "${against}" is not a git ref, a plan directory or last`, PLAN);
-    const git = (...args: string[]) => spawnSync("git", ["-C", dir, ...args], { encoding: "utf8", timeout: 30_000, maxBuffer: 20_000_000 });
-    const commit = git("rev-parse", "--verify", "--quiet", "--end-of-options", `${against}^{commit}`);
+    if (!isRef && fs.existsSync(against)) return usage(`--diff-against ${against}: is a file, not a plan directory: give the directory that holds a plan's preview.json, a git ref or last`, PLAN);
     if (commit.error) return { exitCode: EXIT.cannotCheck, output: `Could not check: --diff-against ${against} needs git: ${(commit.error as NodeJS.ErrnoException).code === "ENOENT" ? "git is not installed" : commit.error.message}` };
     if (commit.status !== 0) {
         const inRepo = git("rev-parse", "--show-toplevel").status === 0;
@@ -353,14 +331,15 @@ async function baselinePlan(stack: string, against: string, out: string, dir: st
     }
     const sha = commit.stdout.trim();
     const file = `Pulumi.${stack}.yaml`;
-    const shown = git("show", `${sha}:./${file}`);
-    if (shown.status !== 0) return usage(`--diff-against ${against}: ${file} does not exist at ${against} (${sha.slice(0, 12)})`, PLAN);
+    const shown = fileAtRef(git, sha, file);
+    if (typeof shown !== "object") return usage(`--diff-against ${against}: ${shown.replace("<ref>", `${against} (${sha.slice(0, 12)})`)}`, PLAN);
     const temp = fs.mkdtempSync(path.join(os.tmpdir(), "notify-karpenter-diff-against-"));
     try {
-        fs.writeFileSync(path.join(temp, file), shown.stdout);
+        fs.writeFileSync(path.join(temp, file), shown.text);
+        const via = shown.path === file ? "" : ` (a link there to ${shown.path})`;
         try {
             const { resources } = await build(stack, temp, `stack ${stack} as it is at ${against}`);
-            return { label: against, note: `${file} as it is at ${against} (${sha.slice(0, 12)}), both planned with this working tree's code`, resources: resourcesOf(previewJson(stack, resources)) };
+            return { label: against, note: `${file} as it is at ${against} (${sha.slice(0, 12)})${via}, both planned with this working tree's code`, resources: resourcesOf(previewJson(stack, resources)) };
         } catch (e) {
             if (!(e instanceof ConfigError) && !(e instanceof PreviewError)) throw e;
             const message = e.message.split(path.join(temp, file)).join(`${against}:${file}`);
@@ -369,6 +348,31 @@ async function baselinePlan(stack: string, against: string, out: string, dir: st
     } finally {
         fs.rmSync(temp, { recursive: true, force: true });
     }
+}
+
+/**
+ * A file's text at a commit, following symbolic links (git stores a link as a blob holding its target, mode 120000)
+ * within the repository, as a checkout would; or why not, with "<ref>" for the ref. Paths are relative to `dir`.
+ */
+function fileAtRef(git: (...args: string[]) => ReturnType<typeof spawnSync>, sha: string, file: string): { text: string; path: string } | string {
+    let at = file;
+    for (let hops = 0; hops <= 10; hops++) {
+        const entry = String(git("ls-tree", sha, "--", at).stdout ?? "").split("\n")[0];
+        const m = /^(\d{6}) (\w+) [0-9a-f]+\t/.exec(entry);
+        if (!m) return hops === 0 ? `${file} does not exist at <ref>` : `${file} at <ref> is a link to ${at}, which does not exist there`;
+        const shown = git("show", `${sha}:${at.startsWith("..") ? at : `./${at}`}`);
+        if (shown.status !== 0) return `${at} cannot be read at <ref> (git show: ${String(shown.stderr ?? "").trim().split("\n")[0]})`;
+        if (m[1] !== "120000") {
+            if (m[2] !== "blob") return `${at} at <ref> is a ${m[2] === "tree" ? "directory" : m[2]}, not a stack file`;
+            return { text: String(shown.stdout), path: at };
+        }
+        const target = String(shown.stdout).trim();
+        if (path.isAbsolute(target)) return `${file} at <ref> is a link to the absolute path ${target}, outside the repository: commit the stack file itself`;
+        at = path.normalize(path.join(path.dirname(at), target));
+        const top = String(git("rev-parse", "--show-prefix").stdout ?? "").trim();
+        if (path.normalize(path.join(top, at)).startsWith("..")) return `${file} at <ref> is a link to ${target}, outside the repository: commit the stack file itself`;
+    }
+    return `${file} at <ref> is a chain of more than 10 links (a loop?)`;
 }
 
 /** Exit code 1 when a resource exists in only one stack: the stacks run the same code and may differ only in values. */

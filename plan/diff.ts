@@ -38,7 +38,7 @@ export function diffStacks(a: StackPlan, b: StackPlan): StackDiff {
         [...x].filter(([id]) => !y.has(id)).map(([, r]) => label(r)).sort();
     const changed = [...left]
         .filter(([id]) => right.has(id))
-        .map(([id, r]) => ({ resource: label(r), differences: inputDifferences(r.inputs, right.get(id)!.inputs) }))
+        .map(([id, r]) => ({ resource: label(r), differences: [...inputDifferences(r.inputs, right.get(id)!.inputs), ...optionDifferences(r, a.stack, right.get(id)!, b.stack)] }))
         .filter((c) => c.differences.length > 0)
         .sort((x, y) => x.resource.localeCompare(y.resource));
     return { stacks: [a.label ?? a.stack, b.label ?? b.stack], onlyIn: [only(left, right), only(right, left)], changed };
@@ -52,6 +52,30 @@ export function inputDifferences(a: Record<string, unknown>, b: Record<string, u
     const [x, y] = [leaves(a), leaves(b)];
     const paths = [...new Set([...x.keys(), ...y.keys()])];
     return paths.filter((p) => JSON.stringify(x.get(p)) !== JSON.stringify(y.get(p))).map((path) => ({ path, values: [x.get(path), y.get(path)] }));
+}
+
+/**
+ * The resource options that differ, as "[option] protect": what the engine keeps in its state and acts on (protect,
+ * retainOnDelete, deleteBeforeReplace, replaceOnChanges, ignoreChanges, customTimeouts in seconds; plan/offlineRuntime.ts
+ * ResourceOptionsRecord) and what the resource waits for (dependsOn and the resources whose outputs feed it, by URN
+ * without the stack). Inputs alone would say "No change" when production's protect flips.
+ */
+export function optionDifferences(a: Pick<RecordedResource, "options" | "dependencies">, stackA: string, b: Pick<RecordedResource, "options" | "dependencies">, stackB: string): InputDifference[] {
+    const deps = (r: Pick<RecordedResource, "dependencies">, stack: string) => {
+        // As "<type> <name>", the way the diff names resources (the URN less its stack, project and parent types).
+        const named = (u: string) => {
+            const [, , chain, ...name] = u.replace(`urn:pulumi:${stack}::`, "urn:pulumi:_::").split("::");
+            return chain === undefined ? u : `${chain.split("$").pop()} ${name.join("::")}`;
+        };
+        const list = [...new Set((r.dependencies ?? []).map(named))].sort();
+        return list.length ? list : undefined;
+    };
+    const [x, y] = [
+        { ...(a.options ?? {}), dependsOn: deps(a, stackA) },
+        { ...(b.options ?? {}), dependsOn: deps(b, stackB) },
+    ].map((o) => leaves(JSON.parse(JSON.stringify(o)), "[option]"));
+    const paths = [...new Set([...x.keys(), ...y.keys()])].filter((p) => p !== "[option]");
+    return paths.filter((p) => JSON.stringify(x.get(p)) !== JSON.stringify(y.get(p))).map((p) => ({ path: p.replace(/^\[option\]\./, "[option] "), values: [x.get(p), y.get(p)] }));
 }
 
 const isValueList = (v: unknown): v is unknown[] => Array.isArray(v) && v.length > 0 && v.every((x) => x === null || typeof x !== "object");
@@ -167,34 +191,41 @@ function renderComparison(d: StackDiff, w: Wording): string {
     const ranked = [...counts].sort(([x, m], [y, n]) => n - m || x.localeCompare(y));
     lines.push("", `Changes in values, most frequent first (${a} → ${b}):`, ...(ranked.length ? ranked.map(([e, n]) => `  ${String(n).padStart(4)}×  ${clip(e)}`) : ["  none"]));
 
-    lines.push("", "Inputs that differ, by resource:", ...(d.changed.length ? [] : ["  none"]));
+    lines.push("", "Inputs and resource options that differ, by resource:", ...(d.changed.length ? [] : ["  none"]));
     for (const c of d.changed) lines.push(`  ${c.resource}`, ...c.differences.map((diff) => `    ${diff.path}: ${describe(diff)}`));
     lines.push("", w.summary);
     return lines.join("\n");
 }
 
+/** "251 inputs", or "251 inputs and 10 options" when resource options differ too. */
+function differing(d: StackDiff): { total: number; text: string } {
+    const all = d.changed.flatMap((c) => c.differences);
+    const options = all.filter((x) => x.path.startsWith("[option]")).length;
+    const inputs = all.length - options;
+    return { total: all.length, text: options ? `${count(inputs, "input")} and ${count(options, "option")}` : count(inputs, "input") };
+}
+
 export function summaryLine(d: StackDiff): string {
     const oneSided = d.onlyIn[0].length + d.onlyIn[1].length;
-    const inputs = d.changed.reduce((n, c) => n + c.differences.length, 0);
-    return `${count(oneSided, "resource")} only in one stack; ${count(inputs, "input")} differ in ${count(d.changed.length, "resource")}`;
+    return `${count(oneSided, "resource")} only in one stack; ${differing(d).text} differ in ${count(d.changed.length, "resource")}`;
 }
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
 /**
- * What an edit changes in one stack's plan (--diff-against): the resources removed and added, and every input that
- * differs, from `baseline` (a git ref's stack file, or an earlier plan) to the working tree. `note` says what was
- * compared (which code planned each side).
+ * What an edit changes in one stack's plan (--diff-against): the resources removed and added, and every input and
+ * resource option that differs, from `baseline` (a git ref's stack file, or an earlier plan) to the working tree.
+ * `note` says what was compared (which code planned each side).
  */
 export function renderChanges(stack: string, d: StackDiff, note: string): string {
     const [a, b] = d.stacks;
-    const inputs = d.changed.reduce((n, c) => n + c.differences.length, 0);
-    const none = d.onlyIn[0].length + d.onlyIn[1].length + inputs === 0;
+    const { total, text } = differing(d);
+    const none = d.onlyIn[0].length + d.onlyIn[1].length + total === 0;
     return renderComparison(d, {
         title: `Changes to stack ${stack}: ${a} → ${b} (offline plans; ${note})`,
         only: [`Removed (only in ${a}):`, `Added (only in ${b}):`],
         summary: none
-            ? `No change: ${b} plans the same resources with the same inputs as ${a}`
-            : `${count(d.onlyIn[1].length, "resource")} added, ${d.onlyIn[0].length} removed; ${count(inputs, "input")} differ${inputs === 1 ? "s" : ""} in ${count(d.changed.length, "resource")}`,
+            ? `No change: ${b} plans the same resources with the same inputs and resource options as ${a}`
+            : `${count(d.onlyIn[1].length, "resource")} added, ${d.onlyIn[0].length} removed; ${text} differ${total === 1 ? "s" : ""} in ${count(d.changed.length, "resource")}`,
     });
 }

@@ -23,6 +23,8 @@ export interface PodTemplate {
     spec: PodScheduling;
     /** The object's helm.sh/hook annotation: a Helm hook or test (`helm test`) pod, not a long-running workload. */
     hook?: string;
+    /** Where the pod spec is in the object ("spec.template.spec"), for messages. */
+    templatePath?: string;
 }
 
 /** The two states of an ephemeral node: just launched (startup taints still on) and ready. */
@@ -90,35 +92,84 @@ function wellKnownLabels(requirements: { key: string; operator: string; values?:
     return labels;
 }
 
-const CRONJOB = "CronJob";
-/** The kinds whose pod template the check reads: Kubernetes' own workloads (apps/v1, batch/v1, v1). */
-export const WORKLOAD_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", CRONJOB];
+/**
+ * Where each kind keeps its pod template (a PodTemplateSpec: metadata and a pod spec). Kubernetes' own workloads by
+ * kind (apps/v1, batch/v1, v1); common CRDs by group and kind: KEDA's ScaledJob (keda.sh/v1alpha1,
+ * spec.jobTargetRef, a batch/v1 JobSpec), Argo Rollouts' Rollout and OpenKruise's CloneSet (a Deployment's shape).
+ */
+export const TEMPLATE_PATHS: Record<string, string[]> = {
+    Deployment: ["spec", "template"],
+    StatefulSet: ["spec", "template"],
+    DaemonSet: ["spec", "template"],
+    ReplicaSet: ["spec", "template"],
+    ReplicationController: ["spec", "template"],
+    Job: ["spec", "template"],
+    CronJob: ["spec", "jobTemplate", "spec", "template"],
+    PodTemplate: ["template"],
+    "keda.sh/ScaledJob": ["spec", "jobTargetRef", "template"],
+    "argoproj.io/Rollout": ["spec", "template"],
+    "apps.kruise.io/CloneSet": ["spec", "template"],
+};
+
+/** The kinds whose pod template the check reads (Kubernetes' own, and the CRDs of TEMPLATE_PATHS as group/kind). */
+export const WORKLOAD_KINDS = Object.keys(TEMPLATE_PATHS);
 
 const isObject = (v: unknown): v is Record<string, any> => typeof v === "object" && v !== null && !Array.isArray(v);
 const asList = <T = any>(v: unknown): T[] => (Array.isArray(v) ? v : []);
-const templateOf = (o: KubeObject) => (o.kind === CRONJOB ? o.spec?.jobTemplate?.spec?.template : o.spec?.template);
+const groupOf = (o: KubeObject) => ((o.apiVersion ?? "").includes("/") ? (o.apiVersion ?? "").split("/")[0] : "");
+/** Kubernetes' own kinds, known by kind alone (a manifest may name an older apiVersion, such as extensions/v1beta1). */
+const CORE_KINDS = WORKLOAD_KINDS.filter((k) => !k.includes("/"));
+/** Where `o` keeps its pod template, when its kind is one this check knows. */
+function templatePath(o: KubeObject): string[] | undefined {
+    if (typeof o.kind !== "string") return undefined;
+    return TEMPLATE_PATHS[`${groupOf(o)}/${o.kind}`] ?? (CORE_KINDS.includes(o.kind) ? TEMPLATE_PATHS[o.kind] : undefined);
+}
+const at = (o: unknown, path: string[]) => path.reduce<any>((v, k) => (isObject(v) ? v[k] : undefined), o);
+const templateOf = (o: KubeObject) => {
+    const p = templatePath(o);
+    return p ? at(o, p) : undefined;
+};
 const ownerOf = (o: KubeObject) => `${o.kind} ${o.metadata?.namespace ?? "default"}/${o.metadata?.name ?? ""}`;
+
+/** Whether a value is a pod spec: an object with a list of containers, each an object. */
+const isPodSpec = (v: unknown): boolean => isObject(v) && Array.isArray(v.containers) && v.containers.length > 0 && v.containers.every(isObject);
+
+/**
+ * Where in an object of a kind this check does not know a pod spec sits ("spec.workerGroupSpecs[0].template.spec"),
+ * searched to a depth of 12; undefined when it holds none.
+ */
+export function podSpecPath(o: unknown, path: string[] = [], depth = 0): string | undefined {
+    if (depth > 12) return undefined;
+    if (isPodSpec(o) && path.length > 0) return path.join(".").replace(/\.\[/g, "[");
+    const entries: [string, unknown][] = Array.isArray(o) ? o.map((v, i) => [`[${i}]`, v]) : isObject(o) ? Object.entries(o).filter(([k]) => k !== "metadata" && k !== "status") : [];
+    for (const [k, v] of entries) {
+        if (typeof v !== "object" || v === null) continue;
+        const found = podSpecPath(v, [...path, k], depth + 1);
+        if (found) return found;
+    }
+    return undefined;
+}
 
 /** Why a pod template cannot be judged, or undefined when it can. */
 function unreadable(o: KubeObject): string | undefined {
     if (o.kind === "Pod") return isObject(o.spec) ? malformed(o.spec) : "a Pod without spec";
-    if (WORKLOAD_KINDS.includes(o.kind ?? "")) {
-        const where = o.kind === CRONJOB ? "spec.jobTemplate.spec.template" : "spec.template";
-        const template = isObject(o.spec) ? templateOf(o) : undefined;
-        if (!isObject(o.spec)) return "no spec";
+    const p = templatePath(o);
+    if (p) {
+        const where = p.join(".");
+        const template = at(o, p);
+        if (!isObject(at(o, p.slice(0, 1)))) return `no ${p[0]}`;
         if (!isObject(template)) return `${where} is ${template === null ? "null" : "missing"}`;
         return isObject(template.spec) ? malformed(template.spec) : `${where} has no spec`;
     }
-    // A kind this check does not know (an Argo Rollout, an operator's CRD) may still run pods from its template.
-    return holdsPodTemplate(o) ? `${o.apiVersion} ${o.kind} is not a kind this check knows, yet it holds a pod template (spec.template)` : undefined;
+    // A kind this check does not know (a Ray cluster, a Spark application, an operator's CRD) may still run pods from a
+    // pod spec anywhere in it: not checked, never "nothing misplaced".
+    const found = podSpecPath(o);
+    return found ? `${o.apiVersion} ${o.kind} is not a kind this check knows, yet it holds a pod spec at ${found}: judge its pods live (--context), or ask for the kind to be added (plan/placementCheck.ts TEMPLATE_PATHS)` : undefined;
 }
 
-/**
- * Whether an object runs pods: a Pod, a workload, or any kind whose spec.template is a pod template (a pod spec has
- * containers; a Karpenter NodePool's template, which has requirements instead, is not one).
- */
+/** Whether an object runs pods: a Pod, a workload this check knows, or any kind that holds a pod spec somewhere. */
 export function holdsPodTemplate(o: KubeObject): boolean {
-    return o.kind === "Pod" || WORKLOAD_KINDS.includes(o.kind ?? "") || Array.isArray(templateOf(o)?.spec?.containers);
+    return o.kind === "Pod" || templatePath(o) !== undefined || podSpecPath(o) !== undefined;
 }
 
 /** Scheduling fields of the wrong shape, which the scheduler would refuse and this model cannot read. */
@@ -141,11 +192,12 @@ function malformed(spec: Record<string, any>): string | undefined {
 export function podTemplatesOf(objects: KubeObject[]): PodTemplate[] {
     const out: PodTemplate[] = [];
     for (const o of objects) {
-        if (!(o.kind === "Pod" || WORKLOAD_KINDS.includes(o.kind ?? "")) || unreadable(o)) continue;
+        const p = templatePath(o);
+        if (!(o.kind === "Pod" || p) || unreadable(o)) continue;
         const [namespace, name] = [o.metadata?.namespace ?? "default", o.metadata?.name ?? ""];
-        const template = o.kind === "Pod" ? { metadata: o.metadata, spec: o.spec } : templateOf(o);
+        const template = o.kind === "Pod" ? { metadata: o.metadata, spec: o.spec } : at(o, p!);
         const hook = o.metadata?.annotations?.["helm.sh/hook"];
-        out.push({ owner: ownerOf(o), kind: o.kind!, namespace, name, labels: template.metadata?.labels ?? {}, spec: template.spec, ...(hook ? { hook } : {}) });
+        out.push({ owner: ownerOf(o), kind: o.kind!, namespace, name, labels: template.metadata?.labels ?? {}, spec: template.spec, templatePath: o.kind === "Pod" ? "spec" : `${p!.join(".")}.spec`, ...(hook ? { hook } : {}) });
     }
     return out;
 }
@@ -189,4 +241,119 @@ export function placementFindings(templates: PodTemplate[], nodes: EphemeralNode
         const reasons = schedulingProblems(t.spec, nodes.ready);
         return { owner: t.owner, ephemeral: reasons.length === 0, launched: schedulingProblems(t.spec, nodes.launched).length === 0, reasons };
     });
+}
+
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Why a label key is not one (apimachinery validation IsQualifiedName), or undefined. */
+function labelKeyProblem(key: unknown): string | undefined {
+    if (typeof key !== "string") return "must be a string";
+    const parts = key.split("/");
+    const name = parts.at(-1)!;
+    if (parts.length > 2 || (parts.length === 2 && (parts[0].length > 253 || !DNS_SUBDOMAIN.test(parts[0])))) return "a qualified name's prefix must be a DNS subdomain, with one / before the name";
+    if (!LABEL_NAME.test(name)) return "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, at most 63 characters";
+    return undefined;
+}
+
+/** Why a label value is not one (apimachinery validation IsValidLabelValue), or undefined. */
+function labelValueProblem(value: unknown): string | undefined {
+    if (value === undefined || value === null || value === "") return undefined;
+    if (typeof value !== "string") return "must be a string";
+    return LABEL_NAME.test(value) ? undefined : "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, at most 63 characters";
+}
+
+const q = (v: unknown) => JSON.stringify(v ?? "");
+
+/** A node selector requirement as the API server validates it (ValidateNodeSelectorRequirement, ...FieldSelector...). */
+function requirementProblems(r: Record<string, any>, at: string, field: boolean): string[] {
+    const out: string[] = [];
+    const values = Array.isArray(r.values) ? r.values : [];
+    if (field) {
+        if (r.key !== "metadata.name") out.push(`${at}.key: Invalid value: ${q(r.key)}: not a valid field selector key`);
+        if (r.operator !== "In" && r.operator !== "NotIn") out.push(`${at}.operator: Invalid value: ${q(r.operator)}: not a valid selector operator`);
+        else if (values.length !== 1) out.push(`${at}.values: Required value: must be only one value when \`operator\` is 'In' or 'NotIn' for node field selector`);
+        return out;
+    }
+    switch (r.operator) {
+        case "In":
+        case "NotIn":
+            if (values.length === 0) out.push(`${at}.values: Required value: must be specified when \`operator\` is 'In' or 'NotIn'`);
+            break;
+        case "Exists":
+        case "DoesNotExist":
+            if (values.length > 0) out.push(`${at}.values: Forbidden: may not be specified when \`operator\` is 'Exists' or 'DoesNotExist'`);
+            break;
+        case "Gt":
+        case "Lt":
+            if (values.length !== 1) out.push(`${at}.values: Required value: must be specified single value when \`operator\` is 'Lt' or 'Gt'`);
+            break;
+        default:
+            out.push(`${at}.operator: Invalid value: ${q(r.operator)}: not a valid selector operator (In, NotIn, Exists, DoesNotExist, Gt, Lt)`);
+    }
+    const key = labelKeyProblem(r.key);
+    if (key) out.push(`${at}.key: Invalid value: ${q(r.key)}: ${key}`);
+    return out;
+}
+
+function termProblems(term: Record<string, any>, at: string): string[] {
+    return [
+        ...asList<Record<string, any>>(term.matchExpressions).flatMap((r, i) => (isObject(r) ? requirementProblems(r, `${at}.matchExpressions[${i}]`, false) : [])),
+        ...asList<Record<string, any>>(term.matchFields).flatMap((r, i) => (isObject(r) ? requirementProblems(r, `${at}.matchFields[${i}]`, true) : [])),
+    ];
+}
+
+/**
+ * What the API server refuses in a pod spec's scheduling fields, in its own words (k8s.io/kubernetes v1.34
+ * pkg/apis/core/validation/validation.go: validateTolerations, validateTaintEffect, ValidateNodeSelector,
+ * ValidateNodeSelectorRequirement, ValidatePreferredSchedulingTerms, ValidateLabels). A workload with any of these is
+ * never created, so its pods are neither on ephemeral nodes nor kept off them: the release that applies it fails.
+ */
+export function apiServerProblems(spec: Record<string, any>, at = "spec"): string[] {
+    const out: string[] = [];
+    asList<Record<string, any>>(spec.tolerations).forEach((t, i) => {
+        if (!isObject(t)) return;
+        const p = `${at}.tolerations[${i}]`;
+        const key = t.key ?? "";
+        const operator = t.operator ?? "";
+        const effect = t.effect ?? "";
+        if (key !== "") {
+            const problem = labelKeyProblem(key);
+            if (problem) out.push(`${p}.key: Invalid value: ${q(key)}: ${problem}`);
+        }
+        if (key === "" && operator !== "Exists") out.push(`${p}.operator: Invalid value: ${q(operator)}: operator must be Exists when \`key\` is empty, which means "match all values and all keys"`);
+        if (t.tolerationSeconds != null && effect !== "NoExecute") out.push(`${p}.effect: Invalid value: ${q(effect)}: effect must be 'NoExecute' when \`tolerationSeconds\` is set`);
+        if (operator === "Equal" || operator === "") {
+            const problem = labelValueProblem(t.value);
+            if (problem) out.push(`${p}.operator: Invalid value: ${q(t.value)}: ${problem}`);
+        } else if (operator === "Exists") {
+            if (t.value != null && t.value !== "") out.push(`${p}.operator: Invalid value: ${q(t.value)}: value must be empty when \`operator\` is 'Exists'`);
+        } else {
+            out.push(`${p}.operator: Unsupported value: ${q(operator)}: supported values: "Equal", "Exists"`);
+        }
+        if (effect !== "" && !["NoSchedule", "PreferNoSchedule", "NoExecute"].includes(effect)) out.push(`${p}.effect: Unsupported value: ${q(effect)}: supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`);
+    });
+    if (isObject(spec.nodeSelector)) {
+        for (const [k, v] of Object.entries(spec.nodeSelector)) {
+            const key = labelKeyProblem(k);
+            if (key) out.push(`${at}.nodeSelector: Invalid value: ${q(k)}: ${key}`);
+            const value = labelValueProblem(v);
+            if (value) out.push(`${at}.nodeSelector: Invalid value: ${q(v)}: ${value}`);
+        }
+    }
+    const na = isObject(spec.affinity) && isObject(spec.affinity.nodeAffinity) ? spec.affinity.nodeAffinity : undefined;
+    const required = na?.requiredDuringSchedulingIgnoredDuringExecution;
+    if (isObject(required)) {
+        const p = `${at}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`;
+        const terms = asList<Record<string, any>>(required.nodeSelectorTerms);
+        if (terms.length === 0) out.push(`${p}: Required value: must have at least one node selector term`);
+        terms.forEach((term, i) => isObject(term) && out.push(...termProblems(term, `${p}[${i}]`)));
+    }
+    asList<Record<string, any>>(na?.preferredDuringSchedulingIgnoredDuringExecution).forEach((pref, i) => {
+        if (!isObject(pref)) return;
+        const p = `${at}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[${i}]`;
+        if (!(Number.isInteger(pref.weight) && pref.weight >= 1 && pref.weight <= 100)) out.push(`${p}.weight: Invalid value: ${JSON.stringify(pref.weight ?? 0)}: must be in the range 1-100`);
+        if (isObject(pref.preference)) out.push(...termProblems(pref.preference, `${p}.preference`));
+    });
+    return out;
 }

@@ -6,7 +6,7 @@
 // otherwise (its resolve.go keeps YAML 1.1's octal 0755, 0b binary, _ digit separators and timestamps), where the CLI
 // refuses the file (a key that is not a string, an infinity JSON cannot hold) or merges maps (<<), the file is
 // refused, naming the file, line, column and key.
-import { editDistance } from "../stacks/schema.ts";
+import { editDistance, lookalikeNote } from "../stacks/schema.ts";
 import { CONFIG_KEY_NAMESPACES as CONFIG_NAMESPACES, PULUMI_CONFIG_KEYS as PULUMI_KEYS } from "../stacks/configKeys.ts";
 import { Alias, Document, isAlias, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar } from "yaml";
 
@@ -197,7 +197,8 @@ function configKeyProblems(doc: Document, at: (offset: number) => { line: number
         const k = pair.key as Node;
         const name = isScalar(k) ? String(k.value) : "";
         if (isScalar(k) && !STACK_FILE_KEYS.includes(name)) {
-            problems.push({ ...at(k.range?.[0] ?? 0), message: `${name}: is not a key of a stack file${didYouMean(nearest(name, STACK_FILE_KEYS))}; the Pulumi CLI ignores it (keys are ${STACK_FILE_KEYS.join(", ")})` });
+            const odd = lookalikeNote(name);
+            problems.push({ ...at(k.range?.[0] ?? 0), message: `${name}: is not a key of a stack file${odd ? ` (its ${odd})` : ""}${didYouMean(nearest(name, STACK_FILE_KEYS))}; the Pulumi CLI ignores it (keys are ${STACK_FILE_KEYS.join(", ")})` });
         }
     }
     const config = top.get("config", true);
@@ -224,7 +225,8 @@ function configKeyProblems(doc: Document, at: (offset: number) => { line: number
         }
         if (!namespaces.includes(namespace)) {
             const near = nearest(namespace, namespaces);
-            problems.push({ ...where, message: `${key}: is in the namespace "${namespace}", which nothing here reads (namespaces are ${namespaces.join(", ")})${near ? `: did you mean "${near}:${name}"?` : ""}` });
+            const odd = lookalikeNote(namespace);
+            problems.push({ ...where, message: `${key}: is in the namespace "${namespace}"${odd ? `, whose ${odd}` : ""}, which nothing here reads (namespaces are ${namespaces.join(", ")})${near ? `: did you mean "${near}:${name}"?` : ""}` });
             continue;
         }
         if (namespace === "pulumi" && !PULUMI_KEYS.includes(key)) {

@@ -19,6 +19,104 @@ export const CRD_FILES = { NodePool: "karpenter.sh_nodepools.yaml", EC2NodeClass
 /** The CRD files are about 100 KB each. */
 const CRD_FILE_MAX_BYTES = 5_000_000;
 
+/**
+ * What makes a CRD file Karpenter's: its name, group, cluster scope and stored version v1 (aws/karpenter-provider-aws
+ * v1.14.1 pkg/apis/crds/), CEL rules, and a `spec` schema declaring every field the program renders
+ * (components/ephemeralNodePool.ts renderNodePool). A CRD of the right kind name alone, such as a two-line stand-in,
+ * would otherwise become the module every NodePool is checked against, and check nothing.
+ */
+export const EXPECTED_CRDS = {
+    NodePool: {
+        name: "nodepools.karpenter.sh",
+        group: "karpenter.sh",
+        version: "v1",
+        fields: [
+            "template.metadata.labels",
+            "template.spec.nodeClassRef.group",
+            "template.spec.nodeClassRef.kind",
+            "template.spec.nodeClassRef.name",
+            "template.spec.requirements[].key",
+            "template.spec.requirements[].operator",
+            "template.spec.requirements[].values",
+            "template.spec.taints[].key",
+            "template.spec.taints[].value",
+            "template.spec.taints[].effect",
+            "template.spec.startupTaints",
+            "template.spec.expireAfter",
+            "template.spec.terminationGracePeriod",
+            "disruption.consolidationPolicy",
+            "disruption.consolidateAfter",
+            "disruption.budgets[].nodes",
+            "disruption.budgets[].reasons",
+            "disruption.budgets[].schedule",
+            "disruption.budgets[].duration",
+            "limits",
+            "weight",
+        ],
+    },
+    EC2NodeClass: {
+        name: "ec2nodeclasses.karpenter.k8s.aws",
+        group: "karpenter.k8s.aws",
+        version: "v1",
+        fields: [
+            "role",
+            "amiFamily",
+            "amiSelectorTerms[].alias",
+            "amiSelectorTerms[].id",
+            "subnetSelectorTerms[].id",
+            "subnetSelectorTerms[].tags",
+            "securityGroupSelectorTerms[].id",
+            "securityGroupSelectorTerms[].tags",
+            "metadataOptions.httpEndpoint",
+            "metadataOptions.httpProtocolIPv6",
+            "metadataOptions.httpPutResponseHopLimit",
+            "metadataOptions.httpTokens",
+            "blockDeviceMappings[].deviceName",
+            "blockDeviceMappings[].rootVolume",
+            "blockDeviceMappings[].ebs.volumeSize",
+            "blockDeviceMappings[].ebs.volumeType",
+            "blockDeviceMappings[].ebs.encrypted",
+            "blockDeviceMappings[].ebs.deleteOnTermination",
+            "kubelet.kubeReserved",
+            "kubelet.systemReserved",
+            "kubelet.evictionHard",
+            "tags",
+        ],
+    },
+} as const;
+
+/** The fields of `fields` (dotted, [] for a list's items) that `schema` (an OpenAPI v3 object schema) does not declare. */
+function undeclared(schema: any, fields: readonly string[]): string[] {
+    return fields.filter((field) => {
+        let at = schema;
+        for (const part of field.split(".")) {
+            const [name, items] = [part.replace(/\[\]$/, ""), part.endsWith("[]")];
+            at = at?.properties?.[name];
+            if (items) at = at?.items;
+            if (typeof at !== "object" || at === null) return true;
+        }
+        return false;
+    });
+}
+
+/** Why a parsed CRD file is not Karpenter's `kind` CRD, or undefined when it is. */
+function crdProblem(crd: any, kind: keyof typeof EXPECTED_CRDS): string | undefined {
+    const want = EXPECTED_CRDS[kind];
+    const is = (v: unknown) => JSON.stringify(v ?? null);
+    if (crd?.apiVersion !== "apiextensions.k8s.io/v1" || crd?.kind !== "CustomResourceDefinition") return `is ${crd?.kind ? `a ${is(crd.apiVersion)} ${crd.kind}` : "no Kubernetes object"}, not a CustomResourceDefinition (apiextensions.k8s.io/v1)`;
+    if (crd.spec?.names?.kind !== kind) return `defines the kind ${is(crd.spec?.names?.kind)}, not ${kind}`;
+    if (crd.metadata?.name !== want.name || crd.spec?.group !== want.group) return `is the ${kind} of the group ${is(crd.spec?.group)} (metadata.name ${is(crd.metadata?.name)}), not Karpenter's ${want.group} (${want.name})`;
+    if (crd.spec?.scope !== "Cluster") return `has scope ${is(crd.spec?.scope)}; Karpenter's ${kind} is cluster-scoped`;
+    const stored = (Array.isArray(crd.spec?.versions) ? crd.spec.versions : []).find((v: any) => v?.storage);
+    if (stored?.name !== want.version || stored?.served !== true) return `stores version ${is(stored?.name)}${stored && stored.served !== true ? " without serving it" : ""}; this program writes ${want.group}/${want.version}`;
+    const spec = stored.schema?.openAPIV3Schema?.properties?.spec;
+    if (typeof spec !== "object" || spec === null) return `has no spec schema (spec.versions[${want.version}].schema.openAPIV3Schema.properties.spec)`;
+    const missing = undeclared(spec, want.fields);
+    if (missing.length) return `does not declare ${missing.slice(0, 3).map((f) => `spec.${f}`).join(", ")}${missing.length > 3 ? ` and ${missing.length - 3} more` : ""}, which the program sets (components/ephemeralNodePool.ts): it is not Karpenter's ${kind} CRD, or a cut-down copy`;
+    if (countRules(spec).rules === 0) return `has no CEL rules (x-kubernetes-validations) in its spec schema, which Karpenter's ${kind} CRD carries`;
+    return undefined;
+}
+
 /** Why `dir` cannot be the directory of CRD files, in one line naming `flag`. */
 function crdsDirProblem(dir: string, flag: string): string | undefined {
     if (dir.trim() === "") return `${flag} must name the directory holding ${Object.values(CRD_FILES).join(" and ")} (got "")`;
@@ -31,6 +129,9 @@ function crdsDirProblem(dir: string, flag: string): string | undefined {
     return stat.isDirectory() ? undefined : `${flag} ${dir}: is not a directory; it must be the directory holding ${Object.values(CRD_FILES).join(" and ")}`;
 }
 
+/** The module's first words: only a file that holds them is the command's to overwrite. */
+const GENERATED_MARKER = "// GENERATED by `npm run generate:karpenter`";
+
 export const GENERATED_MODULE = path.join(import.meta.dirname, "..", "components", "karpenter", "generated", "crds.ts");
 export const GENERATE_KARPENTER: Command = {
     usage: ["npm run generate:karpenter -- [--crds <dir>] [--out <file>]"],
@@ -39,7 +140,7 @@ export const GENERATE_KARPENTER: Command = {
         crds: { value: "<dir>", meaning: "the directory holding karpenter.sh_nodepools.yaml and karpenter.k8s.aws_ec2nodeclasses.yaml", default: "$KARPENTER_REFERENCE_DIR" },
         out: { value: "<file>", meaning: "the module to write", default: "components/karpenter/generated/crds.ts" },
     },
-    exits: { 0: "written", 3: "a CRD file could not be read or parsed" },
+    exits: { 0: "written", 3: "a CRD file could not be read or parsed, or is not Karpenter's NodePool or EC2NodeClass CRD; or --out holds a file the command did not write" },
     examples: ["npm run generate:karpenter -- --crds ./karpenter-crds-1.14.1"],
 };
 
@@ -80,22 +181,23 @@ export function generateKarpenterModule(dir: string, version = KARPENTER_VERSION
         try {
             text = readInputFile(full, CRD_FILE_MAX_BYTES, full, "a CRD file");
         } catch (e) {
-            throw new Error(e instanceof InputFileError && e.code === "missing" ? `cannot read ${full}: ENOENT: no such file or directory` : (e as Error).message);
+            throw new Error(e instanceof InputFileError && e.code === "missing" ? `${full}: no such file; --crds must be the directory holding ${Object.values(CRD_FILES).join(" and ")}, Karpenter v${version}'s own CRD files (aws/karpenter-provider-aws pkg/apis/crds/)` : (e as Error).message);
         }
         let crd: any;
         try {
             crd = parse(text);
         } catch (e) {
-            throw new Error(`${full} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
+            throw new Error(`${full}: is not valid YAML (${(e as Error).message.split("\n")[0].replace(/:$/, "")}); it must be a CustomResourceDefinition as Karpenter ships it`);
         }
-        const served = (crd?.spec?.versions ?? []).find((v: any) => v.storage);
-        const spec = served?.schema?.openAPIV3Schema?.properties?.spec;
-        if (crd?.spec?.names?.kind !== kind || !spec) throw new Error(`${full} is not the ${kind} CustomResourceDefinition (no spec.versions[storage].schema.openAPIV3Schema.properties.spec)`);
+        const problem = crdProblem(crd, kind as keyof typeof EXPECTED_CRDS);
+        if (problem) throw new Error(`${full}: ${problem}; --crds must hold Karpenter v${version}'s own CRD files (aws/karpenter-provider-aws, tag v${version}, pkg/apis/crds/); nothing was written`);
+        const served = crd.spec.versions.find((v: any) => v.storage);
+        const spec = served.schema.openAPIV3Schema.properties.spec;
         const sha256 = crypto.createHash("sha256").update(text).digest("hex");
         return { kind, file, sha256, apiVersion: `${crd.spec.group}/${served.name}`, spec: withoutDescriptions(spec), counts: countRules(spec) };
     });
     const header = [
-        "// GENERATED by `npm run generate:karpenter` (scripts/generate-karpenter-schema.ts): do not edit by hand.",
+        `${GENERATED_MARKER} (scripts/generate-karpenter-schema.ts): do not edit by hand.`,
         `// Source: Karpenter v${version}'s CRDs (aws/karpenter-provider-aws, tag v${version}, pkg/apis/crds/; the same files`,
         "// the karpenter chart ships in crds/). Each kind's `spec` schema as the CRD declares it, descriptions left out,",
         "// with its CEL rules (x-kubernetes-validations) in place:",
@@ -138,7 +240,7 @@ export async function generateKarpenter(argv: string[], env = process.env): Prom
     } catch (e) {
         return { exitCode: EXIT.cannotCheck, output: (e as Error).message };
     }
-    const unwritable = writeOutFile(out, text, "--out", "components/karpenter/generated/crds.ts");
+    const unwritable = writeOutFile(out, text, "--out", "components/karpenter/generated/crds.ts", { text: GENERATED_MARKER, by: "npm run generate:karpenter" });
     if (unwritable) return { exitCode: EXIT.cannotCheck, output: unwritable };
     return { exitCode: EXIT.ok, output: `wrote ${out} from ${dir}` };
 }

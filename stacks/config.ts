@@ -9,7 +9,7 @@ import { type ProtectedWindow, markClearanceSeconds, recycleWindow } from "../co
 import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms.ts";
 import { STABLE_NODE_LABELS } from "../components/createdCluster.ts";
 import { controllerNameProblems } from "../components/karpenterController.ts";
-import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, burstGraceSeconds } from "../components/celeryWorkloadPlacement.ts";
+import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, burstGraceSeconds, waitsFor } from "../components/celeryWorkloadPlacement.ts";
 import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema.ts";
 import { cron, durationAtLeast, durationSeconds } from "./schema.ts";
 import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/instanceTypes.ts";
@@ -41,6 +41,84 @@ function checked<T>(schema: Schema<T>, problem: (v: T) => string | undefined): S
 
 /** A quantity above zero: a limit or a request of 0 is accepted by Kubernetes and Karpenter, and makes nothing run. */
 const positiveQuantity = (why: string) => checked(quantity, (q) => (parseFloat(q) > 0 ? undefined : `must be above 0: ${why} (got ${got(q)})`));
+
+/** One bound of a quantity: its value in `unit`, as written in messages, and why it is the bound; `above`: the bound itself is out. */
+type QuantityBound = { value: number; text: string; why: string; above?: boolean };
+
+/**
+ * A quantity from `min` to `max` in `unit` (cores or GiB): Kubernetes takes any quantity, one byte of memory or a
+ * million cores alike; each bound says what goes wrong beyond it.
+ */
+function quantityBetween(unit: "cores" | "GiB", min: QuantityBound, max: QuantityBound): Schema<string> {
+    return checked(quantity, (q) => {
+        const v = quantityValue(q, unit);
+        if (!(min.above ? v > min.value : v >= min.value)) return `must be ${min.above ? "above" : "at least"} ${min.text}: ${min.why} (got ${got(q)})`;
+        if (v > max.value) return `must be at most ${max.text}: ${max.why} (got ${got(q)})`;
+        return undefined;
+    });
+}
+
+/** The controller's request and limit, each. Karpenter's getting-started guide gives it 1 CPU and 1Gi. */
+const CONTROLLER_RESOURCES = {
+    cpu: quantityBetween(
+        "cores",
+        { value: 0.1, text: "100m", why: "the controller's request and limit; a throttled controller is slow to launch nodes for a burst of pending pods, and 100m is a tenth of what Karpenter's getting-started guide gives it (1)" },
+        { value: 16, text: "16", why: "the controller's request and limit; it runs on a stable node, and a request above what any stable node holds leaves it pending" },
+    ),
+    memory: quantityBetween(
+        "GiB",
+        { value: 0.25, text: "256Mi", why: "the controller's request and limit; Karpenter keeps the cluster's nodes, pods and NodeClaims in memory, and an OOM-killed controller restarts and launches nothing meanwhile; 256Mi is a quarter of what Karpenter's getting-started guide gives it (1Gi)" },
+        { value: 64, text: "64Gi", why: "the controller's request and limit; it runs on a stable node, and a request above what any stable node holds leaves it pending" },
+    ),
+};
+
+/**
+ * A NodePool limit: above 0, or the pool launches nothing; and bounded, since the limit is the one cap on what a runaway
+ * scale-up launches (a Celery task that requeues itself, an HPA without maxReplicas): a limit past every real burst caps
+ * nothing. 5000 vCPUs is 1250 nodes of 4 vCPUs, five times GC Notify's production limit; memory at 8Gi a vCPU.
+ */
+const NODE_POOL_LIMIT = {
+    cpu: quantityBetween(
+        "cores",
+        { value: 0, text: "0", above: true, why: "a NodePool limited to 0 launches no node" },
+        { value: 5000, text: "5000", why: "the limit is the one cap on what a runaway scale-up launches, and 5000 vCPUs (1250 nodes of 4 vCPUs, five times GC Notify's production limit) caps nothing a Celery burst needs" },
+    ),
+    memory: quantityBetween(
+        "GiB",
+        { value: 0, text: "0", above: true, why: "a NodePool limited to 0 launches no node" },
+        { value: 40000, text: "40000Gi", why: "the limit is the one cap on what a runaway scale-up launches, and 40000Gi (8Gi for each of 5000 vCPUs) caps nothing a Celery burst needs" },
+    ),
+};
+
+/**
+ * A node agent's guaranteed resources: Kubernetes counts only requests and limits above 0 toward the Guaranteed QoS
+ * class (k8s.io/kubernetes pkg/apis/core/v1/helper/qos GetPodQOS: zero quantities are left out), so 0 would leave the
+ * agent Burstable, first to be evicted, which is what `guaranteed` is for.
+ */
+const guaranteedQuantity = checked(quantity, (q) =>
+    parseFloat(q) > 0 ? undefined : `must be above 0: Kubernetes counts only requests and limits above 0 toward the Guaranteed QoS class (pkg/apis/core/v1/helper/qos), so the agent would be Burstable and evicted first (got ${got(q)})`,
+);
+
+/** A real calendar date, YYYY-MM-DD: 2026-13-01 and 2026-02-30 match the pattern and are no date. */
+const calendarDate = checked(text("a date such as 2026-11-01", /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/, 10), (d) => {
+    const [y, m, day] = d.split("-").map(Number);
+    const date = new Date(Date.UTC(y, m - 1, day));
+    return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === day ? undefined : `must be a real date (YYYY-MM-DD): ${m < 1 || m > 12 ? `there is no month ${m}` : `${y}-${String(m).padStart(2, "0")} has no day ${day}`} (got ${got(d)})`;
+});
+
+/**
+ * An acknowledgment's reason must say why, in words a reviewer reads: not blanks, a placeholder (TODO, TBD, n/a) or one
+ * word repeated. At least four distinct words of two letters or more.
+ */
+const PLACEHOLDER_WORDS = ["todo", "tbd", "tba", "fixme", "xxx", "n/a", "na", "none", "placeholder", "lorem", "ipsum", "reason", "because", "later", "asdf", "test", "changeme", "wip"];
+function reasonProblem(reason: string): string | undefined {
+    const words = reason.toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}'/.-]*/gu) ?? [];
+    const placeholder = words.find((w) => PLACEHOLDER_WORDS.includes(w.replace(/[.]+$/, "")));
+    const distinct = new Set(words.filter((w) => /\p{L}{2,}/u.test(w)));
+    if (placeholder && distinct.size < 8) return `must say why the warning is accepted, as a sentence: "${placeholder}" is a placeholder, not a reason (got ${got(reason)})`;
+    if (distinct.size < 4) return `must say why the warning is accepted, as a sentence of at least four distinct words (got ${got(reason)}, ${distinct.size === 0 ? "no word at all" : `${distinct.size} distinct word${distinct.size === 1 ? "" : "s"}`})`;
+    return undefined;
+}
 
 /** An instance type EC2 has, amd64 (the pool's and the node group's AMIs), without GPUs (components/instanceTypes.ts). */
 const cpuInstanceType = checked(instanceType, (t) => {
@@ -136,8 +214,8 @@ const controller = object(
         serviceAccount: optional(k8sName, "karpenter"),
         identity: optional(oneOf("pod-identity", "irsa"), "pod-identity"),
         replicas: optional(integer(1, 10), 2),
-        cpu: optional(positiveQuantity("the controller's request and limit"), "1"),
-        memory: optional(positiveQuantity("the controller's request and limit"), "1Gi"),
+        cpu: optional(CONTROLLER_RESOURCES.cpu, "1"),
+        memory: optional(CONTROLLER_RESOURCES.memory, "1Gi"),
         logLevel: optional(oneOf("debug", "info", "error"), "info"),
         namePrefix: optional(text("a name prefix (letters, digits and -, at most 40 characters)", /^[A-Za-z0-9][A-Za-z0-9-]*$/, 40)),
         existingNodeRoleName: optional(text("an IAM role name (letters, digits and +=,.@_-, at most 64 characters)", /^[\w+=,.@-]+$/, 64)),
@@ -278,7 +356,11 @@ const nodePool = object(
                 object(
                     {
                         // Karpenter's pattern for nodes (karpenter.sh_nodepools.yaml, budgets[].nodes).
-                        nodes: text('a node count or a percentage from 0% to 100%, as a string such as "1" or "10%"', /^((100|[0-9]{1,2})%|[0-9]+)$/, 8),
+                        nodes: checked(text('a node count or a percentage from 0% to 100%, as a string such as "1" or "10%"', /^((100|[0-9]{1,2})%|[0-9]+)$/, 8), (n) =>
+                            /^[0-9]+$/.test(n) && Number(n) > 5000
+                                ? `must be at most 5000 nodes, or a percentage: no pool here has more nodes (nodePool.limits.cpu is at most 5000 vCPUs), so a larger count allows every node, as "100%" does; write "100%" (got ${got(n)})`
+                                : undefined,
+                        ),
                         reasons: optional(list(oneOf("Underutilized", "Empty", "Drifted"), { min: 1, max: 3, unique: true })),
                         schedule: optional(cron("budget")),
                         duration: optional(durationAtLeast(60, "a shorter window is never active", { units: "hm" })),
@@ -302,7 +384,7 @@ const nodePool = object(
          * app/config.py beat schedule): no Underutilized disruption, no drift, no recycling then.
          */
         nightlyBatch: optional(dailyWindow("05:00", "10:30"), { start: "05:00", end: "10:30", timeZone: "Etc/UTC" }),
-        limits: object({ cpu: positiveQuantity("a NodePool limited to 0 launches no node"), memory: positiveQuantity("a NodePool limited to 0 launches no node") }),
+        limits: object({ cpu: NODE_POOL_LIMIT.cpu, memory: NODE_POOL_LIMIT.memory }),
         weight: optional(integer(1, 100), 10),
         ami: object({
             alias: optional(text("an AMI alias such as al2023@v20251117", /^[a-z0-9]+@.+$/, 30)),
@@ -477,7 +559,8 @@ const subscription = object(
             ? []
             : [{ path: `${path}.endpoint`, message: `must be ${s.protocol === "email" ? "an email address" : "an https:// URL"} for protocol ${s.protocol} (got ${got(s.endpoint)})` }],
 );
-const subscriptions = list(subscription, { min: 1, max: 10 });
+/** One endpoint twice on a topic: SNS keeps one subscription per topic, protocol and endpoint, and here it would be two resources. */
+const subscriptions = list(subscription, { min: 1, max: 10, uniqueBy: (s) => `${s.protocol} ${String(s.endpoint).toLowerCase()}` });
 
 /** One alarm's rule: CloudWatch's period, N, M and threshold, checked against CloudWatch's limits. */
 function alarmRule(defaults: AlarmRule, threshold: Schema<number>) {
@@ -641,7 +724,7 @@ const placement = object(
                 namespace: k8sName,
                 name: k8sName,
                 tolerateAll: optional(boolean(), true),
-                guaranteed: optional(object({ container: k8sName, cpu: quantity, memory: quantity })),
+                guaranteed: optional(object({ container: k8sName, cpu: guaranteedQuantity, memory: guaranteedQuantity })),
                 /** New ephemeral nodes wait for this agent (startup taint); default true, false for an add-on. */
                 waitFor: optional(boolean()),
                 /** The EKS add-on that owns the DaemonSet (aws-ebs-csi-driver): not patched, configured through EKS. */
@@ -757,7 +840,7 @@ export const capacitySchema = object({
     /** Local time (nodePool.sendingHours.timeZone) the day's bursts begin; by default when sending hours begin, the costliest case. */
     burstStart: optional(text("a local time such as 09:30", /^([01][0-9]|2[0-3]):[0-5][0-9]$/, 5)),
     prices: object({
-        asOf: text("a date such as 2026-11-01", /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/, 10),
+        asOf: calendarDate,
         currency: text("a currency code such as USD", /^[A-Z]{3}$/, 3),
         region: text("an AWS region such as ca-central-1", /^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$/, 32),
         onDemandHourly: record("EC2 instance types such as c7i.xlarge", instanceTypePattern, number(0.0001, 1000), 500),
@@ -908,7 +991,7 @@ export const stackSchema = object(
             list(
                 object({
                     warning: oneOf(...WARNING_IDS),
-                    reason: text("a reason of 20 to 500 characters: why the warning is accepted for this stack", /^[^]{20,}$/, 500),
+                    reason: checked(text("a reason of 20 to 500 characters: why the warning is accepted for this stack", /^[^]{20,}$/, 500), reasonProblem),
                 }),
                 { max: 20, uniqueBy: (a) => a.warning },
             ),
@@ -932,6 +1015,8 @@ export const stackSchema = object(
         })),
         ...placementConfigProblems(s),
         ...topicRegionProblems(s),
+        ...logGroupProblems(s),
+        ...guaranteedProblems(s),
         ...(s.cluster.create ? createdCapacityProblems(s.cluster.create, s.nodePool.zones, s.controller.replicas) : []),
         ...(regionProblem(s.cluster.region) ? [] : zoneProblems(s.nodePool.zones, s.cluster.region, "nodePool.zones")),
         ...instanceSizeProblems(s.nodePool),
@@ -954,6 +1039,71 @@ function stableSelectorProblems(selector: Record<string, string>, ephemeralKey: 
     return Object.keys(selector)
         .filter((k) => k === ephemeralKey || k.startsWith("karpenter.sh/") || k.startsWith("karpenter.k8s.aws/"))
         .map((k) => ({ path: `cluster.stableNodeSelector.${k}`, message: `must not be a label of Karpenter's nodes (${ephemeralKey}, karpenter.sh/*, karpenter.k8s.aws/*): select the on-demand node group, such as eks.amazonaws.com/capacityType: ON_DEMAND` }));
+}
+
+/**
+ * The Container Insights log group names its cluster (/aws/containerinsights/<cluster>/application, where GC Notify's
+ * Fluent Bit ships container logs: notification-manifests, aws-for-fluent-bit values). One naming another cluster, or
+ * another of the cluster's groups (performance, dataplane, host), would feed the log alarms and the log heartbeat
+ * another cluster's or no Karpenter lines: the alarms would watch the wrong controller and say nothing of this one.
+ */
+function logGroupProblems(s: { cluster: { name: string }; alarms: { logGroupName: string } }): Issue[] {
+    const m = /^\/aws\/containerinsights\/([^/]+)\/([^/]+)$/.exec(s.alarms.logGroupName);
+    if (!m) return [];
+    const [, cluster, group] = m;
+    const own = `/aws/containerinsights/${s.cluster.name}/application`;
+    if (cluster !== s.cluster.name) {
+        return [{ path: "alarms.logGroupName", message: `must be this cluster's Container Insights log group ${own}: it names the cluster "${cluster}", so the log alarms and the log heartbeat would watch that cluster's Karpenter, not this one's (cluster.name is "${s.cluster.name}") (got ${got(s.alarms.logGroupName)})` }];
+    }
+    if (group !== "application") {
+        return [{ path: "alarms.logGroupName", message: `must be the application log group ${own}: Fluent Bit ships container logs, the controller's among them, there, and the ${group} group holds none of its lines (got ${got(s.alarms.logGroupName)})` }];
+    }
+    return [];
+}
+
+/**
+ * A node agent's guaranteed resources run on every ephemeral node: they must fit on the smallest approved type, or the
+ * agent never starts there (and a node waiting for it keeps its startup taint), and their sum must be within what
+ * nodePool.capacityCheck counts for the daemonsets, or the fit and capacity checks count too little.
+ */
+function guaranteedProblems(s: { nodePool: Infer<typeof nodePool>; placement: Placement }): Issue[] {
+    const agents = s.placement.nodeDaemonSets.map((d, i) => ({ d, i })).filter(({ d }) => d.guaranteed);
+    if (agents.length === 0) return [];
+    const issues: Issue[] = [];
+    const shapes = approvedInstanceTypes(s.nodePool).flatMap((t) => {
+        const r = nodeResources(t, s.nodePool);
+        return r ? [{ t, ...r.allocatable }] : [];
+    });
+    const resources = [
+        ["cpu", "cores", "cpu"],
+        ["memory", "GiB", "memoryGiB"],
+    ] as const;
+    for (const { d, i } of agents) {
+        for (const [key, unit, field] of resources) {
+            const need = quantityValue(d.guaranteed![key], unit);
+            const smallest = shapes.reduce<(typeof shapes)[number] | undefined>((a, b) => (a && a[field] <= b[field] ? a : b), undefined);
+            if (smallest && need > smallest[field]) {
+                issues.push({
+                    path: `placement.nodeDaemonSets[${i}].guaranteed.${key}`,
+                    message: `must fit on every approved instance type: the smallest, ${smallest.t}, has ${unit === "cores" ? `${+smallest.cpu.toFixed(3)} cpu` : gib(smallest.memoryGiB)} allocatable, so ${d.name} would never start on its nodes${waitsFor(d) ? " and they would keep their startup taint" : ""} (got ${got(d.guaranteed![key])})`,
+                });
+            }
+        }
+    }
+    const c = s.nodePool.capacityCheck;
+    if (c) {
+        for (const [key, unit] of resources) {
+            const counted = key === "cpu" ? c.daemonsetCpu : c.daemonsetMemory;
+            const sum = agents.reduce((n, { d }) => n + quantityValue(d.guaranteed![key], unit), 0);
+            if (sum > quantityValue(counted, unit) + 1e-9) {
+                issues.push({
+                    path: `nodePool.capacityCheck.daemonset${key === "cpu" ? "Cpu" : "Memory"}`,
+                    message: `must count at least the node agents' guaranteed ${key} (${agents.map(({ d }) => `${d.name} ${d.guaranteed![key]}`).join(", ")}), which run on every ephemeral node: the fit and capacity checks would count too little room for them (got ${got(counted)})`,
+                });
+            }
+        }
+    }
+    return issues;
 }
 
 /** A created cluster must have room for what runs on it: the pool's zones and one stable node per controller replica. */

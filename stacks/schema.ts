@@ -20,11 +20,56 @@ export interface Schema<T> {
 
 export type Infer<S> = S extends Schema<infer T> ? T : never;
 
+/**
+ * A value as an error message shows it: JSON, and where it holds a character outside printable ASCII (a Cyrillic
+ * letter that looks like a Latin one, a no-break space, a curly quote), which one, since the two look alike.
+ */
 export function got(value: unknown): string {
-    return value === undefined ? "nothing" : JSON.stringify(value);
+    if (value === undefined) return "nothing";
+    const text = JSON.stringify(value);
+    const note = lookalikeNote(typeof value === "string" ? value : text);
+    return note ? `${text}, whose ${note}` : text;
 }
 
+/** What kind of character a non-ASCII one is, in words that explain why it looks like ASCII but is not. */
+function characterKind(c: string): string {
+    if (/\p{Script=Cyrillic}/u.test(c)) return "a Cyrillic letter";
+    if (/\p{Script=Greek}/u.test(c)) return "a Greek letter";
+    if (/\p{Script=Armenian}/u.test(c)) return "an Armenian letter";
+    if (/[\uFF01-\uFF5E]/u.test(c)) return "a full-width character";
+    if (/[\u200B-\u200D\u2060\uFEFF]/u.test(c)) return "an invisible zero-width character";
+    if (/\p{Zs}/u.test(c)) return "a space other than the ASCII one";
+    if (/[\u2018\u2019\u201C\u201D]/u.test(c)) return "a curly quote";
+    if (/\p{Pd}/u.test(c)) return "a dash other than the ASCII hyphen";
+    if (/\p{L}/u.test(c)) return "a letter outside ASCII";
+    if (/\p{Cc}/u.test(c)) return "a control character";
+    return "a character outside ASCII";
+}
+
+/**
+ * For text holding a character outside printable ASCII: which one and where, ""с" at position 3 is U+0441, a Cyrillic
+ * letter, not ASCII"; undefined for plain ASCII.
+ */
+export function lookalikeNote(text: string): string | undefined {
+    const m = /[^\x20-\x7e]/u.exec(text);
+    if (!m) return undefined;
+    const c = String.fromCodePoint(m[0].codePointAt(0)!);
+    const shown = /\p{L}|\p{P}|\p{S}/u.test(c) ? `"${c}" ` : "";
+    const code = `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
+    return `${shown}at position ${[...text.slice(0, m.index)].length + 1} is ${code}, ${characterKind(c)}, not ASCII`;
+}
+
+/** A value `pulumi config set --secret` wrote: `{secure: <ciphertext>}`, which only the Pulumi CLI can decrypt. */
+export function isSecureValue(v: unknown): boolean {
+    return isPlainObject(v) && Object.keys(v).length === 1 && typeof v.secure === "string";
+}
+
+/** What to say of an encrypted value where plain config is expected. */
+export const SECURE_VALUE_MESSAGE =
+    "is an encrypted value (secure:), set with pulumi config set --secret: nothing in this config is a secret, and npm run plan and the other commands read the stack file without decrypting it; set it in plain text (pulumi config set --path without --secret)";
+
 function mismatch(path: string, expected: string, value: unknown): Issue {
+    if (isSecureValue(value)) return { path, message: `${SECURE_VALUE_MESSAGE}; it must be ${expected}` };
     return { path, message: `must be ${expected} (got ${got(value)})` };
 }
 
@@ -100,13 +145,16 @@ export function record<T>(keyExpected: string, keyPattern: RegExp, value: Schema
         expected,
         parts: { values: value },
         parse(v, path, issues) {
-            if (!isPlainObject(v) || Object.keys(v).length > maxEntries) {
+            if (!isPlainObject(v) || isSecureValue(v) || Object.keys(v).length > maxEntries) {
                 issues.push(mismatch(path, expected, v));
                 return {};
             }
             const out: Record<string, T> = {};
             for (const [k, item] of Object.entries(v)) {
-                if (!keyPattern.test(k)) issues.push({ path: `${path}.${k}`, message: `is not a valid key: keys must be ${keyExpected}` });
+                if (!keyPattern.test(k)) {
+                    const odd = lookalikeNote(k);
+                    issues.push({ path: `${path}.${k}`, message: `is not a valid key${odd ? ` (its ${odd})` : ""}: keys must be ${keyExpected}` });
+                }
                 out[k] = value.parse(item, `${path}.${k}`, issues);
             }
             return out;
@@ -150,16 +198,17 @@ export function object<S extends Shape>(shape: S, check?: (v: ObjectOf<S>, path:
         expected,
         parts: { fields: shape },
         parse(value, path, issues) {
-            if (!isPlainObject(value)) {
+            if (!isPlainObject(value) || isSecureValue(value)) {
                 issues.push(mismatch(path, expected, value));
                 return {} as ObjectOf<S>;
             }
             const before = issues.length;
             for (const k of Object.keys(value).filter((k) => !(k in shape))) {
                 const near = closest(k, keys);
+                const odd = lookalikeNote(k);
                 issues.push({
                     path: join(path, k),
-                    message: `is not a known key${near ? ` (did you mean "${near}"?)` : ""}; known keys are ${keys.join(", ")}`,
+                    message: `is not a known key${odd ? `: its ${odd}` : ""}${near ? ` (did you mean "${near}"?)` : ""}; known keys are ${keys.join(", ")}`,
                 });
             }
             const out: Record<string, unknown> = {};
@@ -210,8 +259,24 @@ export function editDistance(a: string, b: string): number {
     return row[b.length];
 }
 
+/**
+ * The longest duration Kubernetes and Karpenter can read: Go's time.Duration is an int64 of nanoseconds, at most
+ * 2562047h47m16.854775807s (292 years); time.ParseDuration refuses anything longer, so the object would not be read.
+ */
+export const GO_MAX_DURATION_SECONDS = 2562047 * 3600 + 47 * 60 + 16;
+const tooLong = (value: string) => `must be at most 2562047h: Kubernetes and Karpenter read durations as Go's time.Duration, whose longest is 2562047h47m16s (292 years), and a longer one fails to parse, so the object is not read (got ${got(value)})`;
+
 // Shapes shared by several config sections.
-export const duration = text("a duration such as 30s, 15m or 24h", /^([0-9]+(s|m|h))+$/, 32);
+const durationText = text("a duration such as 30s, 15m or 24h", /^([0-9]+(s|m|h))+$/, 32);
+export const duration: Schema<string> = {
+    expected: durationText.expected,
+    parse(value, path, issues) {
+        const before = issues.length;
+        const v = durationText.parse(value, path, issues);
+        if (issues.length === before && durationSeconds(v) > GO_MAX_DURATION_SECONDS) issues.push({ path, message: tooLong(v) });
+        return v;
+    },
+};
 
 /** Seconds in a duration such as 1h30m or 90s. */
 export function durationSeconds(d: string): number {
@@ -234,8 +299,9 @@ export function durationAtLeast(minSeconds: number, why: string, opts: { never?:
         expected,
         parse(value, path, issues) {
             if (opts.never && value === "Never") return value;
-            if (typeof value !== "string" || value.length > 32 || !pattern.test(value)) issues.push({ path, message: `must be ${expected} (got ${got(value)})` });
+            if (typeof value !== "string" || value.length > 32 || !pattern.test(value)) issues.push(mismatch(path, expected, value));
             else if (durationSeconds(value) < minSeconds) issues.push({ path, message: `must be at least ${min}: ${why} (got ${got(value)})` });
+            else if (durationSeconds(value) > GO_MAX_DURATION_SECONDS) issues.push({ path, message: tooLong(value) });
             return value as string;
         },
     };
@@ -251,7 +317,7 @@ export function cron(reader: CronReader): Schema<string> {
         expected,
         parse(value, path, issues) {
             if (typeof value !== "string" || value.length > 100) {
-                issues.push({ path, message: `must be ${expected} (got ${got(value)})` });
+                issues.push(mismatch(path, expected, value));
                 return value as string;
             }
             const parsed = parseCron(value, reader);

@@ -885,7 +885,7 @@ describe("alarms config", () => {
 
     it("uses the documented defaults for a section with only a log group and topics", () => {
         const raw = rawConfig("production", "alarms", {});
-        raw.alarms = { logGroupName: "/aws/containerinsights/x/application", topicNames: { warning: "alert-warning", critical: "alert-critical" } };
+        raw.alarms = { logGroupName: "/aws/containerinsights/notification-canada-ca-production-eks-cluster/application", topicNames: { warning: "alert-warning", critical: "alert-critical" } };
         const cfg = parseStackConfig("production", raw);
         expect(cfg.alarms.unschedulablePods).to.deep.equal({ period: 300, evaluationPeriods: 4, datapointsToAlarm: 3, threshold: 20, notify: "warning" });
         expect(cfg.alarms.heartbeat).to.deep.equal({ period: 300, evaluationPeriods: 3, datapointsToAlarm: 3, threshold: 1, notify: "warning" });

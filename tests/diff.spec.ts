@@ -43,7 +43,9 @@ describe("stack diff (npm run plan -- --diff)", () => {
                 "Only in production: none",
             ].join("\n"),
         );
-        expect(output).to.match(/^8 resources only in one stack; \d+ inputs differ in \d+ resources$/m);
+        expect(output).to.match(/^8 resources only in one stack; \d+ inputs and \d+ options differ in \d+ resources$/m);
+        // Resource options are compared too: production protects what staging does not (lifecycle.protect).
+        expect(output).to.include("  kubernetes:scheduling.k8s.io/v1:PriorityClass celery-placement-priority-high\n    [option] protect: (absent) → true");
         // At a glance: the cluster names first, then the config values each stack chose.
         expect(output).to.match(/Changes in values, most frequent first \(staging → production\):\n +\d+× {2}staging → production\n/);
         expect(output).to.include("  kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool\n    spec.limits.cpu: 400 → 1000\n");
@@ -77,7 +79,7 @@ describe("stack diff (npm run plan -- --diff)", () => {
         );
         expect(output).to.include("    spec.limits.memory: 2000Gi → 1000Gi");
         // The drill's resources do not fail it (drill.enabled sets the stacks apart); the topics do.
-        expect(output).to.match(/^14 resources only in one stack; \d+ inputs differ/m);
+        expect(output).to.match(/^14 resources only in one stack; \d+ inputs (and \d+ options )?differ/m);
     });
 
     it("refuses an unknown stack and mixed arguments", async () => {
@@ -114,7 +116,7 @@ describe("what an edit changes (npm run plan -- --stack <s> --diff-against <git 
         const dir = repository();
         const same = await plan(["--stack", "staging", "--diff-against", "HEAD"], dir);
         expect(same.exitCode, same.output).to.equal(0);
-        expect(same.output.split("\n").at(-1)).to.equal("No change: the working tree plans the same resources with the same inputs as HEAD");
+        expect(same.output.split("\n").at(-1)).to.equal("No change: the working tree plans the same resources with the same inputs and resource options as HEAD");
         // Topics created and subscribed instead of GC Notify's, and a higher cpu limit.
         const endpoint = [{ protocol: "email", endpoint: "oncall@example.org" }];
         editStack(dir, "staging", (doc) => {
@@ -139,7 +141,9 @@ describe("what an edit changes (npm run plan -- --stack <s> --diff-against <git 
             ].join("\n"),
         );
         expect(output).to.include("  kubernetes:karpenter.sh/v1:NodePool celery-burst-node-pool\n    spec.limits.cpu: 400 → 500\n");
-        expect(lines.at(-1)).to.match(/^6 resources added, 0 removed; \d+ inputs differ in \d+ resources$/);
+        expect(lines.at(-1)).to.match(/^6 resources added, 0 removed; \d+ inputs and \d+ options differ in \d+ resources$/);
+        // The alarms now wait for the topics they notify: a dependency is a resource option too.
+        expect(output).to.match(/\[option\] dependsOn: \+.*karpenter-alarms-warning-topic/);
         // It writes nothing: no plan-out beside the stack files.
         expect(fs.readdirSync(dir).sort()).to.deep.equal([".git", "Pulumi.staging.yaml", "Pulumi.yaml"]);
     });
@@ -188,7 +192,11 @@ describe("what an edit changes (npm run plan -- --stack <s> --diff-against <git 
         const empty = tempDir("diff-empty-");
         expect((await plan(["--stack", "staging", "--out", empty, "--diff-against", "last"], dir)).output.split("\n")[0]).to.equal(`--diff-against last: no plan in ${empty} (no preview.json): run npm run plan -- --stack staging first`);
         expect((await plan(["--stack", "production", "--diff-against", out], dir)).output.split("\n")[0]).to.equal(`--diff-against ${out}: ${path.join(out, "preview.json")} is a plan of stack staging, not of stack production`);
-        expect((await plan(["--stack", "staging", "--diff-against", "last", "--json"], dir)).output.split("\n")[0]).to.equal("--diff-against prints the changes only: it takes no --verbose, --json or --findings");
+        // With --json even the refusal is JSON.
+        const json = await plan(["--stack", "staging", "--diff-against", "last", "--json"], dir);
+        expect(json.exitCode).to.equal(2);
+        expect(JSON.parse(json.output)).to.deep.include({ command: "plan", stack: "staging", exitCode: 2 });
+        expect(JSON.parse(json.output).error.split("\n")[0]).to.equal("--diff-against prints the changes only: it takes no --verbose, --json or --findings");
     });
 });
 

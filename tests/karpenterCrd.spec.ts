@@ -33,7 +33,8 @@ function crdDocument(crd: GeneratedCrd): Record<string, unknown> {
     return {
         apiVersion: "apiextensions.k8s.io/v1",
         kind: "CustomResourceDefinition",
-        spec: { group, names: { kind: crd.kind }, versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: crd.spec } } } }] },
+        metadata: { name: { NodePool: "nodepools", EC2NodeClass: "ec2nodeclasses" }[crd.kind] + `.${group}` },
+        spec: { group, names: { kind: crd.kind }, scope: "Cluster", versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: crd.spec } } } }] },
     };
 }
 
@@ -139,7 +140,7 @@ describe("Karpenter CRDs (components/karpenter/generated/crds.ts)", () => {
         try {
             const r = await generateKarpenter(["--crds", empty, "--out", path.join(empty, "crds.ts")], {});
             expect(r.exitCode).to.equal(3);
-            expect(r.output).to.match(/^cannot read .*karpenter\.sh_nodepools\.yaml: ENOENT/);
+            expect(r.output).to.match(/^\S*karpenter\.sh_nodepools\.yaml: no such file; --crds must be the directory holding karpenter\.sh_nodepools\.yaml and karpenter\.k8s\.aws_ec2nodeclasses\.yaml/);
             expect(fs.existsSync(path.join(empty, "crds.ts"))).to.equal(false);
         } finally {
             fs.rmSync(empty, { recursive: true, force: true });

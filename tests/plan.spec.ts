@@ -184,8 +184,12 @@ describe("offline plan (npm run plan)", () => {
             "Policy pack: 1 violation (1 mandatory)",
         ]);
         // A refused config is JSON too (nothing was planned); --json and --verbose are two forms: refused.
-        expect((await plan(["--stack", "staging", "--json", "--verbose"])).output.split("\n")[0]).to.equal("--json and --verbose are two forms of the report: give one");
-        expect((await plan(["--diff", "staging", "production", "--json"])).output.split("\n")[0]).to.equal("--json and --findings apply to the plan of one stack, not to --diff");
+        const both = await plan(["--stack", "staging", "--json", "--verbose"]);
+        expect(both.exitCode).to.equal(2);
+        expect(JSON.parse(both.output).error.split("\n")[0]).to.equal("--json and --verbose are two forms of the report: give one");
+        // Usage errors too are JSON when --json was asked (issue 29: --json stays JSON on every path).
+        expect(JSON.parse((await plan(["--diff", "staging", "production", "--json"])).output)).to.deep.include({ command: "plan", stack: null, exitCode: 2 });
+        expect(JSON.parse((await plan(["--diff", "staging", "production", "--json"])).output).error.split("\n")[0]).to.equal("--json and --findings apply to the plan of one stack, not to --diff");
     });
 
     it("says what it is doing on standard error while it runs (progress), never in the report", async () => {

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
 import { judgePods, placementRules, readToEnd, verifyPlacement } from "../ops/verifyPlacement.ts";
-import { spawn } from "child_process";
+import { spawn, spawnSync } from "child_process";
 import { plan } from "../plan/cli.ts";
 import { parse, stringify } from "yaml";
 import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
@@ -24,7 +24,7 @@ const gcNotify = (file: string, stack = "staging") => path.join(GC_NOTIFY ?? "",
 const withGcNotify = GC_NOTIFY ? describe : describe.skip;
 /** A node agent's DaemonSet of a few kilobytes, with no namespace, as helm template prints one. */
 const AGENT_TEXT = ["apiVersion: apps/v1", "kind: DaemonSet", "metadata:", "  name: xray-daemon-aws-xray", "spec:", "  template:", "    metadata:", ...Array.from({ length: 120 }, (_, i) => `      # padding line ${i} so the writer needs many pieces`), "    spec:", "      containers: [{ name: xray, image: amazon/aws-xray-daemon }]", ""].join("\n");
-const SUMMARY_FINDINGS = (n: number) => `${n} finding${n === 1 ? "" : "s"}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`;
+const SUMMARY_FINDINGS = (n: number) => `${n} finding${n === 1 ? "" : "s"}: pod templates that could run on ephemeral nodes (or another NodePool's) but must not or that the API server refuses, a NodePool that clashes with the stack's, or a chart value that blocks burst capacity`;
 
 describe("npm run verify-placement --manifests (rendered charts)", () => {
     const dirs: string[] = [];
@@ -339,7 +339,8 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         });
 
         it("failed: templates it could not read counted as nothing (exit 0); now each is `not checked` and the run exits 3, or 1 with a finding", async () => {
-            const rollout = "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: { name: api, namespace: notification-canada-ca }\nspec:\n  template:\n    spec: { tolerations: [{ operator: Exists }], containers: [{ name: c, image: i }] }\n";
+            // A kind this check does not know, with a pod spec deep inside (a Ray cluster's worker groups).
+            const rollout = "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: { name: api, namespace: notification-canada-ca }\nspec:\n  workerGroupSpecs:\n  - template:\n      spec: { tolerations: [{ operator: Exists }], containers: [{ name: c, image: i }] }\n";
             const nullTemplate = "apiVersion: apps/v1\nkind: Deployment\nmetadata: { name: a, namespace: n }\nspec: { template: null }\n";
             const noSpec = "apiVersion: batch/v1\nkind: Job\nmetadata: { name: b, namespace: n }\n";
             const badTolerations = "apiVersion: v1\nkind: Pod\nmetadata: { name: p, namespace: n }\nspec: { tolerations: { operator: Exists }, containers: [] }\n";
@@ -347,7 +348,7 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
             const r = await verifyText([rollout, nullTemplate, noSpec, badTolerations, badAffinity].join("---\n"));
             expect(r.exitCode).to.equal(3);
             expect(r.output.split("\n").slice(1)).to.deep.equal([
-                "  NOT CHECKED  Rollout notification-canada-ca/api: not checked: argoproj.io/v1alpha1 Rollout is not a kind this check knows, yet it holds a pod template (spec.template)",
+                "  NOT CHECKED  RayCluster notification-canada-ca/api: not checked: ray.io/v1 RayCluster is not a kind this check knows, yet it holds a pod spec at spec.workerGroupSpecs[0].template.spec: judge its pods live (--context), or ask for the kind to be added (plan/placementCheck.ts TEMPLATE_PATHS)",
                 "  NOT CHECKED  Deployment n/a: not checked: spec.template is null",
                 "  NOT CHECKED  Job n/b: not checked: no spec",
                 "  NOT CHECKED  Pod n/p: not checked: its tolerations are not a list of tolerations",
@@ -370,12 +371,13 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
         expect(invalid.exitCode).to.equal(3);
         expect(invalid.output).to.match(new RegExp(`^Could not check: ${broken.replace(/[.\/]/g, "\\$&")}:\\d+ is not valid YAML: `));
 
-        // A directory whose name ends in .yaml cannot be read as a file.
+        // A FIFO whose name ends in .yaml cannot be read as a file (a directory so named is walked like any other).
         const tree = path.join(dir, "tree");
         fs.mkdirSync(path.join(tree, "chart.yaml"), { recursive: true });
+        spawnSync("mkfifo", [path.join(tree, "chart.yaml", "pipe.yaml")]);
         fs.copyFileSync(path.join(FIXTURES, "helm-template-notify.yaml"), path.join(tree, "a.yaml"));
         const unreadable = await verifyPlacement(["--stack", "staging", "--manifests", tree]);
-        expect(unreadable).to.deep.equal({ exitCode: 3, output: `Could not check: --manifests ${path.join(tree, "chart.yaml")}: is a directory; it must be a regular file (rendered manifests)` });
+        expect(unreadable).to.deep.equal({ exitCode: 3, output: `Could not check: --manifests ${path.join(tree, "chart.yaml", "pipe.yaml")}: is a FIFO (named pipe); it must be a regular file (rendered manifests)` });
 
         // What a failed `helm template ... |` leaves: empty input is not "nothing misplaced".
         expect(await verifyText("")).to.deep.equal({
