@@ -949,7 +949,8 @@ export const syntheticMessages = (s: DrillSynthetic, profile: SyntheticProfile =
 export function drillWorkerGraceSeconds(s: DrillSynthetic, prefetchMultiplier: number, profile: SyntheticProfile = s.profile): number {
     return profile === "gc-notify"
         ? burstGraceSeconds(Math.ceil(Math.max(...s.taskSeconds) + DRILL_CLI_SECONDS_PER_TASK), prefetchMultiplier) + DRILL_RECEIVE_WAIT_SECONDS
-        : burstGraceSeconds(s.workSeconds + DRILL_RECEIVE_WAIT_SECONDS, 1);
+        : // One message at a time, received once the last is done: no prefetch.
+          burstGraceSeconds(s.workSeconds + DRILL_RECEIVE_WAIT_SECONDS, 0);
 }
 
 /** A drill needs spot nodes, names AWS takes, and work that fits the visibility timeout, the grace period and the notice. */

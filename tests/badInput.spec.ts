@@ -162,7 +162,7 @@ const semantic: [string, unknown, RegExp][] = [
     ["nodePool.expireAfter", "30m", /must be at least 1h/],
     ["nodePool.expireAfter", "never", /must be a duration of at least 1h such as 90s, 30m or 24h, or Never/],
     ["nodePool.consolidateAfter", "0s", /must be at least 1m: the HPAs add pods every 45 s or so/],
-    ["nodePool.terminationGracePeriod", "30s", /must be at least 2410s, the grace period of notify-celery-core-tasks-burst \(placement\.burst: prefetchMultiplier 4 × its longest task 600 s/],
+    ["nodePool.terminationGracePeriod", "30s", /must be at least 3010s, the grace period of notify-celery-core-tasks-burst \(placement\.burst: prefetchMultiplier 4 \+ 1 tasks in a row of its longest, 600 s/],
     ["nodePool.terminationGracePeriod", "Never", /must be a duration such as 30s, 15m or 24h/],
     ["controller.batchIdleDuration", "0s", /must be at least 1s/],
     ["controller.batchIdleDuration", "20s", /must be at most batchMaxDuration \(10s\)/],

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { parseAllDocuments } from "yaml";
-import { type BurstDeployment, DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstPodTemplate, celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
+import { type BurstDeployment, DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstGraceSeconds, burstPodTemplate, celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
 import { GC_NOTIFY_PRESTOP } from "../plan/gcNotifyCharts.ts";
 import { burstDeployments, placementArgs } from "../stacks/componentArgs.ts";
 import { durationSeconds } from "../stacks/config.ts";
@@ -93,7 +93,7 @@ describe("a burst Celery worker when its node goes (the preStop hook, run agains
             const cfg = stackConfig(stack);
             for (const { d, longest, preStop } of burstWorkers(stack)) {
                 const toKill = Number(preStop.at(-1));
-                const drain = cfg.placement.burst.prefetchMultiplier * longest;
+                const drain = (cfg.placement.burst.prefetchMultiplier + 1) * longest;
                 expect(toKill, `${stack} ${d.name}: SIGKILL ${toKill} s after the hook starts`).to.equal(d.terminationGracePeriodSeconds - HOOK_MARGIN_SECONDS);
                 expect(toKill - drain, `${stack} ${d.name}: slack after ${drain} s of tasks`).to.equal(DRAIN_SLACK_SECONDS);
                 expect(d.terminationGracePeriodSeconds).to.be.at.most(durationSeconds(cfg.nodePool.terminationGracePeriod));
@@ -118,11 +118,10 @@ describe("a burst Celery worker when its node goes (the preStop hook, run agains
         });
     });
 
-    it("the worst case, shortened: 16 prefetched tasks on 4 threads run 4 in a row each, and the hook waits for all of them (prefetchMultiplier 4 × 2 s tasks)", async () => {
-        const grace = 4 * 2 + DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS;
-        const res = await drain(celeryPreStop(grace).exec.command, Array(16).fill(2));
-        expect([...res.events.keys()].filter((e) => e.startsWith("task-done")).length).to.equal(16);
-        expect(res.events.get("exit")).to.be.within(8000, 9500);
+    it("the worst case, shortened: 4 running and 16 prefetched tasks on 4 threads run 5 in a row each, and the hook waits for all of them (burstGraceSeconds of 2 s tasks)", async () => {
+        const res = await drain(celeryPreStop(burstGraceSeconds(2, 4)).exec.command, Array(20).fill(2));
+        expect([...res.events.keys()].filter((e) => e.startsWith("task-done")).length).to.equal(20);
+        expect(res.events.get("exit")).to.be.within(10_000, 12_000);
         expect(res.worker).to.deep.equal({ code: 0, signal: null });
     });
 

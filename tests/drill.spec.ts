@@ -159,9 +159,9 @@ describe("spot interruption drill: the FIS template, its role and config", () =>
         expect(await error({ synthetic: { image, workSeconds: 26 } })).to.equal(
             "staging: notify-karpenter:drill.synthetic.workSeconds must be under placement.burst.queueVisibilityTimeoutSeconds (26): a message worked longer reappears and is worked twice (got 26)",
         );
-        // 4 × (20 s + 2 s) + 10 s + 5 s = 103 s: more than the 100 s an interruption leaves after Karpenter's reaction.
+        // (4 + 1) × (20 s + 2 s) + 10 s + 5 s = 125 s: more than the 100 s an interruption leaves after Karpenter's reaction.
         expect(await error({ synthetic: { image, taskSeconds: [0.1, 20] } })).to.equal(
-            "staging: notify-karpenter:drill.synthetic.taskSeconds must let a gc-notify worker run all it holds within the 100 s an interruption leaves (120 s notice less 20 s for Karpenter to evict): placement.burst.prefetchMultiplier 4 × (the longest 20 s + 2 s of AWS CLI calls) + 10 s + a 5 s receive is 103 s; shorten the longest task",
+            "staging: notify-karpenter:drill.synthetic.taskSeconds must let a gc-notify worker run all it holds within the 100 s an interruption leaves (120 s notice less 20 s for Karpenter to evict): (placement.burst.prefetchMultiplier 4 + 1) × (the longest 20 s + 2 s of AWS CLI calls) + 10 s + a 5 s receive is 125 s; shorten the longest task",
         );
         expect(await error({ synthetic: { image, profile: "early-ack" } })).to.match(/drill\.synthetic\.profile must be one of "gc-notify", "late-ack"|drill\.synthetic\.profile must be .*gc-notify.*late-ack/);
         expect(await error({ synthetic: { image, taskSeconds: [] } })).to.match(/drill\.synthetic\.taskSeconds must be a list of 1 to 100 items, each a number from 0\.1 to 600/);
@@ -182,12 +182,12 @@ describe("spot interruption drill: the FIS template, its role and config", () =>
         expect(d.spec.template.metadata.labels).to.include({ [BURST]: "true" });
         expect(spec.priorityClassName).to.equal("celery");
         // prefetchMultiplier 4 × (the longest task 15 s + 2 s of AWS CLI calls) + 10 s of slack and margin + a 5 s receive.
-        expect(spec.terminationGracePeriodSeconds).to.equal(83);
+        expect(spec.terminationGracePeriodSeconds).to.equal(100);
         expect(JSON.stringify(spec.tolerations)).to.include("notification-canada-ca/ephemeral");
         const c = spec.containers[0] as any;
         expect(c.image).to.equal("public.ecr.aws/aws-cli/aws-cli:2.27.0");
         expect(c.command).to.deep.equal(["/bin/bash", "-c", ...UNDER_A_SHELL, GC_NOTIFY_WORKER_SCRIPT]);
-        expect(c.lifecycle.preStop).to.deep.equal(celeryPreStop(83));
+        expect(c.lifecycle.preStop).to.deep.equal(celeryPreStop(100));
         expect(c.env).to.deep.include.members([
             { name: "TASK_SECONDS", value: "0.1 0.1 0.2 0.2 0.3 0.5 0.5 1 12 15" },
             { name: "CONCURRENCY", value: "4" },
@@ -710,7 +710,7 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
             "      1  NodeClaim deleted by Karpenter: notify-karpenter-aaaaa (node ip-10-0-1-1)",
             "      1  SpotInterrupted event: notify-karpenter-aaaaa (Karpenter)",
             "      1  node tainted: ip-10-0-1-1 (karpenter.sh/disrupted, first seen by the watch)",
-            "      2  pod evicted: notify-karpenter-drill/drill-worker-7d-a (grace 83 s)",
+            "      2  pod evicted: notify-karpenter-drill/drill-worker-7d-a (grace 100 s)",
             "     58  replacement NodeClaim Ready: notify-karpenter-ccccc (node ip-10-0-3-3)",
             "     63  replacement Running: notify-karpenter-drill/drill-worker-7d-e (on ip-10-0-3-3)",
             "     66  instance gone: i-0aaa (EC2 terminated: User initiated (2026-11-30 05:11:10 GMT))",
@@ -749,8 +749,8 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
         expect(pods[0]).to.equal("pod,node,kind,evicted_s,grace_s,exit_codes,exited_s,cut_short,replacement,replacement_node,replacement_running_s,instance_gone_s");
         expect(pods[1]).to.equal("default/celery-headroom-5b-h1,ip-10-0-1-1,headroom,2,0,0,3,,default/celery-headroom-5b-h2,ip-10-0-3-3,64,66");
         expect(pods.slice(2).map((p) => p.split(",").slice(0, 6).join(","))).to.deep.equal([
-            "notify-karpenter-drill/drill-worker-7d-a,ip-10-0-1-1,synthetic,2,83,0",
-            "notify-karpenter-drill/drill-worker-7d-c,ip-10-0-1-1,synthetic,2,83,0",
+            "notify-karpenter-drill/drill-worker-7d-a,ip-10-0-1-1,synthetic,2,100,0",
+            "notify-karpenter-drill/drill-worker-7d-c,ip-10-0-1-1,synthetic,2,100,0",
         ]);
         const messages = fs.readFileSync(path.join(h.out, "messages.csv"), "utf8").trim().split("\r\n");
         expect(messages[0]).to.equal("message,sent_s,completions,first_completed_s,pods");
@@ -769,7 +769,7 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
         const r = await run(h, [...SCRATCH_ARGS(h), "--hook", "gc-notify"]);
         expect(r.exitCode, r.output).to.equal(1);
         expect(r.output.split("\n")[0]).to.match(/synthetic workload \(gc-notify, gc-notify hook\)$/);
-        expect(r.output).to.include("  FAIL  grace periods: notify-karpenter-drill/drill-worker-7d-a killed (exit 137, Error) before its 83 s grace period ended; notify-karpenter-drill/drill-worker-7d-c killed (exit 137, Error) before its 83 s grace period ended");
+        expect(r.output).to.include("  FAIL  grace periods: notify-karpenter-drill/drill-worker-7d-a killed (exit 137, Error) before its 100 s grace period ended; notify-karpenter-drill/drill-worker-7d-c killed (exit 137, Error) before its 100 s grace period ended");
         const messages = r.output.split("\n").find((l) => l.includes("messages:"))!;
         expect(messages).to.match(/^ {2}FAIL {2}messages: 200 sent, 19[0-9] completed, [1-8] lost, .*2 gc-notify workers with the gc-notify hook displaced; lost \(deleted \(acknowledged as their task started\) and never completed\): [0-9, ]+$/);
         expect(r.output).to.match(/Result: FAILED: grace periods, messages$/m);
@@ -1101,7 +1101,7 @@ describe("drill verdict pieces", () => {
 
     it("the synthetic grace is the burst workers' rule applied to the synthetic tasks", () => {
         const s = stackConfig("scratch").drill.synthetic!;
-        expect(drillWorkerGraceSeconds(s, 4)).to.equal(4 * (15 + 2) + 10 + 5);
+        expect(drillWorkerGraceSeconds(s, 4)).to.equal((4 + 1) * (15 + 2) + 10 + 5);
         expect(drillWorkerGraceSeconds(s, 4, "late-ack")).to.equal(10 + 5 + 10);
     });
 });

@@ -53,10 +53,10 @@ describe("GC Notify's chart values: one owner per field", () => {
         expect(Object.keys(nodes).sort()).to.deep.equal(
             ["beat", "core-tasks-burst", "core-tasks-static", "delivery-receipts-burst", "email-burst", "email-send-static", "generate-reports-static", "nightly-burst", "periodic-burst", "periodic-static", "sms-burst", "sms-dedicated-static", "sms-send-static"].sort(),
         );
-        // The grace its 20 s tasks need (4 in a row per thread, + 10 s), and the program's preStop hook under a key
+        // The grace its 18 s tasks need (5 in a row per thread, + 10 s), and the program's preStop hook under a key
         // the chart renders once GC Notify makes the template change the plan hands over.
         expect(nodes["email-burst"]).to.deep.equal({
-            deployment: { priorityClassName: "celery", terminationGracePeriodSeconds: 90, preStopCommand: celeryPreStop(90).exec.command, nodeSelector: { "karpenter.sh/capacity-type": null } },
+            deployment: { priorityClassName: "celery", terminationGracePeriodSeconds: 100, preStopCommand: celeryPreStop(100).exec.command, nodeSelector: { "karpenter.sh/capacity-type": null } },
             pdb: { pdbEnabled: false },
         });
         expect(gcNotifyValues(argsOf("staging")).notes).to.deep.equal([
@@ -221,10 +221,11 @@ describe("the Celery shutdown handover (npm run plan: gc-notify-handover/celery-
         // The template keeps today's script for a worker without the key (the stable workers, beat).
         expect(text).to.include(CELERY_PRESTOP_TEMPLATE);
         expect(CELERY_PRESTOP_TEMPLATE).to.include('default (list "/bin/bash" "-c" "/app/scripts/run_celery_exit.sh") $node.deployment.preStopCommand');
-        expect(text).to.include("| notify-celery-email-send-burst | `nodes.email-burst.deployment.preStopCommand` | 20 s | 90 | 85 s |");
-        expect(text).to.include("| notify-celery-periodic-burst | `nodes.periodic-burst.deployment.preStopCommand` | 600 s | 2410 | 2405 s |");
-        // send-email-high: a message may wait for 3 tasks of 20 s and run one, plus the drain's slack.
-        expect(text).to.include("| `eks-notification-canada-casend-email-high` | notify-celery-email-send-burst | 85 s | 25 s |");
+        expect(text).to.include("| notify-celery-email-send-burst | `nodes.email-burst.deployment.preStopCommand` | 18 s | 100 | 95 s |");
+        expect(text).to.include("| notify-celery-periodic-burst | `nodes.periodic-burst.deployment.preStopCommand` | 600 s | 3010 | 3005 s |");
+        // send-email-high, under acks_late: a message may wait for 4 tasks of 18 s and run one, plus the drain's slack;
+        // with prefetch 1, wait for one and run one.
+        expect(text).to.include("| `eks-notification-canada-casend-email-high` | notify-celery-email-send-burst | 95 s | 41 s |");
         // Production runs job-tasks on core-tasks (the feature flag is off there); staging does not.
         expect(text).to.include("FF_IMPROVE_CELERY_WORKER_ISOLATION");
         expect(celeryHandoverFiles(stackConfig("staging"))["gc-notify-handover/celery-shutdown.md"]).to.not.include("FF_IMPROVE_CELERY_WORKER_ISOLATION");

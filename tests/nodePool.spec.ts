@@ -307,7 +307,7 @@ describe("Disruption policy config: no Underutilized disruption, expiry or drift
     });
 
     it("keeps Celery's grace period check: the node's terminationGracePeriod must cover the pods'", () => {
-        expect(pool({ terminationGracePeriod: "30s" })).to.match(/nodePool\.terminationGracePeriod must be at least 2410s, the grace period of notify-celery-periodic-burst/);
+        expect(pool({ terminationGracePeriod: "30s" })).to.match(/nodePool\.terminationGracePeriod must be at least 3010s, the grace period of notify-celery-periodic-burst/);
     });
 });
 

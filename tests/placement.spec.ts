@@ -74,10 +74,10 @@ for (const stack of STACKS) {
         });
 
         it("patches each burst Deployment onto ephemeral nodes, at low priority, with a grace period its tasks fit and the program's preStop hook on the chart's container (named after the Deployment)", () => {
-            // prefetchMultiplier 4 x longestTaskSeconds + 10 s: 20 s tasks, and 600 s for the workers that run process-job.
+            // (prefetchMultiplier 4 + 1) x longestTaskSeconds + 10 s: 18 s tasks, and 600 s for the workers that run process-job.
             const longTasks = stack === "staging" ? ["notify-celery-periodic-burst"] : ["notify-celery-core-tasks-burst", "notify-celery-periodic-burst"];
             for (const name of BURST) {
-                const grace = longTasks.includes(name) ? 2410 : 90;
+                const grace = longTasks.includes(name) ? 3010 : 100;
                 expect(patch("Deployment", `celery-placement-burst-${name}`)).to.deep.equal({
                     apiVersion: "apps/v1",
                     kind: "Deployment",
@@ -454,20 +454,20 @@ describe("placement config errors", () => {
         );
     });
 
-    it("refuses a longest task whose grace (4 in a row per thread, + 10 s) would outlast Karpenter's terminationGracePeriod, naming the key and the worker", () => {
+    it("refuses a longest task whose grace (5 in a row per thread, + 10 s) would outlast Karpenter's terminationGracePeriod, naming the key and the worker", () => {
         expect(errorOf(() => parseStackConfig("staging", burst({ longestTaskSeconds: 1000 })))).to.equal(
-            "staging: notify-karpenter:nodePool.terminationGracePeriod must be at least 4010s, the grace period of notify-celery-core-tasks-burst (placement.burst: prefetchMultiplier 4 × its longest task 1000 s + 10 s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got 1h)",
+            "staging: notify-karpenter:nodePool.terminationGracePeriod must be at least 5010s, the grace period of notify-celery-core-tasks-burst (placement.burst: prefetchMultiplier 4 + 1 tasks in a row of its longest, 1000 s, + 10 s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got 1h)",
         );
     });
 
     it("refuses a node pool that would cut draining Celery pods short: the longest grace is periodic-burst's, for its 600 s tasks", () => {
         const raw = rawConfig("staging", "nodePool", { terminationGracePeriod: "45s" });
         expect(errorOf(() => parseStackConfig("staging", raw))).to.equal(
-            "staging: notify-karpenter:nodePool.terminationGracePeriod must be at least 2410s, the grace period of notify-celery-periodic-burst (placement.burst: prefetchMultiplier 4 × its longest task 600 s + 10 s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got 45s)",
+            "staging: notify-karpenter:nodePool.terminationGracePeriod must be at least 3010s, the grace period of notify-celery-periodic-burst (placement.burst: prefetchMultiplier 4 + 1 tasks in a row of its longest, 600 s, + 10 s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got 45s)",
         );
     });
 
-    it("refuses the grace period as a key of its own: it follows from the tasks (prefetchMultiplier × longestTaskSeconds + 10 s)", () => {
+    it("refuses the grace period as a key of its own: it follows from the tasks ((prefetchMultiplier + 1) × longestTaskSeconds + 10 s)", () => {
         expect(errorOf(() => parseStackConfig("staging", burst({ terminationGracePeriodSeconds: 60 })))).to.match(/placement\.burst\.terminationGracePeriodSeconds is not a known key/);
     });
 

@@ -586,14 +586,14 @@ describe("npm run preflight", function () {
                 const r = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--only", "celery-shutdown"]);
                 expect(r.exitCode, r.output).to.equal(0);
                 expect(lineOf(r.output, "celery-shutdown", "OK")).to.have.length(cfg.placement.burst.deployments.length);
-                expect(r.output).to.include(`OK    celery-shutdown           Deployment ${NS}/${EMAIL}: the program's hook with its SIGKILL at 85 s and a grace of 90 s: a worker finishes the tasks it holds before its node goes`);
-                // The periodic worker's own longest task (600 s): 4 × 600 + 10.
-                expect(r.output).to.include(`Deployment ${NS}/notify-celery-periodic-burst: the program's hook with its SIGKILL at 2405 s and a grace of 2410 s`);
+                expect(r.output).to.include(`OK    celery-shutdown           Deployment ${NS}/${EMAIL}: the program's hook with its SIGKILL at 95 s and a grace of 100 s: a worker finishes the tasks it holds before its node goes`);
+                // The periodic worker's own longest task (600 s): (4 + 1) × 600 + 10.
+                expect(r.output).to.include(`Deployment ${NS}/notify-celery-periodic-burst: the program's hook with its SIGKILL at 3005 s and a grace of 3010 s`);
                 // A longer grace, with the hook 5 s before its end, lets the worker finish too.
                 const w = goodWorld(cfg);
                 Object.assign(worker(w, EMAIL), { terminationGracePeriodSeconds: 120 });
                 worker(w, EMAIL).containers[0].lifecycle.preStop = celeryPreStop(120);
-                expect((await run(w)).output).to.include(`OK    celery-shutdown           Deployment ${NS}/${EMAIL}: the program's hook with its SIGKILL at 115 s and a grace of 120 s (the stack sets 90 s): a worker finishes the tasks it holds`);
+                expect((await run(w)).output).to.include(`OK    celery-shutdown           Deployment ${NS}/${EMAIL}: the program's hook with its SIGKILL at 115 s and a grace of 120 s (the stack sets 100 s): a worker finishes the tasks it holds`);
             });
 
             it("FAILs GC Notify's hook and grace back after a notify-celery release: one line, the celery-shutdown one, with what the stack needs and the hand-over", async () => {
@@ -604,7 +604,7 @@ describe("npm run preflight", function () {
                 const r = await run(w);
                 expect(r.exitCode).to.equal(1);
                 expect(linesOf(r.output, "FAIL")).to.deep.equal([
-                    `FAIL  celery-shutdown           Deployment ${NS}/${EMAIL}: its preStop is not the program's hook, and its grace is shorter than the 90 s the worker needs to finish the tasks it holds: found GC Notify's preStop /app/scripts/run_celery_exit.sh, which SIGKILLs the worker about 10 s after its SIGTERM (notification-api scripts/run_celery_exit.sh) and a grace of 60 s, the stack needs the program's hook with its SIGKILL at 85 s and a grace of 90 s (prefetchMultiplier 4 × longest task 20 s + 10 s); when its node goes, a task still running is killed, and lost (GC Notify acknowledges a task as it starts); a pulumi up puts the stack's back now, until the next notify-celery release; the lasting fix is GC Notify's chart change and values, ${HANDOVER}`,
+                    `FAIL  celery-shutdown           Deployment ${NS}/${EMAIL}: its preStop is not the program's hook, and its grace is shorter than the 100 s the worker needs to finish the tasks it holds: found GC Notify's preStop /app/scripts/run_celery_exit.sh, which SIGKILLs the worker about 10 s after its SIGTERM (notification-api scripts/run_celery_exit.sh) and a grace of 60 s, the stack needs the program's hook with its SIGKILL at 95 s and a grace of 100 s ((prefetchMultiplier 4 + 1) × longest task 18 s + 10 s); when its node goes, a task still running is killed, and lost (GC Notify acknowledges a task as it starts); a pulumi up puts the stack's back now, until the next notify-celery release; the lasting fix is GC Notify's chart change and values, ${HANDOVER}`,
                 ]);
                 // chart-fields leaves those two fields to celery-shutdown: no second line for the same fact.
                 expect(linesOf(r.output, "WARN"), r.output).to.deep.equal([]);
@@ -613,19 +613,19 @@ describe("npm run preflight", function () {
 
             it("FAILs a hook whose SIGKILL is not 5 s before the grace ends, and a grace shorter than the worker's", async () => {
                 const w = goodWorld(cfg);
-                // The grace raised by hand, the hook left: the hook still kills at 85 s.
+                // The grace raised by hand, the hook left: the hook still kills at 95 s.
                 Object.assign(worker(w, EMAIL), { terminationGracePeriodSeconds: 120 });
                 // The program's hook for a shorter grace (an older longestTaskSeconds).
                 Object.assign(worker(w, "notify-celery-sms-send-burst"), { terminationGracePeriodSeconds: 60 });
                 worker(w, "notify-celery-sms-send-burst").containers[0].lifecycle.preStop = celeryPreStop(60);
                 const fails = linesOf((await run(w)).output, "FAIL");
                 expect(fails.map((l) => l.split(": found")[0])).to.deep.equal([
-                    `FAIL  celery-shutdown           Deployment ${NS}/${EMAIL}: its hook kills at 85 s, not 5 s before the grace ends`,
-                    `FAIL  celery-shutdown           Deployment ${NS}/notify-celery-sms-send-burst: its grace is shorter than the 90 s the worker needs to finish the tasks it holds`,
+                    `FAIL  celery-shutdown           Deployment ${NS}/${EMAIL}: its hook kills at 95 s, not 5 s before the grace ends`,
+                    `FAIL  celery-shutdown           Deployment ${NS}/notify-celery-sms-send-burst: its grace is shorter than the 100 s the worker needs to finish the tasks it holds`,
                 ]);
-                expect(fails[0]).to.include("found the program's hook with its SIGKILL at 85 s and a grace of 120 s, the stack needs the program's hook with its SIGKILL at 85 s and a grace of 90 s (prefetchMultiplier 4 × longest task 20 s + 10 s); the hook no longer fits its grace (a hand edit, or a rollout cut short)");
+                expect(fails[0]).to.include("found the program's hook with its SIGKILL at 95 s and a grace of 120 s, the stack needs the program's hook with its SIGKILL at 95 s and a grace of 100 s ((prefetchMultiplier 4 + 1) × longest task 18 s + 10 s); the hook no longer fits its grace (a hand edit, or a rollout cut short)");
                 // A hook that kills before the worker's drain ends cuts tasks.
-                expect(fails[1]).to.include("found the program's hook with its SIGKILL at 55 s and a grace of 60 s, the stack needs the program's hook with its SIGKILL at 85 s and a grace of 90 s (prefetchMultiplier 4 × longest task 20 s + 10 s); when its node goes, a task still running is killed");
+                expect(fails[1]).to.include("found the program's hook with its SIGKILL at 55 s and a grace of 60 s, the stack needs the program's hook with its SIGKILL at 95 s and a grace of 100 s ((prefetchMultiplier 4 + 1) × longest task 18 s + 10 s); when its node goes, a task still running is killed");
                 // No hook at all, and a hook that is neither GC Notify's nor the program's.
                 delete worker(w, EMAIL).containers[0].lifecycle;
                 worker(w, "notify-celery-sms-send-burst").containers[0].lifecycle = { preStop: { exec: { command: ["/bin/sh", "-c", "sleep 5"] } } };
@@ -645,7 +645,7 @@ describe("npm run preflight", function () {
                 const r = await run(w, ["--stack", "staging", "--context", "staging", "--only", "celery-shutdown"]);
                 expect(r.exitCode).to.equal(1);
                 expect(linesOf(r.output, "WARN")).to.deep.equal([
-                    `WARN  celery-shutdown           Deployment ${NS}/${EMAIL}: GC Notify's preStop /app/scripts/run_celery_exit.sh, which SIGKILLs the worker about 10 s after its SIGTERM (notification-api scripts/run_celery_exit.sh) and a grace of 60 s, not yet patched by this stack: its first up sets the program's hook with its SIGKILL at 85 s and a grace of 90 s (prefetchMultiplier 4 × longest task 20 s + 10 s); until GC Notify makes the chart change, each notify-celery release puts its own back and this check fails: hand over ${HANDOVER}`,
+                    `WARN  celery-shutdown           Deployment ${NS}/${EMAIL}: GC Notify's preStop /app/scripts/run_celery_exit.sh, which SIGKILLs the worker about 10 s after its SIGTERM (notification-api scripts/run_celery_exit.sh) and a grace of 60 s, not yet patched by this stack: its first up sets the program's hook with its SIGKILL at 95 s and a grace of 100 s ((prefetchMultiplier 4 + 1) × longest task 18 s + 10 s); until GC Notify makes the chart change, each notify-celery release puts its own back and this check fails: hand over ${HANDOVER}`,
                     `WARN  celery-shutdown           Deployment ${NS}/notify-celery-sms-send-burst does not exist: its workers' shutdown is not checked (patch-targets says more)`,
                 ]);
                 expect(linesOf(r.output, "FAIL")).to.deep.equal([
@@ -659,7 +659,7 @@ describe("npm run preflight", function () {
                 const r = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--only", "queue-visibility"]);
                 expect(r.exitCode, r.output).to.equal(0);
                 expect(lineOf(r.output, "queue-visibility", "OK")).to.have.length(cfg.placement.burst.deployments.length);
-                expect(r.output).to.include(`OK    queue-visibility          ${EMAIL}: 3 queues, the shortest visibility timeout 310 s (eks-notification-canada-casend-email-high), at least the 80 s a held message can wait in a drain`);
+                expect(r.output).to.include(`OK    queue-visibility          ${EMAIL}: 3 queues, the shortest visibility timeout 310 s (eks-notification-canada-casend-email-high), at least the 72 s a held message can wait in a drain`);
                 // delivery-receipts is two workers' queue: read once.
                 const queues = new Set(cfg.placement.burst.deployments.flatMap((d) => d.queues ?? []));
                 expect(r.awsRequests.filter((q) => q === "sqs:GetQueueAttributes")).to.have.length(queues.size);
@@ -674,8 +674,8 @@ describe("npm run preflight", function () {
                 const r = await run(w);
                 expect(r.exitCode, r.output).to.equal(0);
                 expect(linesOf(r.output, "WARN")).to.deep.equal([
-                    "WARN  queue-visibility          notify-celery-core-tasks-burst: a message its worker holds but has not started can wait 80 s in a drain (prefetchMultiplier 4 × longest task 20 s), longer than the visibility timeout of eks-notification-canada-ca-priority-database-tasks.fifo (30 s): SQS then hands it to another worker while this one will still run it, so the task runs twice (a duplicate, not a loss); raise their VisibilityTimeout to 80 s or more (notification-terraform aws/common/sqs.tf, or the queue's attributes where kombu made it), or lower the prefetch",
-                    `WARN  queue-visibility          ${EMAIL}: a message its worker holds but has not started can wait 80 s in a drain (prefetchMultiplier 4 × longest task 20 s), longer than the visibility timeout of eks-notification-canada-casend-email-high (26 s): SQS then hands it to another worker while this one will still run it, so the task runs twice (a duplicate, not a loss); raise their VisibilityTimeout to 80 s or more (notification-terraform aws/common/sqs.tf, or the queue's attributes where kombu made it), or lower the prefetch`,
+                    "WARN  queue-visibility          notify-celery-core-tasks-burst: a message its worker holds but has not started can wait 72 s in a drain (prefetchMultiplier 4 × longest task 18 s), longer than the visibility timeout of eks-notification-canada-ca-priority-database-tasks.fifo (30 s): SQS then hands it to another worker while this one will still run it, so the task runs twice (a duplicate, not a loss); raise their VisibilityTimeout to 72 s or more (notification-terraform aws/common/sqs.tf, or the queue's attributes where kombu made it), or lower the prefetch",
+                    `WARN  queue-visibility          ${EMAIL}: a message its worker holds but has not started can wait 72 s in a drain (prefetchMultiplier 4 × longest task 18 s), longer than the visibility timeout of eks-notification-canada-casend-email-high (26 s): SQS then hands it to another worker while this one will still run it, so the task runs twice (a duplicate, not a loss); raise their VisibilityTimeout to 72 s or more (notification-terraform aws/common/sqs.tf, or the queue's attributes where kombu made it), or lower the prefetch`,
                 ]);
             });
 
@@ -711,7 +711,7 @@ describe("npm run preflight", function () {
                 const r = await run(goodWorld(cfg), ["--stack", "staging", "--context", "staging", "--only", "task-durations"]);
                 expect(r.exitCode, r.output).to.equal(0);
                 expect(linesOf(r.output, "OK")).to.deep.equal(
-                    cfg.placement.burst.deployments.map((d, i) => `OK    task-durations            ${d.name}: 1 successful run over the last 24 hours, the longest ${0.5 + i} s (task-of-${d.name}), within its longestTaskSeconds ${d.longestTaskSeconds ?? 20}`),
+                    cfg.placement.burst.deployments.map((d, i) => `OK    task-durations            ${d.name}: 1 successful run over the last 24 hours, the longest ${0.5 + i} s (task-of-${d.name}), within its longestTaskSeconds ${d.longestTaskSeconds ?? cfg.placement.burst.longestTaskSeconds}`),
                 );
                 // One query, over the last 24 h, in epoch seconds, of the configured group.
                 expect(r.queries).to.have.length(1);
@@ -735,7 +735,7 @@ describe("npm run preflight", function () {
                 const r = await run(w);
                 expect(r.exitCode).to.equal(1);
                 expect(linesOf(r.output, "FAIL")).to.deep.equal([
-                    `FAIL  task-durations            ${core}: create-nightly-billing-for-day took 143.2 s over the last 24 hours, above its longestTaskSeconds 20 (slowest: create-nightly-billing-for-day 143.2 s, create-nightly-notification-status-for-day 88.1 s, task-of-${core} 0.5 s; 5 successful runs): its grace lets a warm shutdown finish tasks of 20 s, so a task this long is killed when its node goes, and lost (GC Notify acknowledges a task as it starts); set longestTaskSeconds: 144 on ${core} in placement.burst.deployments (a grace of 586 s), or shorten the task`,
+                    `FAIL  task-durations            ${core}: create-nightly-billing-for-day took 143.2 s over the last 24 hours, above its longestTaskSeconds 18 (slowest: create-nightly-billing-for-day 143.2 s, create-nightly-notification-status-for-day 88.1 s, task-of-${core} 0.5 s; 5 successful runs): its grace lets a warm shutdown finish tasks of 18 s, so a task this long is killed when its node goes, and lost (GC Notify acknowledges a task as it starts); set longestTaskSeconds: 144 on ${core} in placement.burst.deployments (a grace of 730 s), or shorten the task`,
                 ]);
                 // A week's window reaches the email worker's slow run too.
                 const week = await run(w, ["--stack", "staging", "--context", "staging", "--only", "task-durations", "--task-window", "168"]);
@@ -774,7 +774,7 @@ describe("npm run preflight", function () {
                 expect(linesOf(one.output, "OK").map(checkOf)).to.deep.equal(["task-durations"]);
                 expect(linesOf(one.output, "WARN")).to.have.length(cfg.placement.burst.deployments.length - 1);
                 expect(linesOf(one.output, "WARN")[0]).to.equal(
-                    `WARN  task-durations            notify-celery-core-tasks-burst: no successful task logged over the last 24 hours: no evidence for its longestTaskSeconds 20 (no pod of it ran, or its lines do not reach ${lg})`,
+                    `WARN  task-durations            notify-celery-core-tasks-burst: no successful task logged over the last 24 hours: no evidence for its longestTaskSeconds 18 (no pod of it ran, or its lines do not reach ${lg})`,
                 );
             });
 
