@@ -4,7 +4,7 @@ import { createHash } from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { RELEASE_HISTORY } from "./karpenterController.ts";
-import { type NodeSelectorRequirement, type PodScheduling, type Taint, type Toleration, requireInEveryTerm } from "./scheduling.ts";
+import { type NodeSelectorRequirement, type PodScheduling, type Taint, type Toleration, requireInEveryTerm } from "./models/scheduling.ts";
 
 /** Pinned like Karpenter: GC Notify's version, whose taint keys and config format this file was written for. */
 export const NIDHOGG_CHART = "oci://ghcr.io/pelotech/charts/nidhogg";

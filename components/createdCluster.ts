@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as eks from "@pulumi/eks";
 import * as pulumi from "@pulumi/pulumi";
-import { type ClusterFacts, clusterFacts, lookedUpAttributes } from "./clusterFacts.ts";
+import { type ClusterFacts, clusterFacts, lookedUpAttributes } from "./models/clusterFacts.ts";
 import { NODE_ROLE_POLICIES, dnsSuffix } from "./karpenterController.ts";
 
 /** Name of the stable node group; EKS labels its nodes with it and with their capacity type. */

@@ -1,7 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { type KarpenterObject, type SchemaIssue, validateKarpenterObject } from "./karpenter/validate.ts";
-import { instanceTypeFacts } from "./instanceTypes.ts";
+import { instanceTypeFacts } from "./models/instanceTypes.ts";
 
 export interface DisruptionBudget {
     /** Nodes that may be disrupted at once: a count or a percentage ("10%", "0"). */

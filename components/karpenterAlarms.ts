@@ -16,7 +16,7 @@ import {
     logSignalPatterns,
     prometheusLogGroup,
     logSignalProblems,
-} from "./karpenterSignals.ts";
+} from "./models/karpenterSignals.ts";
 
 /** Which notification target an alarm goes to (GC Notify: the alert-warning or alert-critical SNS topic). */
 export type AlarmSeverity = "warning" | "critical";
@@ -295,7 +295,7 @@ function resolve(name: string, args: KarpenterAlarmsArgs): Resolved {
     return a;
 }
 
-/** The EventBridge rule label of EC2 Spot interruption warnings (components/controllerPolicy.ts interruptionRules), for the dashboard. */
+/** The EventBridge rule label of EC2 Spot interruption warnings (components/models/controllerPolicy.ts interruptionRules), for the dashboard. */
 const SPOT_RULE = "spot-interruption";
 
 const signalSource = (a: Pick<Resolved, "karpenterNamespace" | "karpenterContainer" | "burstNamespace" | "burstDeployments" | "nodePoolName">) => ({

@@ -1,8 +1,8 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { type ClusterFacts } from "./clusterFacts.ts";
-import { type ControllerPolicyKey, controllerPolicies, interruptionQueuePolicy, interruptionRules } from "./controllerPolicy.ts";
+import { type ClusterFacts } from "./models/clusterFacts.ts";
+import { type ControllerPolicyKey, controllerPolicies, interruptionQueuePolicy, interruptionRules } from "./models/controllerPolicy.ts";
 
 export interface KarpenterControllerArgs {
     /** The cluster Karpenter manages nodes for. */

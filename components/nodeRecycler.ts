@@ -2,7 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import { scriptFiles } from "./inClusterScript.ts";
 import * as pulumi from "@pulumi/pulumi";
 import { NOT_ON_KARPENTER_NODES } from "./celeryWorkloadPlacement.ts";
-import { type DailyWindow, type DisruptionReason, MODEL_YEAR, SPAN_DAYS, SPAN_FROM, forbiddenInSpan, forbiddenMinutes, localInstant, windowMinutes } from "./disruptionBudgets.ts";
+import { type DailyWindow, type DisruptionReason, MODEL_YEAR, SPAN_DAYS, SPAN_FROM, forbiddenInSpan, forbiddenMinutes, localInstant, windowMinutes } from "./models/disruptionBudgets.ts";
 import { type DisruptionBudget } from "./ephemeralNodePool.ts";
 
 const SCRIPT = "recycleNodeClaims.js";
@@ -251,7 +251,7 @@ const memo = new Map<string, RecycleWindow>();
 
 /**
  * Whether every run of `schedule` (UTC, robfig/cron as Kubernetes' CronJob controller and Karpenter's budgets read
- * it, components/cron.ts) in the model year starts outside every protected window, in EST and EDT alike; in a minute
+ * it, components/models/cron.ts) in the model year starts outside every protected window, in EST and EDT alike; in a minute
  * the budgets allow Drifted and Underutilized disruption (the window in which Karpenter itself replaces nodes); and at
  * least `clearanceMinutes` before the next protected window begins, so that what it starts there drains before it.
  */

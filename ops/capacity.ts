@@ -3,7 +3,7 @@
 // what the burst capacity costs with Karpenter and spot against a static on-demand group, under the NodePool's
 // disruption policy and budgets. Pure functions of config.
 import { type DisruptionBudget, type NodeResources, nodeResources, quantityValue } from "../components/ephemeralNodePool.ts";
-import { SPAN_FROM, type DailyWindow, forbiddenInSpan, localWindow, windowMinutes, yearDays } from "../components/disruptionBudgets.ts";
+import { SPAN_FROM, type DailyWindow, forbiddenInSpan, localWindow, windowMinutes, yearDays } from "../components/models/disruptionBudgets.ts";
 import { type CapacityConfig, type StackConfig, approvedInstanceTypes, durationSeconds, protectedWindows } from "../stacks/config.ts";
 import { markClearanceSeconds, recycleWindow } from "../components/nodeRecycler.ts";
 

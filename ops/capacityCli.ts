@@ -2,16 +2,17 @@
 import * as path from "path";
 import { VM_MEMORY_OVERHEAD, instanceShape } from "../components/ephemeralNodePool.ts";
 import { type StackConfig } from "../stacks/config.ts";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
-import { MODEL_YEAR, utcClock } from "../components/disruptionBudgets.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
+import { MODEL_YEAR, utcClock } from "../components/models/disruptionBudgets.ts";
 import { type CapacityReport, type Daily, type PolicyDay, capacityInputs, capacityReport } from "./capacity.ts";
-import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "./args.ts";
-import { jsonText } from "./output.ts";
-import { outFilesProblem, writeFiles } from "./outDir.ts";
-import { toCsv } from "./csv.ts";
-import { lineChart, steps } from "./svg.ts";
-import { plural, table } from "./table.ts";
-import type { CommandLine } from "./args.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
+import { loadStack } from "../stacks/validatedConfig.ts";
+import { jsonText } from "../cli/output.ts";
+import { outFilesProblem, writeFiles } from "../cli/outDir.ts";
+import { toCsv } from "../cli/csv.ts";
+import { lineChart, steps } from "../cli/svg.ts";
+import { plural, table } from "../cli/table.ts";
+import type { CommandLine } from "../cli/args.ts";
 
 export const CAPACITY: Command = {
     usage: ["npm run capacity -- --stack <name> [--out <dir>] [--json] [--findings]"],

@@ -14,7 +14,7 @@
 // `succeeded in <s>s: <value>` (trace.py:58-60), `raised expected|raised unexpected|INTERNAL ERROR: <exc>` (:63-70),
 // `ignored` (:73-75), `<exc>` when rejected (:78-80), `retry: <exc>` (:83-85). GC Notify's workers run --loglevel=INFO.
 import { CloudWatchLogsClient, FilterLogEventsCommand } from "@aws-sdk/client-cloudwatch-logs";
-import { MAX_FILTER_PATTERN } from "../components/filterPattern.ts";
+import { MAX_FILTER_PATTERN } from "../components/models/filterPattern.ts";
 import { type Clock } from "./scaleTest.ts";
 
 /**

@@ -6,7 +6,7 @@ import * as os from "os";
 import * as path from "path";
 import * as fs from "fs";
 import { parseDocument } from "yaml";
-import { InputFileError, readInputFile } from "./inputFile.ts";
+import { InputFileError, readInputFile } from "../cli/inputFile.ts";
 import { type KubeConfig, loadKubeConfig } from "./kube.ts";
 
 /** A kubeconfig is a few kilobytes, one per cluster; anything near this is not one. */

@@ -16,22 +16,23 @@ import { GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, SNSClient }
 import { GetQueueAttributesCommand, GetQueueUrlCommand, ListQueueTagsCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
 import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames, releaseDescription } from "../components/karpenterController.ts";
-import { type DailyWindow, localWindow } from "../components/disruptionBudgets.ts";
+import { type DailyWindow, localWindow } from "../components/models/disruptionBudgets.ts";
 import { CELERY_PRESTOP_SCRIPT, DEPLOYMENT_LABEL, HOOK_MARGIN_SECONDS, NIDHOGG_RELEASE, burstBudgetName, burstGraceSeconds, burstPodTemplate, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
 import { quantityValue } from "../components/ephemeralNodePool.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig, approvedInstanceTypes } from "../stacks/config.ts";
 import { STACK_TAG } from "../stacks/createStack.ts";
-import { PROJECT, PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PROJECT, PROJECT_DIR } from "../stacks/stackNames.ts";
 import { ANNOTATOR_NAME, serviceAccountUser } from "../components/burstScaleDownOrder.ts";
 import { CAPACITY_TYPE_KEY, CELERY_PRESTOP_TEMPLATE_FILE, type ChartDifference, GC_NOTIFY_PRESTOP, GC_NOTIFY_WORKLOADS, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts.ts";
-import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, didYouMean, inForm, integerFlag, isResult, loadStack, outputMode, parseCommandLine, runMain, usage, valueOf } from "./args.ts";
-import { elapsed, jsonText, progress } from "./output.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, didYouMean, inForm, integerFlag, isResult, outputMode, parseCommandLine, runMain, usage, valueOf } from "../cli/args.ts";
+import { loadStack } from "../stacks/validatedConfig.ts";
+import { elapsed, jsonText, progress } from "../cli/output.ts";
 import { VersionApi } from "@kubernetes/client-node";
 import { CI_ACCESS_DIR, PREVIEW_GROUP, PREVIEW_READ_ACCESS, ciAccessFileNames } from "../plan/ciAccess.ts";
 import { type KubeConfig, type KubeObject, type ListObjects, listerOf, loadKubeConfig, useContext } from "./kube.ts";
-import { plural } from "./table.ts";
-import type { CommandLine } from "./args.ts";
+import { plural } from "../cli/table.ts";
+import type { CommandLine } from "../cli/args.ts";
 
 /** Every check, in the order of the report. */
 export const CHECKS: [string, string][] = [

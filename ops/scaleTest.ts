@@ -14,17 +14,18 @@ import * as path from "path";
 import { burstGraceSeconds, burstPodTemplate, headroomDeployment } from "../components/celeryWorkloadPlacement.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig, durationSeconds } from "../stacks/config.ts";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
-import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, integerFlag, isResult, loadStack, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "./args.ts";
-import { jsonText } from "./output.ts";
-import { toCsv } from "./csv.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, integerFlag, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
+import { loadStack } from "../stacks/validatedConfig.ts";
+import { jsonText } from "../cli/output.ts";
+import { toCsv } from "../cli/csv.ts";
 import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, clusterOf, epochMs, useContext } from "./kube.ts";
 import { checkedKubeConfig } from "./kubeconfigFile.ts";
-import { lineChart, steps } from "./svg.ts";
+import { lineChart, steps } from "../cli/svg.ts";
 import { apiError } from "./verifyPlacement.ts";
-import { plural } from "./table.ts";
-import { outFilesProblem, writeFiles } from "./outDir.ts";
-import type { CommandLine } from "./args.ts";
+import { plural } from "../cli/table.ts";
+import { outFilesProblem, writeFiles } from "../cli/outDir.ts";
+import type { CommandLine } from "../cli/args.ts";
 
 export const SCALE_TEST: Command = {
     usage: ["npm run scale-test -- --stack <name> --context <kubecontext> [--pods <N>] [--out <dir>] [--json] [--findings]"],

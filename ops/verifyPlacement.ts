@@ -5,20 +5,21 @@
 // manifests unreadable or empty), so CI can tell a placement problem from a broken check.
 import * as fs from "fs";
 import * as path from "path";
-import { InputFileError, readInputFile, readStream } from "./inputFile.ts";
+import { InputFileError, readInputFile, readStream } from "../cli/inputFile.ts";
 import { parseAllDocuments } from "yaml";
-import { type NodeModel, type PodScheduling, type Taint, schedulingProblems, tolerates } from "../components/scheduling.ts";
+import { type NodeModel, type PodScheduling, type Taint, schedulingProblems, tolerates } from "../components/models/scheduling.ts";
 import { renderNodePool } from "../components/ephemeralNodePool.ts";
 import { nodePoolArgs, placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig } from "../stacks/config.ts";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { type EphemeralNodes, type KubeObject as Manifest, type PodTemplate, apiServerProblems, ephemeralNodesOf, holdsPodTemplate, patchedScheduling, podTemplatesOf, uncheckedTemplatesOf } from "../plan/placementCheck.ts";
 import { type CeleryWorkloadPlacementArgs, type NodeDaemonSet, burstPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
-import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, loadStack, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "./args.ts";
-import { elapsed, jsonText, progress } from "./output.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
+import { loadStack } from "../stacks/validatedConfig.ts";
+import { elapsed, jsonText, progress } from "../cli/output.ts";
 import { type KubeConfig, type KubeObject, clusterOf, useContext } from "./kube.ts";
 import { checkedKubeConfig } from "./kubeconfigFile.ts";
-import { plural } from "./table.ts";
+import { plural } from "../cli/table.ts";
 import { type ChartDifference, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts.ts";
 
 export const VERIFY_PLACEMENT: Command = {

@@ -13,18 +13,20 @@ import { loadConfig } from "../stacks/validatedConfig.ts";
 import { createStack } from "../stacks/createStack.ts";
 import { policyConfigFor } from "../stacks/policyConfig.ts";
 import { CI_ACCESS_DIR, ciAccessFiles, ciAccessPaths, ciRoleNameProblem } from "./ciAccess.ts";
-import { PROJECT, readStackConfig } from "./offlineRuntime.ts";
+import { PROJECT } from "../stacks/stackNames.ts";
+import { readStackConfig } from "../stacks/stackFile.ts";
 import { cloudwatchAgentFile } from "./cloudwatchAgent.ts";
 import { CELERY_PRESTOP_TEMPLATE_FILE, GC_NOTIFY_RELEASES, gcNotifyValues, gcNotifyValuesFiles, valuesFilePath } from "./gcNotifyCharts.ts";
 import { celeryHandoverFiles } from "./celeryHandover.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { diffStacks, renderChanges, renderDiff } from "./diff.ts";
-import { PROJECT_DIR, PreviewError, type RecordedResource, knownStacks, runOffline, unknownStackMessage } from "./offlineRuntime.ts";
+import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
+import { PreviewError, type RecordedResource, runOffline } from "./offlineRuntime.ts";
 import { formatViolations, policyInputs, runPolicies } from "./policyRun.ts";
 import { briefSummary, fit, manifestsYaml, planOverview, previewJson, summary } from "./render.ts";
-import { type OutRecord, outDirProblem, outFilesProblem, outRecordName, readOutRecord, removeRecordedFiles, writeFiles } from "../ops/outDir.ts";
-import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../ops/args.ts";
-import { elapsed, jsonText, progress } from "../ops/output.ts";
+import { type OutRecord, outDirProblem, outFilesProblem, outRecordName, readOutRecord, removeRecordedFiles, writeFiles } from "../cli/outDir.ts";
+import { type Command, type CommandResult, EXIT, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
+import { elapsed, jsonText, progress } from "../cli/output.ts";
 
 export const PLAN: Command = {
     usage: [
@@ -114,7 +116,7 @@ async function planRun(argv: string[], dir: string, pack: Policies): Promise<Com
 }
 
 /**
- * The record of what a plan wrote into --out: each file's path and sha256 (ops/outDir.ts, as every command that writes
+ * The record of what a plan wrote into --out: each file's path and sha256 (cli/outDir.ts, as every command that writes
  * keeps one). Only files it lists, unchanged since, are ever overwritten or removed, so a file of the user's that
  * happens to be called manifests.yaml or summary.txt is never touched.
  */
@@ -197,7 +199,7 @@ async function planStack(stack: string, out: string, mode: { verbose: boolean; j
     const written: Record<string, string> = { ...files, ...values, ...handover, ...ciAccess.files };
     // A config that moved to a created cluster leaves no ci-access files of an earlier plan behind: writeFiles removes
     // the files of the earlier plan it does not write again (only files that plan wrote, unchanged since).
-    // Only over files an earlier plan wrote, unchanged since (ops/outDir.ts): a file of the user's stays, and nothing is written.
+    // Only over files an earlier plan wrote, unchanged since (cli/outDir.ts): a file of the user's stays, and nothing is written.
     const conflict = outFilesProblem(out, Object.keys(written), { command: "plan", stack });
     if (conflict) return usage(conflict, PLAN);
     const unwritable = writeFiles(out, written, "--out", { command: "plan", stack });

@@ -1,7 +1,7 @@
 // The CloudWatch agent file `npm run plan` writes: what to merge into GC Notify's cwagent-prometheus so Karpenter's
 // metrics reach CloudWatch, where the metrics heartbeat, the NodePool-limit, spot-interruption and stuck-node alarms
 // read them.
-import { cloudwatchAgentKarpenterConfig } from "../components/karpenterSignals.ts";
+import { cloudwatchAgentKarpenterConfig } from "../components/models/karpenterSignals.ts";
 import { type StackConfig } from "../stacks/config.ts";
 
 /** The chart's `controller.metrics.port` default (aws/karpenter-provider-aws v1.14.1 charts/karpenter/values.yaml:167); the program leaves it. */

@@ -9,7 +9,7 @@
 // (docs/migration.md, step 1).
 import { stringify } from "yaml";
 import { type CeleryWorkloadPlacementArgs, burstPodTemplate, daemonSetPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
-import { type Taint, type Toleration, tolerates } from "../components/scheduling.ts";
+import { type Taint, type Toleration, tolerates } from "../components/models/scheduling.ts";
 
 export const GC_NOTIFY_MANIFESTS = "cds-snc/notification-manifests@609853e2";
 

@@ -5,17 +5,14 @@ import { MockMonitor } from "@pulumi/pulumi/runtime/mocks.js";
 import * as settings from "@pulumi/pulumi/runtime/settings.js";
 import * as fs from "fs";
 import * as path from "path";
-import { StackFileError } from "../stacks/config.ts";
 import { collectConfigWarnings } from "../stacks/validatedConfig.ts";
-import { InputFileError, readInputFile } from "../ops/inputFile.ts";
-import { STACK_FILE_MAX_BYTES, nearest, parseStackFile } from "./stackFile.ts";
+import { readStackConfig } from "../stacks/stackFile.ts";
+import { PROJECT } from "../stacks/stackNames.ts";
 
 // Internal to the SDK (runtime/settings.js) and absent from its typings, but the only way to know that every
 // registration has finished; @pulumi/pulumi is pinned, so it cannot move under us.
 const { setMockOptions, waitForRPCs } = settings as typeof settings & { waitForRPCs(): Promise<void> };
 
-export const PROJECT = "notify-karpenter";
-export const PROJECT_DIR = path.join(import.meta.dirname, "..");
 
 /**
  * Stand-ins for what only AWS knows. They are documented in docs/architecture.md, and they look like real values so
@@ -176,62 +173,9 @@ function goDurationSeconds(d: string): number {
     return [...d.matchAll(/([0-9.]+)(h|m|s)/g)].reduce((sum, [, n, u]) => sum + Number(n) * unit[u], 0);
 }
 
-/**
- * Reads `Pulumi.<stack>.yaml` the way the CLI hands config to a program: objects JSON-encoded. A file that is not
- * YAML, not a map of `config` keys, not a regular file of at most 1 MB, or that the Pulumi CLI would read otherwise
- * (plan/stackFile.ts), is a StackFileError naming the file, line and column, one line per problem.
- */
-export function readStackConfig(stack: string, dir = PROJECT_DIR): Record<string, string> {
-    const file = path.join(dir, `Pulumi.${stack}.yaml`);
-    const relative = path.relative(process.cwd(), file);
-    const name = relative && !relative.startsWith("..") ? relative : file;
-    const nameProblem = stackNameProblem(stack);
-    if (nameProblem) throw new StackFileError(stack, `${name}: ${nameProblem}`);
-    let text: string;
-    try {
-        text = readInputFile(file, STACK_FILE_MAX_BYTES, name, "a stack file");
-    } catch (e) {
-        if (e instanceof InputFileError && e.code === "missing") throw new StackFileError(stack, `no stack file ${name}: known stacks are ${knownStacks(dir).join(", ")}`);
-        throw new StackFileError(stack, (e as Error).message);
-    }
-    const parsed = parseStackFile(text, PROJECT);
-    if (parsed.problems.length) throw new StackFileError(stack, parsed.problems.map((p) => `${name}:${p.line}:${p.col}: ${p.message}`).join("\n"));
-    if (!parsed.config) throw new StackFileError(stack, `${name}: must be a YAML map with a "config" map of keys to values, as pulumi config writes it`);
-    return parsed.config;
-}
 
-/**
- * Why the Pulumi CLI refuses a stack name (sdk/go/common/tokens/stack_name.go ParseStackName): empty, over 100
- * characters, or a character other than letters, digits, -, _ and .; undefined when it takes it.
- */
-export function stackNameProblem(stack: string): string | undefined {
-    if (stack === "") return "a stack name may not be empty";
-    if (stack.length > 100) return `a stack name cannot exceed 100 characters (got ${stack.length})`;
-    const bad = /[^A-Za-z0-9_.-]/.exec(stack);
-    return bad ? `a stack name may only contain alphanumeric, hyphens, underscores, or periods: invalid character ${JSON.stringify(bad[0])} at position ${bad.index}` : undefined;
-}
 
-/**
- * The one line for a --stack (or --diff) value that names no stack file: why the Pulumi CLI refuses the name, or the
- * known stacks, with the nearest one when there is one (prod: production).
- */
-export function unknownStackMessage(flag: string, stack: string, known: string[]): string {
-    const problem = stackNameProblem(stack);
-    const qualified = /^[^/]+\/([^/]+\/)?([^/]+)$/.exec(stack)?.[2];
-    const near = qualified && known.includes(qualified) ? qualified : nearest(stack, known);
-    const hint = near ? `; did you mean "${near}"?` : "";
-    if (problem && !qualified) return `${flag}: the Pulumi CLI refuses the stack name ${JSON.stringify(stack)}: ${problem}${hint} (known stacks are ${known.join(", ")})`;
-    return `${flag}: unknown stack ${JSON.stringify(stack)}: known stacks are ${known.join(", ")}${hint}`;
-}
 
-/** The stacks with a stack file in `dir`, whose names the Pulumi CLI takes. */
-export function knownStacks(dir = PROJECT_DIR): string[] {
-    return fs
-        .readdirSync(dir)
-        .map((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1])
-        .filter((s): s is string => !!s && stackNameProblem(s) === undefined)
-        .sort();
-}
 
 export interface OfflineRunOptions {
     /** Config values that replace the stack file's, keyed like the file (`notify-karpenter:controller`). */

@@ -1,7 +1,7 @@
 // Which pod templates of a plan could run on the stack's ephemeral nodes. The nodes are modelled from the NodePool
 // itself (its labels, taints and startup taints are what Karpenter puts on every node it launches), and each pod
-// template goes through the scheduler's filters (components/scheduling.ts).
-import { ANY_VALUE, type NodeModel, type PodScheduling, type Taint, schedulingProblems } from "../components/scheduling.ts";
+// template goes through the scheduler's filters (components/models/scheduling.ts).
+import { ANY_VALUE, type NodeModel, type PodScheduling, type Taint, schedulingProblems } from "../components/models/scheduling.ts";
 
 const NODEPOOL = "karpenter.sh/v1:NodePool";
 

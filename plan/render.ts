@@ -1,7 +1,8 @@
 // Turns a recording of the program into what a reviewer reads: a preview in `pulumi preview --json` shape, every
 // Kubernetes object as YAML, and a short summary.
 import { stringify } from "yaml";
-import { PROJECT, type RecordedResource } from "./offlineRuntime.ts";
+import { PROJECT } from "../stacks/stackNames.ts";
+import { type RecordedResource } from "./offlineRuntime.ts";
 import { ephemeralNodesOf, placementFindings, podTemplatesOf } from "./placementCheck.ts";
 
 const HELM_RELEASE = "kubernetes:helm.sh/v3:Release";

@@ -9,7 +9,7 @@
 import { type PolicyPackConfig, type ReportViolation, type ResourceValidation, type ResourceValidationArgs, type ResourceValidationPolicy, type StackValidationPolicy } from "@pulumi/policy";
 import { type PolicyConfigJSONSchema } from "@pulumi/policy/schema.js";
 // The scheduler's own toleration rule, shared with the plan's placement check and verify-placement.
-import { tolerates } from "../components/scheduling.ts";
+import { tolerates } from "../components/models/scheduling.ts";
 
 /** What a stack's policies check against; `npm run plan` writes each stack's into plan-out/<stack>/policy-config.json. */
 export interface StackFacts {

@@ -4,9 +4,9 @@ import * as fs from "fs";
 import * as path from "path";
 import { capacitySchema, stackSchema } from "../stacks/config.ts";
 import { type Optional, type Schema } from "../stacks/schema.ts";
-import { EXIT, type Command, type CommandResult, isResult, parseCommandLine, runMain } from "../ops/args.ts";
-import { InputFileError, kindOf, readInputFile } from "../ops/inputFile.ts";
-import { writeOutFile } from "../ops/outDir.ts";
+import { EXIT, type Command, type CommandResult, isResult, parseCommandLine, runMain } from "../cli/args.ts";
+import { InputFileError, kindOf, readInputFile } from "../cli/inputFile.ts";
+import { writeOutFile } from "../cli/outDir.ts";
 
 export const REFERENCE_FILE = path.join(import.meta.dirname, "..", "docs", "configuration.md");
 

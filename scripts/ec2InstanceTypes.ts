@@ -1,4 +1,4 @@
-// Regenerates components/ec2InstanceTypes.json, the facts about each EC2 instance type that config validation checks
+// Regenerates components/models/ec2InstanceTypes.json, the facts about each EC2 instance type that config validation checks
 // approved types against. The source is Karpenter's own instance-type reference, which Karpenter generates from
 // EC2 DescribeInstanceTypes (the union of us-east-1, us-east-2 and us-west-2: hack/docs/instancetypes_gen/main.go):
 //
@@ -25,7 +25,7 @@ const out = {
     columns: ["architecture", "vcpu", "memoryMiB", "gpus", "accelerators"],
     types: Object.fromEntries(Object.entries(types).sort(([a], [b]) => a.localeCompare(b))),
 };
-const target = path.join(import.meta.dirname, "..", "components", "ec2InstanceTypes.json");
+const target = path.join(import.meta.dirname, "..", "components", "models", "ec2InstanceTypes.json");
 fs.writeFileSync(target, "{\n" + [
     `  "source": ${JSON.stringify(out.source)}`,
     `  "columns": ${JSON.stringify(out.columns)}`,

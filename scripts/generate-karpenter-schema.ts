@@ -3,15 +3,15 @@
 // pkg/apis/crds/ (the karpenter-crd chart wraps the same schemas in Helm templating). The module holds each kind's
 // `spec` schema as the CRD declares it, descriptions left out, with its CEL rules (x-kubernetes-validations) in
 // place; components/karpenter/validate.ts checks objects against it. Without --crds, KARPENTER_REFERENCE_DIR names
-// the directory. Exit codes as ops/args.ts: 2 for usage, 3 when a CRD file cannot be read.
+// the directory. Exit codes as cli/args.ts: 2 for usage, 3 when a CRD file cannot be read.
 import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
 import { isTransitionRule } from "../components/karpenter/cel.ts";
-import { type Command, type CommandResult, EXIT, isResult, parseCommandLine, runMain, usage, valueOf } from "../ops/args.ts";
-import { InputFileError, readInputFile } from "../ops/inputFile.ts";
-import { outFileProblem, writeOutFile } from "../ops/outDir.ts";
+import { type Command, type CommandResult, EXIT, isResult, parseCommandLine, runMain, usage, valueOf } from "../cli/args.ts";
+import { InputFileError, readInputFile } from "../cli/inputFile.ts";
+import { outFileProblem, writeOutFile } from "../cli/outDir.ts";
 import { KARPENTER_VERSION } from "../stacks/config.ts";
 
 /** The CRD files read, by the kind they define. */

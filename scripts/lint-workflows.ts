@@ -5,7 +5,7 @@
 // larger queues"): actionlint's one message about it is dropped, and this script checks the key instead.
 import * as fs from "fs";
 import * as path from "path";
-import { type Command, type CommandResult, EXIT, isResult, parseCommandLine, runMain } from "../ops/args.ts";
+import { type Command, type CommandResult, EXIT, isResult, parseCommandLine, runMain } from "../cli/args.ts";
 import { LineCounter, isMap, isScalar, parse, parseDocument } from "yaml";
 import { createRequire } from "node:module";
 

@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as eks from "@pulumi/eks";
-import { type ClusterFacts, clusterFacts, lookedUpAttributes } from "../components/clusterFacts.ts";
+import { type ClusterFacts, clusterFacts, lookedUpAttributes } from "../components/models/clusterFacts.ts";
 import { CreatedCluster } from "../components/createdCluster.ts";
 import { type ClusterConfig } from "./config.ts";
 

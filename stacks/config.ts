@@ -4,7 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { type ConfigWarning, fitsCeleryPod, nodeResources, quantityValue } from "../components/ephemeralNodePool.ts";
 import { WARNING_IDS } from "./warnings.ts";
-import { disruptionProblems, isTimeZone } from "../components/disruptionBudgets.ts";
+import { disruptionProblems, isTimeZone } from "../components/models/disruptionBudgets.ts";
 import { type ProtectedWindow, markClearanceSeconds, recycleWindow } from "../components/nodeRecycler.ts";
 import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms.ts";
 import { STABLE_NODE_LABELS } from "../components/createdCluster.ts";
@@ -12,7 +12,7 @@ import { controllerNameProblems } from "../components/karpenterController.ts";
 import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, burstGraceSeconds, waitsFor } from "../components/celeryWorkloadPlacement.ts";
 import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema.ts";
 import { cron, durationAtLeast, durationSeconds } from "./schema.ts";
-import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/instanceTypes.ts";
+import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/models/instanceTypes.ts";
 import { regionProblem, zoneProblems } from "./awsRegions.ts";
 import { MAX_DRILL_NODES, drillNameProblems, durationBeforeInterruptionProblem } from "../components/spotInterruptionDrill.ts";
 
@@ -120,7 +120,7 @@ function reasonProblem(reason: string): string | undefined {
     return undefined;
 }
 
-/** An instance type EC2 has, amd64 (the pool's and the node group's AMIs), without GPUs (components/instanceTypes.ts). */
+/** An instance type EC2 has, amd64 (the pool's and the node group's AMIs), without GPUs (components/models/instanceTypes.ts). */
 const cpuInstanceType = checked(instanceType, (t) => {
     const problem = instanceTypeProblem(t);
     return problem && `must be an amd64 EC2 instance type without GPUs: ${problem}`;

@@ -2,7 +2,7 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { interruptionRules } from "../components/controllerPolicy.ts";
+import { interruptionRules } from "../components/models/controllerPolicy.ts";
 import { ANNOTATOR_NAME, BurstScaleDownOrder } from "../components/burstScaleDownOrder.ts";
 import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement.ts";
 import { EphemeralNodePool } from "../components/ephemeralNodePool.ts";

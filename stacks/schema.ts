@@ -1,7 +1,8 @@
 // A small validator for stack config. Every rule knows how to describe what it accepts, so every error reads
 // "<key path> must be <what is allowed> (got <value>)". A library such as zod reports *why* a value failed
 // ("too small") but not the whole allowed range, which is what a platform engineer needs at 2 a.m.
-import { CRON_DESCRIPTORS, type CronReader, parseCron } from "../components/cron.ts";
+import { CRON_DESCRIPTORS, type CronReader, parseCron } from "../components/models/cron.ts";
+import { closest, lookalikeNote } from "../cli/text.ts";
 
 /** One way a config value is wrong; `path` is the dotted key path below the project namespace. */
 export interface Issue {
@@ -31,33 +32,7 @@ export function got(value: unknown): string {
     return note ? `${text}, whose ${note}` : text;
 }
 
-/** What kind of character a non-ASCII one is, in words that explain why it looks like ASCII but is not. */
-function characterKind(c: string): string {
-    if (/\p{Script=Cyrillic}/u.test(c)) return "a Cyrillic letter";
-    if (/\p{Script=Greek}/u.test(c)) return "a Greek letter";
-    if (/\p{Script=Armenian}/u.test(c)) return "an Armenian letter";
-    if (/[\uFF01-\uFF5E]/u.test(c)) return "a full-width character";
-    if (/[\u200B-\u200D\u2060\uFEFF]/u.test(c)) return "an invisible zero-width character";
-    if (/\p{Zs}/u.test(c)) return "a space other than the ASCII one";
-    if (/[\u2018\u2019\u201C\u201D]/u.test(c)) return "a curly quote";
-    if (/\p{Pd}/u.test(c)) return "a dash other than the ASCII hyphen";
-    if (/\p{L}/u.test(c)) return "a letter outside ASCII";
-    if (/\p{Cc}/u.test(c)) return "a control character";
-    return "a character outside ASCII";
-}
 
-/**
- * For text holding a character outside printable ASCII: which one and where, ""с" at position 3 is U+0441, a Cyrillic
- * letter, not ASCII"; undefined for plain ASCII.
- */
-export function lookalikeNote(text: string): string | undefined {
-    const m = /[^\x20-\x7e]/u.exec(text);
-    if (!m) return undefined;
-    const c = String.fromCodePoint(m[0].codePointAt(0)!);
-    const shown = /\p{L}|\p{P}|\p{S}/u.test(c) ? `"${c}" ` : "";
-    const code = `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
-    return `${shown}at position ${[...text.slice(0, m.index)].length + 1} is ${code}, ${characterKind(c)}, not ASCII`;
-}
 
 /** A value `pulumi config set --secret` wrote: `{secure: <ciphertext>}`, which only the Pulumi CLI can decrypt. */
 export function isSecureValue(v: unknown): boolean {
@@ -234,30 +209,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
     return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** The known key within edit distance 2 of `key`, if any: catches "replica" for "replicas". */
-export function closest(key: string, known: string[]): string | undefined {
-    let best: { k: string; d: number } | undefined;
-    for (const k of known) {
-        const d = editDistance(key.toLowerCase(), k.toLowerCase());
-        if (d <= 2 && (!best || d < best.d)) best = { k, d };
-    }
-    return best?.k;
-}
 
-/** The edit distance of two strings (for did-you-mean). */
-export function editDistance(a: string, b: string): number {
-    const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-    for (let i = 1; i <= a.length; i++) {
-        let prev = row[0];
-        row[0] = i;
-        for (let j = 1; j <= b.length; j++) {
-            const cur = row[j];
-            row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-            prev = cur;
-        }
-    }
-    return row[b.length];
-}
 
 /**
  * The longest duration Kubernetes and Karpenter can read: Go's time.Duration is an int64 of nanoseconds, at most
@@ -309,7 +261,7 @@ export function durationAtLeast(minSeconds: number, why: string, opts: { never?:
 
 /**
  * A standard five-field cron schedule in UTC, or one of its @ descriptors, checked field by field as `reader` reads it
- * (components/cron.ts: a NodePool budget's, or the recycler CronJob's).
+ * (components/models/cron.ts: a NodePool budget's, or the recycler CronJob's).
  */
 export function cron(reader: CronReader): Schema<string> {
     const expected = `a cron schedule in UTC of five fields (minute hour day-of-month month day-of-week) such as "0 13 * * mon-fri", or one of ${Object.keys(CRON_DESCRIPTORS).join(", ")}`;

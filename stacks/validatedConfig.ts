@@ -9,6 +9,9 @@ import { burstDeployments, nodePoolArgs, placementArgs } from "./componentArgs.t
 import { ConfigError, type StackConfig, StackFileError, capacityWarnings, configSections, parseConfigSchema } from "./config.ts";
 import { CONFIG_KEY_NAMESPACES, PULUMI_CONFIG_KEYS, foreignConfigKeys } from "./configKeys.ts";
 import { warningLine } from "./warnings.ts";
+import { type Command, type CommandResult, EXIT, usage } from "../cli/args.ts";
+import { readStackConfig } from "./stackFile.ts";
+import { PROJECT, PROJECT_DIR, knownStacks, unknownStackMessage } from "./stackNames.ts";
 
 /** A stack's validated config; throws a ConfigError naming the stack and each full key path. */
 export function parseStackConfig(stack: string, raw: Record<string, unknown>, project = "notify-karpenter"): StackConfig {
@@ -97,11 +100,24 @@ export function loadConfig(): StackConfig {
     const all = pulumi.runtime.allConfig();
     const foreign = foreignConfigKeys(all);
     if (foreign.length) {
-        // The same rule as the stack file reader's (plan/stackFile.ts), for pulumi preview and up, which see config alone.
+        // The same rule as the stack file reader's (stacks/stackFile.ts), for pulumi preview and up, which see config alone.
         const where = `${CONFIG_KEY_NAMESPACES.join(", ")}; pulumi: keys ${PULUMI_CONFIG_KEYS.join(", ")}`;
         throw new StackFileError(pulumi.getStack(), foreign.map((k) => `${pulumi.getStack()}: ${k} is read by nothing here (namespaces ${where}): a misspelt namespace loses its section without a word`).join("\n"));
     }
     const cfg = parseStackConfig(pulumi.getStack(), configSections(all, pulumi.getProject()), pulumi.getProject());
     for (const w of cfg.warnings) warningSink(warningLine(w));
     return cfg;
+}
+
+/** The stack's validated config from `Pulumi.<stack>.yaml`, or the result to return: usage for an unknown stack, `invalidExit` (1 by default) for bad config. */
+export function loadStack(stack: string | undefined, command: Command, dir = PROJECT_DIR, invalidExit: number = EXIT.findings): StackConfig | CommandResult {
+    const stacks = knownStacks(dir);
+    if (!stack) return usage(`--stack is required: one of ${stacks.join(", ")}`, command);
+    if (!stacks.includes(stack)) return usage(unknownStackMessage("--stack", stack, stacks), command);
+    try {
+        return parseStackConfig(stack, configSections(readStackConfig(stack, dir), PROJECT));
+    } catch (e) {
+        if (e instanceof ConfigError) return { exitCode: invalidExit, output: `invalid config:\n${e.message}` };
+        throw e;
+    }
 }

@@ -5,7 +5,7 @@ import { parseStackConfig } from "../stacks/validatedConfig.ts";
 import { type CapacityInputs, capacityInputs, capacityReport, costs, chosenType, limitCheck, rampUp, typeFits } from "../ops/capacity.ts";
 import { capacity } from "../ops/capacityCli.ts";
 import { parse, stringify } from "yaml";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { STACKS, rawConfig, stackConfig } from "./helpers.ts";
 import { readSeries, tempDir } from "./opsHelpers.ts";
 import { documentedFields } from "./jsonSchemaDoc.ts";

@@ -30,7 +30,8 @@ import {
     upPolicy,
 } from "../plan/ciAccess.ts";
 import { policyAllows } from "../ops/preflight.ts";
-import { PLACEHOLDERS, PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PLACEHOLDERS } from "../plan/offlineRuntime.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { buildStack, stackConfig } from "./helpers.ts";
 
 const STACKS = ["staging", "production"];

@@ -1,9 +1,9 @@
-// Every command reads its flags with the one parser in ops/args.ts: --help everywhere, and the same usage errors.
+// Every command reads its flags with the one parser in cli/args.ts: --help everywhere, and the same usage errors.
 import { expect } from "chai";
 import { spawnSync } from "child_process";
 import * as path from "path";
-import { type Command, type CommandResult, OUTPUT_FLAGS, didYouMean, helpText, parseCommandLine } from "../ops/args.ts";
-import { SCHEMA_VERSION } from "../ops/output.ts";
+import { type Command, type CommandResult, OUTPUT_FLAGS, didYouMean, helpText, parseCommandLine } from "../cli/args.ts";
+import { SCHEMA_VERSION } from "../cli/output.ts";
 import { tempDir } from "./opsHelpers.ts";
 import { CAPACITY, capacity } from "../ops/capacityCli.ts";
 import { PREFLIGHT, preflight } from "../ops/preflight.ts";
@@ -11,7 +11,7 @@ import { DRILL, drill } from "../ops/drill.ts";
 import { SCALE_TEST, scaleTest } from "../ops/scaleTest.ts";
 import { VERIFY_PLACEMENT, verifyPlacement } from "../ops/verifyPlacement.ts";
 import { PLAN, plan } from "../plan/cli.ts";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { LINT_WORKFLOWS, lintWorkflowsCommand } from "../scripts/lint-workflows.ts";
 import { DOCS_CONFIG, docsConfig } from "../scripts/config-reference.ts";
 import { GENERATE_KARPENTER, generateKarpenter } from "../scripts/generate-karpenter-schema.ts";

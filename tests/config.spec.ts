@@ -1,7 +1,7 @@
 import { expect } from "chai";
-import { expiresInSendingHours, expiryInSendingHours } from "../components/disruptionBudgets.ts";
+import { expiresInSendingHours, expiryInSendingHours } from "../components/models/disruptionBudgets.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
-import { readStackConfig } from "../plan/offlineRuntime.ts";
+import { readStackConfig } from "../stacks/stackFile.ts";
 import { STACKS, configErrorOf, errorOf, patchSections, rawConfig, section } from "./helpers.ts";
 
 describe("stack config", () => {
@@ -165,7 +165,7 @@ describe("nodePool.recycle: the node recycler's config (components/nodeRecycler.
     });
 });
 
-describe("nodePool.expireAfter, by every launch minute of the day (components/disruptionBudgets.ts)", () => {
+describe("nodePool.expireAfter, by every launch minute of the day (components/models/disruptionBudgets.ts)", () => {
     const h = { start: "08:00", end: "18:00", timeZone: "America/Toronto" };
     const pool = (expireAfter: string) => {
         try {

@@ -1,4 +1,4 @@
-// components/cron.ts against robfig/cron v3.0.1 itself (tests/cron-oracle/main.go, built offline from Debian's
+// components/models/cron.ts against robfig/cron v3.0.1 itself (tests/cron-oracle/main.go, built offline from Debian's
 // golang-github-robfig-cron-dev): a seeded corpus of schedules, each read as a NodePool budget and as the recycler's
 // CronJob, must be refused by both or accepted by both with the same fire times over 2026 (UTC, to the minute). Then
 // named cases for each rule where cron.ts once differed, with robfig's line (v3.0.1 parser.go, spec.go).
@@ -7,8 +7,8 @@ import { ChildProcess, spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { forbiddenMinutes } from "../components/disruptionBudgets.ts";
-import { CRON_DESCRIPTORS, type Cron, type CronReader, KARPENTER_SCHEDULE_PATTERN, cronFiresOnDay, parseCron } from "../components/cron.ts";
+import { forbiddenMinutes } from "../components/models/disruptionBudgets.ts";
+import { CRON_DESCRIPTORS, type Cron, type CronReader, KARPENTER_SCHEDULE_PATTERN, cronFiresOnDay, parseCron } from "../components/models/cron.ts";
 import { CRDS } from "../components/karpenter/generated/crds.ts";
 
 const INSTALL = "apt-get install -y golang-go golang-github-robfig-cron-dev";
@@ -229,7 +229,7 @@ describe("cron.ts against robfig/cron v3.0.1 (tests/cron-oracle, Go)", function 
                 const robfig = theirs[i][reader];
                 const mine = ours[i][r];
                 if (robfig.startsWith("every ")) {
-                    // On purpose: cron.ts refuses "@every" (components/cron.ts parseCron), which robfig reads as a fixed delay.
+                    // On purpose: cron.ts refuses "@every" (components/models/cron.ts parseCron), which robfig reads as a fixed delay.
                     count(`${reader}: robfig's @every, refused on purpose`);
                     if (mine.result !== "refused" || !mine.why.includes('"@every"')) differences.push(`${JSON.stringify(s)} as ${reader}: robfig ${robfig}, cron.ts ${mine.result}`);
                     return;

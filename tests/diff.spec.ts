@@ -4,7 +4,7 @@ import * as path from "path";
 import { parseDocument } from "yaml";
 import { plan } from "../plan/cli.ts";
 import { edits, inputDifferences } from "../plan/diff.ts";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { tempDir } from "./opsHelpers.ts";
 import { spawnSync } from "child_process";
 

@@ -11,7 +11,7 @@ import { capacity } from "../ops/capacityCli.ts";
 import { capacityInputs, capacityReport } from "../ops/capacity.ts";
 import { MAX_TASK_WINDOW_HOURS, REACH_TIMEOUT_MS, TASK_QUERY_TIMING, TASK_WINDOW_HOURS } from "../ops/preflight.ts";
 import { plan } from "../plan/cli.ts";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { stackConfig } from "./helpers.ts";
 import { tempDir } from "./opsHelpers.ts";
 

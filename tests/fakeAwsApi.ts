@@ -36,7 +36,7 @@
 //   and AccessConfigResponse.
 import * as crypto from "crypto";
 import * as http from "http";
-import { filterPatternMatches } from "../components/filterPattern.ts";
+import { filterPatternMatches } from "../components/models/filterPattern.ts";
 import { type AddressInfo } from "net";
 
 export type Tags = Record<string, string>;

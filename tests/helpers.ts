@@ -3,7 +3,9 @@ import { expect } from "chai";
 import { ConfigError, type StackConfig, configSections } from "../stacks/config.ts";
 import { loadConfig, parseStackConfig } from "../stacks/validatedConfig.ts";
 import { createStack } from "../stacks/createStack.ts";
-import { PROJECT, type RecordedResource, readStackConfig, runOffline } from "../plan/offlineRuntime.ts";
+import { PROJECT } from "../stacks/stackNames.ts";
+import { type RecordedResource, runOffline } from "../plan/offlineRuntime.ts";
+import { readStackConfig } from "../stacks/stackFile.ts";
 
 export const STACKS = ["staging", "production"] as const;
 

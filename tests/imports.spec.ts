@@ -1,8 +1,8 @@
-// The modules form no import circle: each layer (components, stacks, plan and ops) imports only downwards.
+// The modules form no import circle, and each layer imports only from itself and the layers below.
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
 
 /** The project's own TypeScript files (outside node_modules), relative to the project. */
 function sources(dir = PROJECT_DIR): string[] {
@@ -21,7 +21,24 @@ function importsOf(file: string): string[] {
         .flatMap((t) => [t, `${t}.ts`, path.join(t, "index.ts")].filter((c) => c.endsWith(".ts") && fs.existsSync(c)).slice(0, 1));
 }
 
+/**
+ * The layers, lowest first (docs/development.md, "Layers"): a module imports only from its own layer or lower ones.
+ * cli/ is what every command shares (flags, output, input files, output directories); components/ the
+ * ComponentResources and the models they build on; policy/ the policy pack's rules; stacks/ config and the stack
+ * files; plan/ the offline plan; ops/ the live commands; scripts and the program's entry on top.
+ */
+const LAYERS = ["cli", "components", "policy", "stacks", "plan", "ops", "scripts", "index.ts", "tests"];
+const layerOf = (file: string) => LAYERS.indexOf(path.relative(PROJECT_DIR, file).split(path.sep)[0]);
+
 describe("module structure", () => {
+    it("imports only downwards: cli, components, policy, stacks, plan, ops, then scripts and the entry", () => {
+        const upwards = sources()
+            .filter((f) => layerOf(f) >= 0)
+            .flatMap((f) => importsOf(f).filter((d) => layerOf(d) > layerOf(f)).map((d) => `${path.relative(PROJECT_DIR, f)} -> ${path.relative(PROJECT_DIR, d)}`));
+        expect(sources().filter((f) => layerOf(f) < 0).map((f) => path.relative(PROJECT_DIR, f))).to.deep.equal([]);
+        expect(upwards).to.deep.equal([]);
+    });
+
     it("has no import circle", () => {
         const files = sources();
         const graph = new Map(files.map((f) => [f, importsOf(f)]));

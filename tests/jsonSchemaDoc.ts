@@ -1,7 +1,7 @@
 // The JSON reports' documented schema (docs/json-output.md): the tests hold each command's --json output to its table.
 import * as fs from "fs";
 import * as path from "path";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
 
 /** The fields of the first table under the heading that names `npm run <command>`, in the order the table lists them. */
 export function documentedFields(command: string): string[] {

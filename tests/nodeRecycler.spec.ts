@@ -6,7 +6,7 @@ import * as fs from "fs";
 import * as http from "http";
 import * as net from "net";
 import * as path from "path";
-import { SPAN_FROM, windowMinutes } from "../components/disruptionBudgets.ts";
+import { SPAN_FROM, windowMinutes } from "../components/models/disruptionBudgets.ts";
 import { NODEPOOL_LABEL, ownPoolOnlyPolicySpec, recycleWindow, recyclerUser } from "../components/nodeRecycler.ts";
 import { FakeKubeApi, type FakeKubeApiOptions, FakeClock, iso } from "./fakeKubeApi.ts";
 import { STACKS, buildStack, rawConfig } from "./helpers.ts";
@@ -59,7 +59,7 @@ describe("node recycler: what it does (components/inCluster/recycleNodeClaims.js
     const NOW = Date.UTC(2026, 6, 1, 23, 30);
     const DAYS = ["2026-01-15", "2026-03-07", "2026-03-08", "2026-03-09", "2026-07-01", "2026-10-31", "2026-11-01", "2026-11-02"];
 
-    it("reads each protected window as components/disruptionBudgets.ts does, at every minute of the days clocks change and of a winter and a summer day", () => {
+    it("reads each protected window as components/models/disruptionBudgets.ts does, at every minute of the days clocks change and of a winter and a summer day", () => {
         // The nightly batch in UTC, and one given in Eastern time (01:00-05:30: 05:00-09:30 UTC in EDT, 06:00-10:30 in EST).
         const torontoNight = { name: "nightlyBatch", start: "01:00", end: "05:30", timeZone: "America/Toronto" };
         for (const w of [SENDING, NIGHTLY, torontoNight]) {

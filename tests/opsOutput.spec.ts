@@ -1,8 +1,8 @@
 import { expect } from "chai";
-import { integerFlag } from "../ops/args.ts";
-import { colourEnabled, colourStatuses, plainText, progress, setProgressSink } from "../ops/output.ts";
-import { toCsv } from "../ops/csv.ts";
-import { lineChart, steps } from "../ops/svg.ts";
+import { integerFlag } from "../cli/args.ts";
+import { colourEnabled, colourStatuses, plainText, progress, setProgressSink } from "../cli/output.ts";
+import { toCsv } from "../cli/csv.ts";
+import { lineChart, steps } from "../cli/svg.ts";
 import { readSeries } from "./opsHelpers.ts";
 
 describe("ops output and flags", () => {

@@ -1,7 +1,7 @@
 import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
 import { CeleryWorkloadPlacement, DEPLOYMENT_LABEL, admissionPolicySpec, celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
-import { type NodeModel, requireInEveryTerm, schedulingProblems } from "../components/scheduling.ts";
+import { type NodeModel, requireInEveryTerm, schedulingProblems } from "../components/models/scheduling.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
 import { nodePoolArgs, placementArgs } from "../stacks/componentArgs.ts";
 import { renderNodePool } from "../components/ephemeralNodePool.ts";

@@ -4,14 +4,15 @@ import * as fs from "fs";
 import * as path from "path";
 import { parseAllDocuments } from "yaml";
 import { plan } from "../plan/cli.ts";
-import { PROJECT, readStackConfig } from "../plan/offlineRuntime.ts";
+import { PROJECT } from "../stacks/stackNames.ts";
+import { readStackConfig } from "../stacks/stackFile.ts";
 import { policyInputs, runPolicies } from "../plan/policyRun.ts";
 import { GC_NOTIFY_FACTS, policies } from "../policy/policies.ts";
 import { policyConfigFor } from "../stacks/policyConfig.ts";
 import { STACKS, buildStack, patchSections, stackConfig } from "./helpers.ts";
 import { tempDir } from "./opsHelpers.ts";
 import { documentedFields } from "./jsonSchemaDoc.ts";
-import { setProgressSink } from "../ops/output.ts";
+import { setProgressSink } from "../cli/output.ts";
 
 describe("offline plan (npm run plan)", () => {
     for (const stack of STACKS) {

@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import { expect } from "chai";
 import { type ResourceValidationPolicy, type StackValidationPolicy } from "@pulumi/policy";
-import { controllerPolicies, interruptionQueuePolicy } from "../components/controllerPolicy.ts";
+import { controllerPolicies, interruptionQueuePolicy } from "../components/models/controllerPolicy.ts";
 import { renderNodePool } from "../components/ephemeralNodePool.ts";
 import { NODE_ROLE_POLICIES, controllerValues } from "../components/karpenterController.ts";
 import { type PolicyInput, policyInputs, runPolicies } from "../plan/policyRun.ts";

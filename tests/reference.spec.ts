@@ -4,7 +4,7 @@ import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
-import { controllerPolicies, interruptionQueuePolicy, interruptionRules } from "../components/controllerPolicy.ts";
+import { controllerPolicies, interruptionQueuePolicy, interruptionRules } from "../components/models/controllerPolicy.ts";
 import { GENERATED_MODULE, generateKarpenterModule } from "../scripts/generate-karpenter-schema.ts";
 import { CHART_VALUE_KEYS } from "./chartValueKeys.ts";
 

@@ -9,7 +9,7 @@ import { FakeClock, FakeKubeApi, type FakeKubeApiOptions, type Step, iso } from 
 import { stackConfig } from "./helpers.ts";
 import { readSeries, tempDir } from "./opsHelpers.ts";
 import { documentedFields } from "./jsonSchemaDoc.ts";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
 
 const POOL = { "karpenter.sh/nodepool": "notify-karpenter" };
 

@@ -5,12 +5,12 @@ import { judgePods, placementRules, readToEnd, verifyPlacement } from "../ops/ve
 import { spawn, spawnSync } from "child_process";
 import { plan } from "../plan/cli.ts";
 import { parse, stringify } from "yaml";
-import { PROJECT_DIR } from "../plan/offlineRuntime.ts";
+import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { FakeClock, FakeKubeApi } from "./fakeKubeApi.ts";
 import { stackConfig } from "./helpers.ts";
 import { tempDir } from "./opsHelpers.ts";
 import { documentedFields } from "./jsonSchemaDoc.ts";
-import { setProgressSink } from "../ops/output.ts";
+import { setProgressSink } from "../cli/output.ts";
 
 const FIXTURES = path.join(import.meta.dirname, "fixtures");
 

@@ -6,8 +6,12 @@
 // otherwise (its resolve.go keeps YAML 1.1's octal 0755, 0b binary, _ digit separators and timestamps), where the CLI
 // refuses the file (a key that is not a string, an infinity JSON cannot hold) or merges maps (<<), the file is
 // refused, naming the file, line, column and key.
-import { editDistance, lookalikeNote } from "../stacks/schema.ts";
-import { CONFIG_KEY_NAMESPACES as CONFIG_NAMESPACES, PULUMI_CONFIG_KEYS as PULUMI_KEYS } from "../stacks/configKeys.ts";
+import * as path from "path";
+import { InputFileError, readInputFile } from "../cli/inputFile.ts";
+import { editDistance, lookalikeNote, nearest } from "../cli/text.ts";
+import { StackFileError } from "./config.ts";
+import { PROJECT, PROJECT_DIR, knownStacks, stackNameProblem } from "./stackNames.ts";
+import { CONFIG_KEY_NAMESPACES as CONFIG_NAMESPACES, PULUMI_CONFIG_KEYS as PULUMI_KEYS } from "./configKeys.ts";
 import { Alias, Document, isAlias, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar } from "yaml";
 
 /** The top-level keys of a stack file (sdk/go/common/workspace/project.go ProjectStack); the CLI ignores any other. */
@@ -108,16 +112,6 @@ function sameValue(go: GoScalar, ours: unknown): boolean {
     }
 }
 
-/** The candidate nearest `word` (case and punctuation aside, within a third of its length), if any. */
-export function nearest(word: string, candidates: string[]): string | undefined {
-    const norm = (s: string) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
-    let best: { c: string; d: number } | undefined;
-    for (const c of candidates) {
-        const d = norm(c).startsWith(norm(word)) && norm(word).length >= 3 ? 0.5 : editDistance(norm(word), norm(c));
-        if (d <= Math.max(2, Math.floor(norm(c).length / 3)) && (!best || d < best.d)) best = { c, d };
-    }
-    return best?.c;
-}
 
 const didYouMean = (near: string | undefined) => (near ? ` (did you mean "${near}"?)` : "");
 
@@ -275,3 +269,27 @@ export function parseStackFile(text: string, project: string): { config?: Record
 }
 
 const isPlainMap = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * Reads `Pulumi.<stack>.yaml` the way the CLI hands config to a program: objects JSON-encoded. A file that is not
+ * YAML, not a map of `config` keys, not a regular file of at most 1 MB, or that the Pulumi CLI would read otherwise
+ * (stacks/stackFile.ts), is a StackFileError naming the file, line and column, one line per problem.
+ */
+export function readStackConfig(stack: string, dir = PROJECT_DIR): Record<string, string> {
+    const file = path.join(dir, `Pulumi.${stack}.yaml`);
+    const relative = path.relative(process.cwd(), file);
+    const name = relative && !relative.startsWith("..") ? relative : file;
+    const nameProblem = stackNameProblem(stack);
+    if (nameProblem) throw new StackFileError(stack, `${name}: ${nameProblem}`);
+    let text: string;
+    try {
+        text = readInputFile(file, STACK_FILE_MAX_BYTES, name, "a stack file");
+    } catch (e) {
+        if (e instanceof InputFileError && e.code === "missing") throw new StackFileError(stack, `no stack file ${name}: known stacks are ${knownStacks(dir).join(", ")}`);
+        throw new StackFileError(stack, (e as Error).message);
+    }
+    const parsed = parseStackFile(text, PROJECT);
+    if (parsed.problems.length) throw new StackFileError(stack, parsed.problems.map((p) => `${name}:${p.line}:${p.col}: ${p.message}`).join("\n"));
+    if (!parsed.config) throw new StackFileError(stack, `${name}: must be a YAML map with a "config" map of keys to values, as pulumi config writes it`);
+    return parsed.config;
+}

@@ -3,7 +3,7 @@
 // Underutilized and Drifted throughout both windows, an expireAfter that never lands a node in sending hours, whatever
 // minute it was launched), by the recycler's schedule and by the capacity model (when nodes kept after a burst go).
 import { type CronReader, cronFiresOnDay, parseCron } from "./cron.ts";
-import { type DisruptionBudget } from "./ephemeralNodePool.ts";
+import { type DisruptionBudget } from "../ephemeralNodePool.ts";
 
 export type DisruptionReason = "Underutilized" | "Empty" | "Drifted";
 
@@ -36,7 +36,7 @@ const allowsNone = (b: DisruptionBudget) => /^0+%?$/.test(b.nodes);
  * budget that applies to it (no reasons, or the reason listed; nodepool.go:364-376, the most restrictive wins)
  * allows 0 nodes. A budget is active from each schedule hit for its duration (nodepool.go:412-425); one without a
  * schedule always. Budgets whose schedule does not parse are ignored here (config validation refuses them). Schedules
- * are read as `reader` reads them (components/cron.ts): the recycler's CronJob walks its runs through here too.
+ * are read as `reader` reads them (components/models/cron.ts): the recycler's CronJob walks its runs through here too.
  */
 export function forbiddenMinutes(budgets: DisruptionBudget[], reason: DisruptionReason, from: Date, days: number, reader: CronReader = "budget"): Uint8Array {
     const total = days * DAY_MINUTES;

@@ -1,10 +1,6 @@
-// What the commands share: one argument parser (Node's util.parseArgs) with --help, the stack's validated config,
-// and exit codes that fit CI.
+// What the commands share: one argument parser (Node's util.parseArgs) with --help, and exit codes that fit CI.
 import { parseArgs } from "node:util";
-import { ConfigError, type StackConfig, configSections } from "../stacks/config.ts";
-import { parseStackConfig } from "../stacks/validatedConfig.ts";
-import { closest } from "../stacks/schema.ts";
-import { PROJECT, PROJECT_DIR, knownStacks, readStackConfig, unknownStackMessage } from "../plan/offlineRuntime.ts";
+import { closest } from "./text.ts";
 import { colourEnabled, colourStatuses, jsonText, setProgressSink } from "./output.ts";
 
 /**
@@ -164,18 +160,6 @@ export function integerFlag(flag: string, value: string, min: number, max: numbe
     return /^[0-9]+$/.test(value) && n >= min && n <= max ? n : `--${flag} must be an integer from ${min} to ${max} (got "${value}")`;
 }
 
-/** The stack's validated config from `Pulumi.<stack>.yaml`, or the result to return: usage for an unknown stack, `invalidExit` (1 by default) for bad config. */
-export function loadStack(stack: string | undefined, command: Command, dir = PROJECT_DIR, invalidExit: number = EXIT.findings): StackConfig | CommandResult {
-    const stacks = knownStacks(dir);
-    if (!stack) return usage(`--stack is required: one of ${stacks.join(", ")}`, command);
-    if (!stacks.includes(stack)) return usage(unknownStackMessage("--stack", stack, stacks), command);
-    try {
-        return parseStackConfig(stack, configSections(readStackConfig(stack, dir), PROJECT));
-    } catch (e) {
-        if (e instanceof ConfigError) return { exitCode: invalidExit, output: `invalid config:\n${e.message}` };
-        throw e;
-    }
-}
 
 export function isResult(v: unknown): v is CommandResult {
     return typeof v === "object" && v !== null && "exitCode" in v && "output" in v;
@@ -184,7 +168,7 @@ export function isResult(v: unknown): v is CommandResult {
 /**
  * Runs a command as the process: progress lines on stderr while it runs; its report (stderr for usage errors and
  * checks not made, stdout for JSON and partial reports), its status words coloured where the stream shows colour
- * (ops/output.ts); then its exit code (stdout and stderr writes are synchronous on Linux).
+ * (cli/output.ts); then its exit code (stdout and stderr writes are synchronous on Linux).
  */
 export function runMain(command: () => Promise<CommandResult>): void {
     setProgressSink((line) => process.stderr.write(`${line}\n`));
