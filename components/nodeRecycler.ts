@@ -271,11 +271,14 @@ function findRecycleWindow(schedule: string, windows: ProtectedWindow[], budgets
     // Minutes until the next protected minute from each minute (Infinity past the span's last one), and whose it is.
     const span = SPAN_DAYS * DAY;
     const next = new Float64Array(span + 1).fill(Infinity);
-    const nextName = new Array<string>(span + 1);
+    const nextWindow = new Int8Array(span + 1).fill(-1);
     for (let t = span - 1; t >= 0; t--) {
-        const hit = inside.findIndex((m) => m[t]);
-        [next[t], nextName[t]] = hit >= 0 ? [0, windows[hit].name] : [next[t + 1] + 1, nextName[t + 1]];
+        let hit = -1;
+        for (let i = 0; i < inside.length && hit < 0; i++) if (inside[i][t]) hit = i;
+        next[t] = hit >= 0 ? 0 : next[t + 1] + 1;
+        nextWindow[t] = hit >= 0 ? hit : nextWindow[t + 1];
     }
+    const nameAt = (t: number) => windows[nextWindow[t]]?.name;
     const windowOf = (name: string) => windows.find((x) => x.name === name)!;
     const named = (name: string) => `${name} (${windowOf(name).start}-${windowOf(name).end} ${windowOf(name).timeZone})`;
     // Local in the window a problem names, else in the first (sending hours).
@@ -286,7 +289,7 @@ function findRecycleWindow(schedule: string, windows: ProtectedWindow[], budgets
     // Runs in the model year itself; the span's two days either side only serve the windows around them.
     for (let t = 2 * DAY; t < (SPAN_DAYS - 2) * DAY; t++) {
         if (!runs[t]) continue;
-        if (next[t] === 0) return { problem: `must start runs outside ${named(nextName[t])}: a run starts on ${when(t, windowOf(nextName[t]))}`, shortestMinutes: 0, longestGapMinutes: 0 };
+        if (next[t] === 0) return { problem: `must start runs outside ${named(nameAt(t))}: a run starts on ${when(t, windowOf(nameAt(t)))}`, shortestMinutes: 0, longestGapMinutes: 0 };
         const blocked = forbidden.filter(([, f]) => f[t]).map(([r]) => r);
         if (blocked.length) {
             return {
@@ -297,7 +300,7 @@ function findRecycleWindow(schedule: string, windows: ProtectedWindow[], budgets
         }
         if (next[t] < clearanceMinutes) {
             return {
-                problem: `must start runs at least ${clearanceMinutes} minutes before ${named(nextName[t])} begin (nodePool.terminationGracePeriod, and ${(MARK_SECONDS + COMMAND_SECONDS) / 60} minutes for Karpenter to replace a node marked drifted), so that a node marked or deleted at the start drains before them: a run starts on ${when(t, windowOf(nextName[t]))}, ${next[t]} minutes before`,
+                problem: `must start runs at least ${clearanceMinutes} minutes before ${named(nameAt(t))} begin (nodePool.terminationGracePeriod, and ${(MARK_SECONDS + COMMAND_SECONDS) / 60} minutes for Karpenter to replace a node marked drifted), so that a node marked or deleted at the start drains before them: a run starts on ${when(t, windowOf(nameAt(t)))}, ${next[t]} minutes before`,
                 shortestMinutes: next[t],
                 longestGapMinutes: 0,
             };

@@ -154,7 +154,7 @@ const GOAL_PERCENT = 15;
 
 /** The report as a platform engineer reads it: per-type table, peak and limits, ramp-up, cost. */
 export function render(cfg: StackConfig, report: CapacityReport): string[] {
-    const { inputs: m, chosen, limits, ramp, costs: c } = report;
+    const { inputs: m, chosen, ramp, costs: c } = report;
     const check = cfg.nodePool.capacityCheck!;
     const p = cfg.nodePool;
     const money = (n: number) => `${m.prices.currency} ${n.toFixed(2)}`;

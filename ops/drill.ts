@@ -8,7 +8,6 @@
 //
 // A pure core (DrillRecord: what the APIs said; checks(): the verdict; the report's files) behind a thin shell that
 // refuses unsafe starts, starts and follows the experiment, and stops it and removes what it created however it ends.
-import * as fs from "fs";
 import * as path from "path";
 import { CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand } from "@aws-sdk/client-cloudwatch";
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";

@@ -9,7 +9,6 @@
 // empty, so it stays until consolidation may take it (never with WhenEmpty; with WhenEmptyOrUnderutilized, once the
 // budgets allow Underutilized outside sending hours). What is measured is that Karpenter removes the nodes
 // the test left empty; the nodes that stay are listed with the pods that keep them.
-import * as fs from "fs";
 import * as path from "path";
 import { burstGraceSeconds, burstPodTemplate, headroomDeployment } from "../components/celeryWorkloadPlacement.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";

@@ -3,8 +3,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { MockMonitor } from "@pulumi/pulumi/runtime/mocks.js";
 import * as settings from "@pulumi/pulumi/runtime/settings.js";
-import * as fs from "fs";
-import * as path from "path";
 import { collectConfigWarnings } from "../stacks/validatedConfig.ts";
 import { readStackConfig } from "../stacks/stackFile.ts";
 import { PROJECT } from "../stacks/stackNames.ts";

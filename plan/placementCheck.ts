@@ -125,10 +125,6 @@ function templatePath(o: KubeObject): string[] | undefined {
     return TEMPLATE_PATHS[`${groupOf(o)}/${o.kind}`] ?? (CORE_KINDS.includes(o.kind) ? TEMPLATE_PATHS[o.kind] : undefined);
 }
 const at = (o: unknown, path: string[]) => path.reduce<any>((v, k) => (isObject(v) ? v[k] : undefined), o);
-const templateOf = (o: KubeObject) => {
-    const p = templatePath(o);
-    return p ? at(o, p) : undefined;
-};
 const ownerOf = (o: KubeObject) => `${o.kind} ${o.metadata?.namespace ?? "default"}/${o.metadata?.name ?? ""}`;
 
 /** Whether a value is a pod spec: an object with a list of containers, each an object. */

@@ -8,7 +8,7 @@
 // refused, naming the file, line, column and key.
 import * as path from "path";
 import { InputFileError, readInputFile } from "../cli/inputFile.ts";
-import { editDistance, lookalikeNote, nearest } from "../cli/text.ts";
+import { lookalikeNote, nearest } from "../cli/text.ts";
 import { StackFileError } from "./config.ts";
 import { PROJECT, PROJECT_DIR, knownStacks, stackNameProblem } from "./stackNames.ts";
 import { CONFIG_KEY_NAMESPACES as CONFIG_NAMESPACES, PULUMI_CONFIG_KEYS as PULUMI_KEYS } from "./configKeys.ts";

@@ -9,7 +9,7 @@ import { execFileSync, spawnSync } from "child_process";
 import { parseDocument } from "yaml";
 import { PassThrough } from "stream";
 import { type CommandResult } from "../cli/args.ts";
-import { PLAN_RECORD } from "../plan/cli.ts";
+import { PLAN_RECORD } from "../plan/planRun.ts";
 import { goResolve, parseStackFile } from "../stacks/stackFile.ts";
 import { docsConfig } from "../scripts/config-reference.ts";
 import { CRD_FILES, generateKarpenter } from "../scripts/generate-karpenter-schema.ts";

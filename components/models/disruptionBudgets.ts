@@ -196,9 +196,17 @@ export function windowMinutes(h: DailyWindow): Uint8Array {
         const start = clock(h.start);
         const end = clock(h.end);
         const inside = (m: number) => (end > start ? m >= start && m < end : m >= start || m < end);
-        for (let q = 0; q < out.length; q += 15) {
-            const offset = utcOffsetMinutes(h.timeZone, new Date(SPAN_FROM.getTime() + q * MINUTE));
-            for (let t = q; t < q + 15; t++) out[t] = inside((((t + offset) % DAY_MINUTES) + DAY_MINUTES) % DAY_MINUTES) ? 1 : 0;
+        const offsetAt = (minute: number) => utcOffsetMinutes(h.timeZone, new Date(SPAN_FROM.getTime() + minute * MINUTE));
+        // A zone's offset changes at most once a day: where a day starts and ends on one offset it holds all day, and
+        // only the days clocks change are read every quarter hour.
+        let dayStart = offsetAt(0);
+        for (let d = 0; d < SPAN_DAYS; d++) {
+            const dayEnd = offsetAt((d + 1) * DAY_MINUTES);
+            for (let q = d * DAY_MINUTES; q < (d + 1) * DAY_MINUTES; q += 15) {
+                const offset = dayStart === dayEnd ? dayStart : offsetAt(q);
+                for (let t = q; t < q + 15; t++) out[t] = inside((((t + offset) % DAY_MINUTES) + DAY_MINUTES) % DAY_MINUTES) ? 1 : 0;
+            }
+            dayStart = dayEnd;
         }
         return out;
     });
