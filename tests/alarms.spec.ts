@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { keyLetsCloudWatch } from "../ops/preflight.ts";
+import { keyLetsCloudWatch } from "../ops/preflightChecks.ts";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";

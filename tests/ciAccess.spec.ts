@@ -29,7 +29,7 @@ import {
     previewPolicy,
     upPolicy,
 } from "../plan/ciAccess.ts";
-import { policyAllows } from "../ops/preflight.ts";
+import { policyAllows } from "../ops/preflightChecks.ts";
 import { PLACEHOLDERS } from "../plan/offlineRuntime.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { buildStack, stackConfig } from "./helpers.ts";

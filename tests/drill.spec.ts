@@ -13,7 +13,7 @@ import { DRILL_NAMESPACE, EKS_CLUSTER_NAME_TAG, NODEPOOL_TAG, experimentRolePoli
 import { fluentBitRecord, taskLines } from "../ops/celeryLogs.ts";
 import { DrillRecord, type DrillRun, checks, drill, workerDeployment } from "../ops/drill.ts";
 import { GC_NOTIFY_WORKER_SCRIPT, UNDER_A_SHELL, workerBudget } from "../ops/drillWorkload.ts";
-import { policyAllows } from "../ops/preflight.ts";
+import { policyAllows } from "../ops/preflightChecks.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { type StackConfig, drillWorkerGraceSeconds } from "../stacks/config.ts";
 import { FakeAwsApi, type FakeAwsState, type FakeQueue } from "./fakeAwsApi.ts";

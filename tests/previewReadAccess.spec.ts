@@ -4,7 +4,7 @@
 // (a refresh) and every list preflight makes.
 import { expect } from "chai";
 import { PREVIEW_GROUP, PreviewReadAccess } from "../components/previewReadAccess.ts";
-import { HELMFILE_RELEASES } from "../ops/preflight.ts";
+import { HELMFILE_RELEASES } from "../ops/preflightChecks.ts";
 import { type ReadKind } from "../ops/kube.ts";
 import { NIDHOGG_RELEASE } from "../components/celeryWorkloadPlacement.ts";
 import { PREVIEW_GROUP as MAPPED_GROUP } from "../plan/ciAccess.ts";
