@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { MAX_DRILL_NODES } from "./models/fis.ts";
 
 /**
  * The FIS action and its resource type and target key (AWS FIS User Guide, "Actions reference":
@@ -22,11 +23,6 @@ export const NODEPOOL_TAG = "karpenter.sh/nodepool";
 export const EKS_CLUSTER_NAME_TAG = "eks:eks-cluster-name";
 /** FIS takes at most 5 stop conditions per experiment template (AWS FIS User Guide, "Quotas and limitations"). */
 export const MAX_STOP_CONDITIONS = 5;
-/**
- * EC2's quota on spot instances one aws:ec2:send-spot-instance-interruptions experiment targets by tags: 5 (EC2 User
- * Guide, "Initiate a Spot Instance interruption", Quotas). The drill never asks for more.
- */
-export const MAX_DRILL_NODES = 5;
 /** FIS sends the interruption notice this long before the interruption, whatever durationBeforeInterruption says. */
 export const NOTICE_BEFORE_INTERRUPTION_SECONDS = 120;
 /** The namespace and service account the drill's synthetic workers run as; their Pod Identity association names both. */

@@ -14,7 +14,8 @@ import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, la
 import { cron, durationAtLeast, durationSeconds } from "./schema.ts";
 import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/models/instanceTypes.ts";
 import { regionProblem, zoneProblems } from "./awsRegions.ts";
-import { MAX_DRILL_NODES, drillNameProblems, durationBeforeInterruptionProblem } from "../components/spotInterruptionDrill.ts";
+import { MAX_DRILL_NODES } from "../components/models/fis.ts";
+import { drillNameProblems, durationBeforeInterruptionProblem } from "../components/spotInterruptionDrill.ts";
 
 /** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
 export const KARPENTER_VERSION = "1.14.1";
