@@ -34,7 +34,7 @@ import { outDirProblem, writeFiles } from "../cli/outDir.ts";
 import { type Clock, systemClock } from "./scaleTest.ts";
 import { lineChart, steps } from "../cli/svg.ts";
 import { plural } from "../cli/table.ts";
-import { apiError } from "./verifyPlacement.ts";
+import { apiError } from "./verifyPlacementRun.ts";
 import { DRILL, type DrillDeps, type Signal } from "./drill.ts";
 
 export { workerDeployment } from "./drillWorkload.ts";

@@ -1,7 +1,8 @@
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
-import { judgePods, placementRules, readToEnd, verifyPlacement } from "../ops/verifyPlacement.ts";
+import { judgePods, placementRules, readToEnd } from "../ops/verifyPlacementRun.ts";
+import { verifyPlacement } from "../ops/verifyPlacement.ts";
 import { spawn, spawnSync } from "child_process";
 import { plan } from "../plan/cli.ts";
 import { parse, stringify } from "yaml";
