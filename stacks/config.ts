@@ -16,9 +16,7 @@ import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../comp
 import { regionProblem, zoneProblems } from "./awsRegions.ts";
 import { MAX_DRILL_NODES } from "../components/models/fis.ts";
 import { drillNameProblems, durationBeforeInterruptionProblem } from "../components/spotInterruptionDrill.ts";
-
-/** The Karpenter release this program's IAM policy, Helm values and object schema were written against. */
-export const KARPENTER_VERSION = "1.14.1";
+import { KARPENTER_VERSION } from "../components/karpenter/version.ts";
 
 const tagValue = text("a tag value of at most 256 characters", /^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u, 256);
 

@@ -3,7 +3,8 @@ import { expect } from "chai";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { REFERENCE_FILE, configReference, docsConfig } from "../scripts/config-reference.ts";
+import { REFERENCE_FILE, docsConfig } from "../scripts/config-reference.ts";
+import { configReference } from "../stacks/configReference.ts";
 import { rawConfig } from "./helpers.ts";
 
 /** Every key path a stack file sets, in the reference's notation (`[]` for list items). */

@@ -11,8 +11,9 @@ import { CRDS, type GeneratedCrd, KARPENTER_CRD_VERSION } from "../components/ka
 import { type KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate.ts";
 import { renderNodePool } from "../components/ephemeralNodePool.ts";
 import { nodePoolArgs } from "../stacks/componentArgs.ts";
-import { KARPENTER_VERSION } from "../stacks/config.ts";
-import { CRD_FILES, generateKarpenter } from "../scripts/generate-karpenter-schema.ts";
+import { KARPENTER_VERSION } from "../components/karpenter/version.ts";
+import { CRD_FILES } from "../components/karpenter/generate.ts";
+import { generateKarpenter } from "../scripts/generate-karpenter-schema.ts";
 import { stackConfig } from "./helpers.ts";
 import { tempDir } from "./opsHelpers.ts";
 const require = createRequire(import.meta.url);

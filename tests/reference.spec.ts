@@ -5,7 +5,8 @@ import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
 import { controllerPolicies, interruptionQueuePolicy, interruptionRules } from "../components/models/controllerPolicy.ts";
-import { GENERATED_MODULE, generateKarpenterModule } from "../scripts/generate-karpenter-schema.ts";
+import { GENERATED_MODULE } from "../scripts/generate-karpenter-schema.ts";
+import { generateKarpenterModule } from "../components/karpenter/generate.ts";
 import { CHART_VALUE_KEYS } from "./chartValueKeys.ts";
 
 const dir = process.env.KARPENTER_REFERENCE_DIR;

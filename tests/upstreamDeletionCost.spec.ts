@@ -5,7 +5,8 @@ import * as fs from "fs";
 import * as path from "path";
 import { parse } from "yaml";
 import { controllerValues } from "../components/karpenterController.ts";
-import { CHART_FEATURE_GATES, KARPENTER_VERSION, UPSTREAM_DELETION_COST_GATE, renderedFeatureGates, upstreamDeletionCostProblems } from "../stacks/config.ts";
+import { CHART_FEATURE_GATES, UPSTREAM_DELETION_COST_GATE, renderedFeatureGates, upstreamDeletionCostProblems } from "../stacks/config.ts";
+import { KARPENTER_VERSION } from "../components/karpenter/version.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
 import { errorOf, rawConfig, section } from "./helpers.ts";
 
