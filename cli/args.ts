@@ -1,4 +1,6 @@
 // What the commands share: one argument parser (Node's util.parseArgs) with --help, and exit codes that fit CI.
+import { enableCompileCache } from "node:module";
+import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { closest } from "./text.ts";
 import { colourEnabled, colourStatuses, jsonText, setProgressSink } from "./output.ts";
@@ -171,6 +173,9 @@ export function isResult(v: unknown): v is CommandResult {
  * (cli/output.ts); then its exit code (stdout and stderr writes are synchronous on Linux).
  */
 export function runMain(command: () => Promise<CommandResult>): void {
+    // Node keeps the modules a command loads after its flags (its run, the SDKs) compiled, and its own TypeScript
+    // stripped, in node_modules/.cache: the next run of any command compiles none of them again.
+    enableCompileCache(path.join(import.meta.dirname, "..", "node_modules", ".cache", "notify-karpenter"));
     setProgressSink((line) => process.stderr.write(`${line}\n`));
     command().then(
         (r) => {
