@@ -173,8 +173,8 @@ export function isResult(v: unknown): v is CommandResult {
  * (cli/output.ts); then its exit code (stdout and stderr writes are synchronous on Linux).
  */
 export function runMain(command: () => Promise<CommandResult>): void {
-    // Node keeps the modules a command loads after its flags (its run, the SDKs) compiled, and its own TypeScript
-    // stripped, in node_modules/.cache: the next run of any command compiles none of them again.
+    // The compile cache of cli/compileCache.mjs, which npm scripts preload, for a command run as `node <entry>.ts`:
+    // from here on, what it loads (its run, the SDKs) comes compiled and stripped from node_modules/.cache.
     enableCompileCache(path.join(import.meta.dirname, "..", "node_modules", ".cache", "notify-karpenter"));
     setProgressSink((line) => process.stderr.write(`${line}\n`));
     command().then(

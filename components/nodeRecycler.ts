@@ -268,17 +268,13 @@ function findRecycleWindow(schedule: string, windows: ProtectedWindow[], budgets
     const runs = forbiddenMinutes([{ nodes: "0", schedule, duration: "1m" }], "Drifted", SPAN_FROM, SPAN_DAYS + 366, "cronjob");
     const inside = windows.map((w) => windowMinutes(w));
     const forbidden: [DisruptionReason, Uint8Array][] = (["Drifted", "Underutilized"] as const).map((r) => [r, forbiddenInSpan(budgets, r)]);
-    // Minutes until the next protected minute from each minute (Infinity past the span's last one), and whose it is.
-    const span = SPAN_DAYS * DAY;
-    const next = new Float64Array(span + 1).fill(Infinity);
-    const nextWindow = new Int8Array(span + 1).fill(-1);
-    for (let t = span - 1; t >= 0; t--) {
-        let hit = -1;
-        for (let i = 0; i < inside.length && hit < 0; i++) if (inside[i][t]) hit = i;
-        next[t] = hit >= 0 ? 0 : next[t + 1] + 1;
-        nextWindow[t] = hit >= 0 ? hit : nextWindow[t + 1];
-    }
-    const nameAt = (t: number) => windows[nextWindow[t]]?.name;
+    // The next protected minute from `t` (Infinity past the last one), and whose it is.
+    const nextProtected = (t: number) =>
+        inside.reduce((best, w, i) => {
+            const at = w.indexOf(1, t);
+            return at >= 0 && at < best.at ? { at, window: i } : best;
+        }, { at: Infinity, window: -1 });
+    const nameAt = (t: number) => windows[nextProtected(t).window]?.name;
     const windowOf = (name: string) => windows.find((x) => x.name === name)!;
     const named = (name: string) => `${name} (${windowOf(name).start}-${windowOf(name).end} ${windowOf(name).timeZone})`;
     // Local in the window a problem names, else in the first (sending hours).
@@ -287,9 +283,9 @@ function findRecycleWindow(schedule: string, windows: ProtectedWindow[], budgets
     let longest = 0;
     let last: number | undefined;
     // Runs in the model year itself; the span's two days either side only serve the windows around them.
-    for (let t = 2 * DAY; t < (SPAN_DAYS - 2) * DAY; t++) {
-        if (!runs[t]) continue;
-        if (next[t] === 0) return { problem: `must start runs outside ${named(nameAt(t))}: a run starts on ${when(t, windowOf(nameAt(t)))}`, shortestMinutes: 0, longestGapMinutes: 0 };
+    for (let t = runs.indexOf(1, 2 * DAY); t >= 0 && t < (SPAN_DAYS - 2) * DAY; t = runs.indexOf(1, t + 1)) {
+        const next = nextProtected(t).at - t;
+        if (next === 0) return { problem: `must start runs outside ${named(nameAt(t))}: a run starts on ${when(t, windowOf(nameAt(t)))}`, shortestMinutes: 0, longestGapMinutes: 0 };
         const blocked = forbidden.filter(([, f]) => f[t]).map(([r]) => r);
         if (blocked.length) {
             return {
@@ -298,14 +294,14 @@ function findRecycleWindow(schedule: string, windows: ProtectedWindow[], budgets
                 longestGapMinutes: 0,
             };
         }
-        if (next[t] < clearanceMinutes) {
+        if (next < clearanceMinutes) {
             return {
-                problem: `must start runs at least ${clearanceMinutes} minutes before ${named(nameAt(t))} begin (nodePool.terminationGracePeriod, and ${(MARK_SECONDS + COMMAND_SECONDS) / 60} minutes for Karpenter to replace a node marked drifted), so that a node marked or deleted at the start drains before them: a run starts on ${when(t, windowOf(nameAt(t)))}, ${next[t]} minutes before`,
-                shortestMinutes: next[t],
+                problem: `must start runs at least ${clearanceMinutes} minutes before ${named(nameAt(t))} begin (nodePool.terminationGracePeriod, and ${(MARK_SECONDS + COMMAND_SECONDS) / 60} minutes for Karpenter to replace a node marked drifted), so that a node marked or deleted at the start drains before them: a run starts on ${when(t, windowOf(nameAt(t)))}, ${next} minutes before`,
+                shortestMinutes: next,
                 longestGapMinutes: 0,
             };
         }
-        shortest = Math.min(shortest, next[t]);
+        shortest = Math.min(shortest, next);
         if (last !== undefined) longest = Math.max(longest, t - last);
         last = t;
     }

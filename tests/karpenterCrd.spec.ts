@@ -2,13 +2,14 @@
 // the ones skipped, and a changed CRD regenerates into a module whose new rule the validator applies. Runs without
 // the reference files: the CRDs written here are built from the checked-in module.
 import { createRequire } from "node:module";
+import { Ajv, type ValidateFunction } from "ajv";
 import { expect } from "chai";
 import * as fs from "fs";
 import * as path from "path";
 import { stringify } from "yaml";
 import { type CelRule, celCheck, isTransitionRule } from "../components/karpenter/cel.ts";
 import { CRDS, type GeneratedCrd, KARPENTER_CRD_VERSION } from "../components/karpenter/generated/crds.ts";
-import { type KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate.ts";
+import { compileCached, type KarpenterObject, toJsonSchema, validateKarpenterObject } from "../components/karpenter/validate.ts";
 import { renderNodePool } from "../components/ephemeralNodePool.ts";
 import { nodePoolArgs } from "../stacks/componentArgs.ts";
 import { KARPENTER_VERSION } from "../components/karpenter/version.ts";
@@ -89,6 +90,38 @@ describe("Karpenter CRDs (components/karpenter/generated/crds.ts)", () => {
             { path: "spec.limits.cpu", message: "must be an integer or a string (got true)" },
             { path: "spec.limits.memory", message: String.raw`must match ^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$ (got "lots")` },
         ]);
+    });
+
+    it("converts each CRD into a valid JSON Schema (the validator skips ajv's meta-schema check at run time)", () => {
+        const ajv = new Ajv({ strictTypes: false, allowUnionTypes: true });
+        for (const crd of Object.values(CRDS)) expect(ajv.validateSchema(toJsonSchema(crd.spec)), `${crd.kind}: ${ajv.errorsText()}`).to.equal(true);
+    });
+
+    it("keeps each compiled validator in a cache that answers as a compile does; a damaged or unwritable cache only costs the compile", () => {
+        const dir = tempDir("ajv-cache-");
+        const { nodePool } = staging();
+        nodePool.spec.limits = { cpu: true };
+        nodePool.spec.disruption.budgets = [{ nodes: "ten", unknown: 1 }];
+        const answer = (validate: ValidateFunction) => {
+            const spec = structuredClone(nodePool.spec);
+            validate(spec);
+            return { spec, errors: validate.errors?.map(({ instancePath, keyword, params, message, parentSchema }) => ({ instancePath, keyword, params, message, parentSchema })) };
+        };
+        const schema = () => toJsonSchema(CRDS.NodePool.spec);
+        const compiled = answer(compileCached(schema(), dir));
+        expect(compiled.errors).to.have.length.above(2);
+        const [file] = fs.readdirSync(dir);
+        expect(file).to.match(/^ajv-[0-9a-f]{32}\.cjs$/);
+        const cached = compileCached(schema(), dir);
+        expect(cached, "loaded from the file, not compiled").not.to.have.property("schemaEnv");
+        expect(answer(cached)).to.deep.equal(compiled);
+        // Node keeps a module it loaded: a damaged file is another checkout's.
+        const damaged = tempDir("ajv-cache-");
+        fs.writeFileSync(path.join(damaged, file), "module.exports = (");
+        expect(answer(compileCached(schema(), damaged))).to.deep.equal(compiled);
+        expect(answer(require(path.join(damaged, file))), "the damaged file is written anew").to.deep.equal(compiled);
+        const blocked = path.join(dir, file, "not-a-directory");
+        expect(answer(compileCached(schema(), blocked))).to.deep.equal(compiled);
     });
 
     it("refuses a schema keyword it cannot honour instead of ignoring it (a future CRD's new extension fails here, not silently)", () => {

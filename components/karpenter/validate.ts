@@ -2,7 +2,13 @@
 // schema through ajv (unknown fields included: the API server silently prunes them, which is how GC Notify lost its
 // whole disruption policy), then the CRD's own CEL rules, each reported with the CRD's own message. Both come from
 // the generated module (scripts/generate-karpenter-schema.ts), so nothing here re-types a rule.
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import { createRequire } from "node:module";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from "ajv";
+import standalone from "ajv/dist/standalone/index.js";
 import { celIssues, fieldPath } from "./cel.ts";
 import { CRDS, type GeneratedCrd } from "./generated/crds.ts";
 
@@ -41,21 +47,59 @@ export function validateKarpenterObject(obj: KarpenterObject, crds: Record<strin
 }
 
 const compiled = new WeakMap<GeneratedCrd, ValidateFunction>();
-const ajv = new Ajv({
+const AJV_OPTIONS: Options = {
     allErrors: true,
     verbose: true,
     useDefaults: true,
     // An unknown keyword still fails the compile (strictSchema); int-or-string's pattern beside anyOf is by design.
     strictTypes: false,
     allowUnionTypes: true,
+    // Compiled on every plan and preview: the generated schemas are checked against JSON Schema's meta-schema by the
+    // tests (tests/karpenterCrd.spec.ts), and ajv's optimizing pass saves nothing on two objects a run.
+    validateSchema: false,
+    // The source, for the cache below.
+    code: { optimize: false, source: true },
     // Kubernetes' integer formats bound nothing a JSON number does not; date-time is RFC 3339.
     formats: { int32: true, int64: true, "date-time": /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i },
-});
+};
+const ajv = new Ajv(AJV_OPTIONS);
 
 function validator(crd: GeneratedCrd): ValidateFunction {
-    if (!compiled.has(crd)) compiled.set(crd, ajv.compile(toJsonSchema(crd.spec)));
+    if (!compiled.has(crd)) compiled.set(crd, compileCached(toJsonSchema(crd.spec)));
     return compiled.get(crd)!;
 }
+
+/**
+ * ajv's validator for `schema`, kept as ajv's standalone code beside Node's compile cache (cli/compileCache.mjs):
+ * compiling the two CRD schemas cost every plan and preview about a tenth of a second. The file is named after the
+ * hash of ajv's version, its options and the schema, so a changed CRD or ajv compiles anew; an unreadable or
+ * unwritable cache only costs the compile.
+ */
+export function compileCached(schema: Record<string, unknown>, dir = VALIDATOR_CACHE): ValidateFunction {
+    const text = JSON.stringify([AJV_VERSION, AJV_OPTIONS, schema], (_, v) => (v instanceof RegExp ? String(v) : v));
+    const key = crypto.createHash("sha256").update(text).digest("hex");
+    const file = path.join(dir, `ajv-${key.slice(0, 32)}.cjs`);
+    try {
+        return require(file) as ValidateFunction;
+    } catch {
+        const validate = ajv.compile(schema);
+        try {
+            fs.mkdirSync(dir, { recursive: true });
+            const temp = `${file}.${process.pid}.tmp`;
+            // ajv's runtime helpers by their full path, so that the file loads wherever the cache is.
+            const code = standalone.default(ajv, validate).replace(/require\("(ajv\/dist\/runtime\/[\w-]+)"\)/g, (_, m: string) => `require(${JSON.stringify(require.resolve(m))})`);
+            fs.writeFileSync(temp, code);
+            fs.renameSync(temp, file);
+        } catch {
+            // A read-only checkout plans as well, only slower.
+        }
+        return validate;
+    }
+}
+
+const require = createRequire(import.meta.url);
+const AJV_VERSION: string = require("ajv/package.json").version;
+const VALIDATOR_CACHE = fileURLToPath(new URL("../../node_modules/.cache/notify-karpenter/", import.meta.url));
 
 /**
  * A Kubernetes structural schema as JSON Schema (draft-07), with the API server's strictness: an object refuses fields

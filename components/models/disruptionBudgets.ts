@@ -41,7 +41,6 @@ const allowsNone = (b: DisruptionBudget) => /^0+%?$/.test(b.nodes);
 export function forbiddenMinutes(budgets: DisruptionBudget[], reason: DisruptionReason, from: Date, days: number, reader: CronReader = "budget"): Uint8Array {
     const total = days * DAY_MINUTES;
     const out = new Uint8Array(total);
-    const diff = new Int32Array(total + 1);
     for (const b of budgets.filter((b) => allowsNone(b) && (!b.reasons || b.reasons.includes(reason)))) {
         if (b.schedule === undefined) return out.fill(1);
         const cron = parseCron(b.schedule, reader);
@@ -54,17 +53,10 @@ export function forbiddenMinutes(budgets: DisruptionBudget[], reason: Disruption
             for (const hour of hours) {
                 for (const minute of minutes) {
                     const t = day * DAY_MINUTES + hour * 60 + minute;
-                    if (t + dur <= 0 || t >= total) continue;
-                    diff[Math.max(0, t)]++;
-                    diff[Math.min(total, t + dur)]--;
+                    if (t + dur > 0 && t < total) out.fill(1, Math.max(0, t), Math.min(total, t + dur));
                 }
             }
         }
-    }
-    let active = 0;
-    for (let t = 0; t < total; t++) {
-        active += diff[t];
-        out[t] = active > 0 ? 1 : 0;
     }
     return out;
 }
@@ -83,13 +75,19 @@ export function utcOffsetMinutes(timeZone: string, at: Date): number {
     return Math.round((Date.UTC(get("year"), get("month") - 1, get("day"), get("hour"), get("minute")) - Math.floor(at.getTime() / MINUTE) * MINUTE) / MINUTE);
 }
 
+const zones = new Map<string, boolean>();
 export function isTimeZone(timeZone: string): boolean {
-    try {
-        new Intl.DateTimeFormat("en-US", { timeZone });
-        return true;
-    } catch {
-        return false;
+    let known = zones.get(timeZone);
+    if (known === undefined) {
+        try {
+            new Intl.DateTimeFormat("en-US", { timeZone });
+            known = true;
+        } catch {
+            known = false;
+        }
+        zones.set(timeZone, known);
     }
+    return known;
 }
 
 const offsets = new Map<string, number>();
@@ -125,8 +123,12 @@ export const utcClock = (minutes: number) => {
 export function firstUncovered(budgets: DisruptionBudget[], reason: DisruptionReason, h: DailyWindow): string | undefined {
     const forbidden = forbiddenInSpan(budgets, reason);
     const inside = windowMinutes(h);
-    for (let t = 2 * DAY_MINUTES; t < (SPAN_DAYS - 2) * DAY_MINUTES; t++) {
-        if (inside[t] && !forbidden[t]) return localInstant(t, h.timeZone);
+    // From each minute inside the window to the next one the budgets leave open, and on to the window's next minute.
+    const end = (SPAN_DAYS - 2) * DAY_MINUTES;
+    for (let t = inside.indexOf(1, 2 * DAY_MINUTES); t >= 0 && t < end; t = inside.indexOf(1, t)) {
+        if (!forbidden[t]) return localInstant(t, h.timeZone);
+        t = forbidden.indexOf(0, t);
+        if (t < 0) break;
     }
     return undefined;
 }
@@ -195,17 +197,22 @@ export function windowMinutes(h: DailyWindow): Uint8Array {
         const out = new Uint8Array(SPAN_DAYS * DAY_MINUTES);
         const start = clock(h.start);
         const end = clock(h.end);
-        const inside = (m: number) => (end > start ? m >= start && m < end : m >= start || m < end);
         const offsetAt = (minute: number) => utcOffsetMinutes(h.timeZone, new Date(SPAN_FROM.getTime() + minute * MINUTE));
         // A zone's offset changes at most once a day: where a day starts and ends on one offset it holds all day, and
         // only the days clocks change are read every quarter hour.
+        // Minutes [from, to) of the span read at one offset: the window's local days shifted to UTC, clipped.
+        const fillAt = (offset: number, from: number, to: number) => {
+            for (let day = Math.floor((from + offset) / DAY_MINUTES) - 1; day * DAY_MINUTES - offset < to; day++) {
+                const first = day * DAY_MINUTES + start - offset;
+                const last = first + (end > start ? end - start : end + DAY_MINUTES - start);
+                out.fill(1, Math.max(from, first), Math.max(from, Math.min(to, last)));
+            }
+        };
         let dayStart = offsetAt(0);
         for (let d = 0; d < SPAN_DAYS; d++) {
             const dayEnd = offsetAt((d + 1) * DAY_MINUTES);
-            for (let q = d * DAY_MINUTES; q < (d + 1) * DAY_MINUTES; q += 15) {
-                const offset = dayStart === dayEnd ? dayStart : offsetAt(q);
-                for (let t = q; t < q + 15; t++) out[t] = inside((((t + offset) % DAY_MINUTES) + DAY_MINUTES) % DAY_MINUTES) ? 1 : 0;
-            }
+            if (dayStart === dayEnd) fillAt(dayStart, d * DAY_MINUTES, (d + 1) * DAY_MINUTES);
+            else for (let q = d * DAY_MINUTES; q < (d + 1) * DAY_MINUTES; q += 15) fillAt(offsetAt(q), q, q + 15);
             dayStart = dayEnd;
         }
         return out;
