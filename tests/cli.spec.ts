@@ -1,6 +1,7 @@
 // Every command reads its flags with the one parser in cli/args.ts: --help everywhere, and the same usage errors.
 import { expect } from "chai";
 import { spawnSync } from "child_process";
+import * as fs from "fs";
 import * as path from "path";
 import { type Command, type CommandResult, OUTPUT_FLAGS, didYouMean, helpText, parseCommandLine } from "../cli/args.ts";
 import { SCHEMA_VERSION } from "../cli/output.ts";
@@ -15,6 +16,7 @@ import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { LINT_WORKFLOWS, lintWorkflowsCommand } from "../scripts/lint-workflows.ts";
 import { DOCS_CONFIG, docsConfig } from "../scripts/config-reference.ts";
 import { GENERATE_KARPENTER, generateKarpenter } from "../scripts/generate-karpenter-schema.ts";
+import { BENCHMARK, benchmark, childrenCpuSeconds, commands as npmCommands } from "../scripts/benchmark.ts";
 
 const commands: [string, Command, (argv: string[]) => Promise<CommandResult>][] = [
     ["plan", PLAN, (argv) => plan(argv)],
@@ -26,6 +28,7 @@ const commands: [string, Command, (argv: string[]) => Promise<CommandResult>][] 
     ["lint:workflows", LINT_WORKFLOWS, (argv) => lintWorkflowsCommand(argv)],
     ["docs:config", DOCS_CONFIG, (argv) => docsConfig(argv)],
     ["generate:karpenter", GENERATE_KARPENTER, (argv) => generateKarpenter(argv)],
+    ["benchmark", BENCHMARK, (argv) => benchmark(argv)],
 ];
 
 describe("every command's flags (util.parseArgs)", () => {
@@ -117,6 +120,21 @@ describe("every command's flags (util.parseArgs)", () => {
         const bad = run("--stack", "staging", "--stack", "production");
         expect([bad.status, bad.stdout, bad.stderr.split("\n")[0]]).to.deep.equal([2, "", "--stack is given twice"]);
         expect(Number(process.versions.node.split(".")[0])).to.be.at.least(22);
+    });
+});
+
+describe("npm run benchmark (docs/development.md's figures)", () => {
+    it("times every npm script that runs a command, each preloading the compile cache, and reads bash's times for the children's CPU", () => {
+        const listed = npmCommands();
+        expect(listed.map((c) => c.name)).to.include.members(commands.filter(([name]) => name !== "benchmark").map(([name]) => name));
+        for (const { name, entry } of listed) expect(fs.existsSync(path.join(PROJECT_DIR, entry)), `${name}: ${entry}`).to.equal(true);
+        const scripts: Record<string, string> = JSON.parse(fs.readFileSync(path.join(PROJECT_DIR, "package.json"), "utf8")).scripts;
+        for (const { name, entry } of [...listed, { name: "benchmark", entry: "scripts/benchmark.ts" }]) expect(scripts[name]).to.equal(`node --import ./cli/compileCache.mjs ${entry}`);
+        expect(childrenCpuSeconds("0m0.004s 0m0.002s\n1m2.500s 0m0.250s\n")).to.equal(62.75);
+    });
+
+    it("--rounds takes a whole number from 1 to 99", async () => {
+        expect((await benchmark(["--rounds", "0"])).output.split("\n")[0]).to.equal('--rounds: must be a whole number from 1 to 99 (got "0")');
     });
 });
 
