@@ -17,6 +17,7 @@ import { MAX_DRILL_NODES } from "../components/models/fis.ts";
 import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
 import { MAX_NOTIFICATIONS } from "./notifyApi.ts";
 import type { AwsClientConfig } from "./preflight.ts";
+import type { Deadlines } from "./deadlines.ts";
 import type { Clock } from "./scaleTest.ts";
 
 export const DRILL: Command = {
@@ -70,6 +71,8 @@ export interface DrillDeps {
     dir?: string;
     /** Where NOTIFY_API_KEY and the other NOTIFY_* variables come from: process.env by default. */
     env?: Record<string, string | undefined>;
+    /** How long each AWS call, Kubernetes request and watch, and the credential plugin may take (ops/deadlines.ts; tests: milliseconds). */
+    deadlines?: Partial<Deadlines>;
 }
 
 export async function drill(argv: string[], deps: DrillDeps = {}): Promise<CommandResult> {

@@ -20,6 +20,7 @@ import { jsonText } from "../cli/output.ts";
 import { toCsv } from "../cli/csv.ts";
 import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, clusterOf, epochMs, useContext } from "./kube.ts";
 import { checkedKubeConfig } from "./kubeconfigFile.ts";
+import { deadlinesOf } from "./deadlines.ts";
 import { lineChart, steps } from "../cli/svg.ts";
 import { apiError } from "./verifyPlacementRun.ts";
 import { plural } from "../cli/table.ts";
@@ -435,7 +436,7 @@ export async function runScaleTest(line: CommandLine, deps: ScaleTestDeps, mode:
     } catch (e) {
         return { exitCode: EXIT.cannotCheck, output: `Could not run: could not load the kubeconfig: ${(e as Error)?.message ?? e}` };
     }
-    const refused = useContext(kc, context, cfg.cluster.name);
+    const refused = useContext(kc, context, cfg.cluster);
     if (refused) return usage(refused, SCALE_TEST);
 
     const clock = deps.clock ?? systemClock;
@@ -457,7 +458,7 @@ export async function runScaleTest(line: CommandLine, deps: ScaleTestDeps, mode:
         nodeLaunchSeconds: cfg.capacity?.nodeLaunchSeconds,
         record: new Recorder(() => clock.now(), cfg.placement.priorityClasses.headroom.name),
     };
-    const cluster = clusterOf(kc);
+    const cluster = clusterOf(kc, deadlinesOf(deps.deadlines));
     // One read first: an unreachable cluster or refused credentials is "could not run" (3), not a failed scale test.
     try {
         await cluster.namespaceExists(run.namespace);

@@ -430,7 +430,7 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
         const out = tempDir("scale-unreachable-");
         const r = await scaleTest(["--stack", "staging", "--context", "staging", "--out", out], { kubeConfig: () => kc });
         expect(r.exitCode).to.equal(3);
-        expect(r.output).to.match(/^Could not run: the cluster of context staging did not answer: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
+        expect(r.output).to.match(/^Could not run: the cluster of context staging did not answer: read namespace notify-karpenter-scale-test-\S+: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
         expect(fs.readdirSync(out)).to.deep.equal([]);
     });
 
