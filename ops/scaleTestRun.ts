@@ -541,6 +541,7 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
             const s = scaleDownState(run);
             return `${rec.running()} pods running; nodes the test used: ${s.gone.length} gone, ${s.kept.length} kept by other burst pods, ${s.empty.length} empty; ${nodesStatus()}`;
         });
+        await watchedAsListed(cluster, cfg, rec, clock);
     } catch (e) {
         outcome = { ok: false, message: `Result: FAILED: ${e instanceof Stop ? e.message : (e as Error).message}` };
     } finally {
@@ -553,6 +554,23 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
         }
     }
     return outcome;
+}
+
+/**
+ * The ephemeral nodes the watch holds live are those a list shows: a watch that went quiet without failing (answered,
+ * then nothing, for less than its deadline) would otherwise prove a scale-down it never saw. A few ticks are allowed
+ * for an event in flight.
+ */
+async function watchedAsListed(cluster: Cluster, cfg: StackConfig, rec: Recorder, clock: Clock): Promise<void> {
+    let listed: string[] = [];
+    let watched: string[] = [];
+    for (let tries = 0; tries < 5; tries++) {
+        listed = (await cluster.listNodes(`${cfg.nodePool.ephemeralKey}=true`)).filter((n) => !n.metadata.deletionTimestamp).map((n) => n.metadata.name).sort();
+        watched = rec.liveNodes().filter((n) => n.removing === undefined).map((n) => n.name).sort();
+        if (listed.join() === watched.join()) return;
+        await clock.sleep(TICK_MS);
+    }
+    throw new Stop(`the nodes watch and a list of the nodes disagree (watched: ${watched.join(", ") || "none"}; listed: ${listed.join(", ") || "none"}): the watch missed changes, so the scale-down is not proved`);
 }
 
 /** Deletes the test namespace (and so everything in it) and waits until it is gone. */
