@@ -25,6 +25,7 @@ import { type StackConfig, type SyntheticProfile, syntheticMessages } from "../s
 import { STACK_TAG } from "../stacks/createStack.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { type CommandLine, type CommandResult, EXIT, integerFlag, isResult, usage, valueOf } from "../cli/args.ts";
+import { jsonText } from "../cli/output.ts";
 import { loadStack } from "../stacks/validatedConfig.ts";
 import { GC_NOTIFY_LONGEST_VISIBILITY_SECONDS, type LiveTasks, type PodTasks, addEvent, complete, filterLogEvents, fluentBitRecord, patterns, taskLines, unfinished } from "./celeryLogs.ts";
 import { toCsv } from "../cli/csv.ts";
@@ -736,7 +737,7 @@ const cannotRun = (why: string): CommandResult => ({ exitCode: EXIT.cannotCheck,
 const oneOfFlag = <T extends string>(flag: string, value: string, allowed: readonly T[]): T | string => (allowed.includes(value as T) ? (value as T) : `--${flag} must be ${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)} (got "${value}")`);
 
 /** The drill, once ops/drill.ts has read the flags: the stack's config, the refusals that need it, then the run. */
-export async function runDrill(line: CommandLine, deps: DrillDeps, context: string): Promise<CommandResult> {
+export async function runDrill(line: CommandLine, deps: DrillDeps, context: string, json = false): Promise<CommandResult> {
     const cfg = loadStack(valueOf(line, "stack"), DRILL, deps.dir ?? PROJECT_DIR);
     if (isResult(cfg)) return cfg;
     if (cfg.stack === "production" && line.flags.production !== true) return usage("the production stack is drilled only with --production: it interrupts a node that serves GC Notify's traffic", DRILL);
@@ -787,7 +788,7 @@ export async function runDrill(line: CommandLine, deps: DrillDeps, context: stri
         const account = need(me.Account, "sts:GetCallerIdentity", "an Account");
         const otherAccount = useContext(kc, context, cfg.cluster, { account });
         if (otherAccount) return usage(otherAccount, DRILL);
-        return await prepareAndRun(cfg, { context, nodes, workload, profile, hook, e2e, out, stamp }, kc, clients, { call, deadlines: dl }, clock, progress, deps);
+        return await prepareAndRun(cfg, { context, nodes, workload, profile, hook, e2e, out, stamp, json }, kc, clients, { call, deadlines: dl }, clock, progress, deps);
     } catch (e) {
         if (e instanceof CannotRun) return cannotRun(e.message);
         throw e;
@@ -828,6 +829,8 @@ interface Options {
     e2e?: { count: number; target: NotifyTarget };
     out: string;
     stamp: string;
+    /** The report as one JSON object (docs/json-output.md). */
+    json: boolean;
 }
 
 /** The checks before the start (refusals), then the run; what was seen is written however it ends. */
@@ -891,10 +894,32 @@ async function prepareAndRun(cfg: StackConfig, o: Options, kc: KubeConfig, clien
         "summary.txt": report.join("\n") + "\n",
     };
     const unwritable = writeFiles(o.out, files, "--out", { command: "drill", stack: cfg.stack });
-    if (unwritable) return { exitCode: EXIT.cannotCheck, output: [...report, unwritable].join("\n") };
-    report.push(`Wrote ${Object.keys(files).map((f) => path.join(o.out, f)).join(", ")}`);
     const ok = !run.stopped && checks(run).every((x) => x.ok !== false) && !cleanup.some((l) => l.startsWith("Cleanup FAILED"));
-    return { exitCode: ok ? EXIT.ok : EXIT.findings, output: report.join("\n") };
+    const exitCode = unwritable ? EXIT.cannotCheck : ok ? EXIT.ok : EXIT.findings;
+    const written = unwritable ? [] : Object.keys(files).map((f) => path.join(o.out, f));
+    if (o.json) return { exitCode, format: "json", output: jsonText("drill", { ...drillJson(run, report, cleanup, exitCode, written), ...(unwritable ? { error: unwritable } : {}) }) };
+    if (unwritable) return { exitCode, output: [...report, unwritable].join("\n") };
+    report.push(`Wrote ${written.join(", ")}`);
+    return { exitCode, output: report.join("\n") };
+}
+
+/** The drill's JSON report (docs/json-output.md): the experiment, the checks, the result and the cleanup. */
+export function drillJson(run: DrillRun, report: string[], cleanup: string[], exitCode: number, files: string[]) {
+    const e = run.record.experiment;
+    const at = (t: number | undefined) => (t === undefined ? null : new Date(t).toISOString());
+    const result = report.find((l) => l.startsWith("Result: "))!.slice("Result: ".length);
+    return {
+        stack: run.stack,
+        exitCode,
+        cluster: run.cluster,
+        workload: run.workload,
+        experiment: { id: e.id ?? null, templateId: e.templateId, status: e.status ?? null, reason: e.reason ?? null, started: at(e.started), notice: at(e.notice), instances: e.instances },
+        displaced: displaced(run).map((x) => ({ pod: x.pod.key, node: x.node.name, replacement: x.replacement?.key ?? null, cutShort: x.cutShort ?? null })),
+        checks: checks(run).map((c) => ({ name: c.name, ok: c.ok ?? null, message: c.message })),
+        result: { ok: result === "OK", message: result },
+        cleanup,
+        files,
+    };
 }
 
 /** A run that ended before the experiment started, for a reason that refuses it (the first notification refused, say). */

@@ -1119,6 +1119,9 @@ describe("bad input (issue 29): --json stays JSON on every path, errors included
         ["preflight", (a) => preflight(a, { kubeConfig: () => api.kubeConfig() }), ["--stack", "staging", "--only", "nope"], 2, /^--only: unknown check "nope"/],
         ["preflight", (a) => preflight(a, { kubeConfig: () => api.kubeConfig() }), ["--stack", "staging", "--region", "us-east-1"], 2, /^--region us-east-1: stack staging's cluster is in ca-central-1/],
         ["preflight", (a) => preflight(a, { kubeConfig: () => api.kubeConfig() }), ["--stack", "staging", "--context", "other"], 2, /^--context other is cluster "kind-scratch"/],
+        // The drill had no --json.
+        ["drill", (a) => drill(a, { kubeConfig: () => api.kubeConfig(), env: {} }), ["--stack", "scratch"], 2, /^--context is required/],
+        ["drill", (a) => drill(a, { kubeConfig: () => api.kubeConfig(), env: {} }), ["--stack", "scratch", "--context", "scratch", "--nodes", "9"], 2, /^--nodes must be an integer from 1 to 5 \(got "9"\)/],
     ];
     for (const [command, run, argv, exitCode, error] of cases) {
         tally.json++;

@@ -23,6 +23,7 @@ import { FakeClock, FakeKubeApi, type FakeKubeApiOptions, type Step, iso } from 
 import { FakeNotifyApi } from "./fakeNotifyApi.ts";
 import { buildStack, configErrorOf, customResources, patchSections, stackConfig } from "./helpers.ts";
 import { readSeries, tempDir } from "./opsHelpers.ts";
+import { documentedFields } from "./jsonSchemaDoc.ts";
 
 const ACCOUNT = "123456789012";
 const SCRATCH = "notify-karpenter-scratch";
@@ -911,6 +912,25 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
         expect(noKube.output).to.match(/^Could not run: the cluster of context scratch did not answer: list nodes: fetch failed: .*ECONNREFUSED/);
         expect(fs.readdirSync(h.out)).to.deep.equal([]);
         await h.kube.start();
+    });
+
+    it("--json: the run in the documented schema (docs/json-output.md); a refusal and a usage error are JSON too", async () => {
+        h = await harness();
+        const r = await run(h, [...SCRATCH_ARGS(h), "--json"]);
+        expect(r).to.deep.include({ exitCode: 0, format: "json" });
+        const report = JSON.parse(r.output);
+        expect(Object.keys(report), "docs/json-output.md's table for drill").to.deep.equal(documentedFields("drill"));
+        expect(report).to.deep.include({ schemaVersion: 1, command: "drill", stack: "scratch", exitCode: 0, cluster: SCRATCH, workload: "synthetic", result: { ok: true, message: "OK" } });
+        expect(report.experiment).to.deep.include({ id: "EXP1abcdef", templateId: "EXTdrill1", status: "completed", instances: ["i-0aaa"] });
+        expect(report.checks.map((c: { name: string }) => c.name)).to.include.members(["experiment", "reaction", "replaced", "messages"]);
+        expect(report.cleanup).to.include(`Cleanup: deleted namespace ${DRILL_NAMESPACE}`);
+        expect(report.files.map((f: string) => path.basename(f))).to.deep.equal(["timeline.csv", "pods.csv", "messages.csv", "chart.svg", "summary.txt"]);
+        const refused = await run(h, ["--stack", "production", "--context", "scratch", "--production", "--json"]);
+        expect(refused).to.deep.include({ exitCode: 1, format: "json" });
+        expect(JSON.parse(refused.output)).to.deep.include({ command: "drill", stack: "production", exitCode: 1, error: "Refused: notify-karpenter:drill.enabled is false for stack production: the stack has no FIS template to start" });
+        const unknown = await run(h, ["--stack", "scratch", "--json"]);
+        expect(unknown).to.deep.include({ exitCode: 2, format: "json" });
+        expect(JSON.parse(unknown.output).error).to.match(/^--context is required/);
     });
 
     it("FIS throttling during the interruption (GetExperiment: ThrottlingException twice) is retried: the drill completes as if nothing happened (it stopped the run)", async () => {
