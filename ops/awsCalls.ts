@@ -79,10 +79,16 @@ interface MiddlewareStack {
 }
 
 /**
- * Gives a client the whole-call deadline (around the SDK's retries: its own timeouts bound one attempt only) and the
- * bound on an answer's size (inside the deserializer, on the raw body as it arrives). Returns the client.
+ * Gives a client the whole-call deadline (around the SDK's retries: its own timeouts bound one attempt only), an abort
+ * of the request just after it, and the bound on an answer's size (inside the deserializer, on the raw body as it
+ * arrives). Returns the client.
  */
-export function guarded<C extends { middlewareStack: MiddlewareStack }>(client: C, d: Deadlines): C {
+export function guarded<C extends { middlewareStack: MiddlewareStack; send: unknown }>(client: C, d: Deadlines): C {
+    // The abandoned request is aborted too (its socket closed), a moment after the deadline below has answered.
+    const send = (client.send as (...args: unknown[]) => unknown).bind(client);
+    const abortAfter = d.awsCallMs + 100;
+    (client as { send: unknown }).send = (command: unknown, options?: unknown, cb?: unknown) =>
+        typeof options === "function" ? send(command, { abortSignal: AbortSignal.timeout(abortAfter) }, options) : send(command, { abortSignal: AbortSignal.timeout(abortAfter), ...(options as object | undefined) }, cb);
     client.middlewareStack.add(
         (next: (args: unknown) => Promise<unknown>) => (args: unknown) => {
             let timer: NodeJS.Timeout | undefined;
@@ -175,6 +181,7 @@ export function awsError(what: string, e: unknown, ctx: { attempts?: number; wai
     const status = err?.$metadata?.httpStatusCode;
     const said = `${status ? `HTTP ${status} ` : ""}${code}: ${err?.message ?? e}`;
     if (e instanceof CallDeadline) return new AwsCallError("deadline", `${what}: no answer within ${seconds(e.ms)}, the SDK's retries included: AWS, or the way to it, stopped answering`);
+    if (code === "AbortError") return new AwsCallError("deadline", `${what}: no answer in time (the request was aborted at its deadline): AWS, or the way to it, stopped answering`, code);
     if (e instanceof AnswerTooLarge || err?.name === "AnswerTooLarge") {
         return new AwsCallError("too-large", `${what}: the answer passed ${(e as AnswerTooLarge).bytes / 1e6} MB, far more than any answer of this call: refused unread`);
     }

@@ -1040,7 +1040,7 @@ export interface AwsReads {
 }
 
 /** A client of `Client` for these reads, heard by onCall. */
-function clientOf<C extends { middlewareStack: { add: (m: any, o: any) => void }; destroy: () => void }>(Client: new (config: any) => C, cfg: StackConfig, r: AwsReads): C {
+function clientOf<C extends { middlewareStack: { add: (m: any, o: any) => void }; destroy: () => void; send: unknown }>(Client: new (config: any) => C, cfg: StackConfig, r: AwsReads): C {
     const client = guarded(new Client(awsClientConfig(cfg.cluster.region, r.config, r.deadlines)), r.deadlines);
     heard(r.onCall, client);
     return client;
@@ -1186,8 +1186,11 @@ export async function gatherAws(cfg: StackConfig, r: AwsReads, now: number, me?:
             cfg.controller.existingNodeRoleName ? role(cfg.controller.existingNodeRoleName) : undefined,
         ]);
         // An answer without the object it is about reads as "absent" below: refuse it here, as an answer that says nothing.
-        if (cluster) need(cluster.cluster, `eks:DescribeCluster ${name}`, "a cluster");
-        if (addon) need(addon.addon, `eks:DescribeAddon ${POD_IDENTITY_AGENT}`, "an addon");
+        if (cluster) {
+            const c = need(cluster.cluster, `eks:DescribeCluster ${name}`, "a cluster");
+            for (const [field, value] of [["a version", c.version], ["a status", c.status], ["resourcesVpcConfig", c.resourcesVpcConfig]] as const) need(value, `eks:DescribeCluster ${name}`, field);
+        }
+        if (addon) need(need(addon.addon, `eks:DescribeAddon ${POD_IDENTITY_AGENT}`, "an addon").status, `eks:DescribeAddon ${POD_IDENTITY_AGENT}`, "a status");
         const lg = need(logGroups?.logGroups, `logs:DescribeLogGroups ${cfg.alarms.logGroupName}`, "logGroups").some((g) => g.logGroupName === cfg.alarms.logGroupName);
         const images = image && need(image.Images, `ec2:DescribeImages ${np.ami.id}`, "Images");
         const subnetList = subnets && need(subnets.Subnets, "ec2:DescribeSubnets", "Subnets");
