@@ -105,13 +105,19 @@ export function patterns(terms: string[], one: (t: string) => string, join: stri
     return out;
 }
 
+/** How the caller makes an AWS call (its deadlines, throttling and errors): the answer, or the error naming `what`. */
+export type AwsCaller = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+
 /** Every event of `group` in [from, to] that `pattern` matches, page by page; throws when `deadline` passes first. */
-export async function filterLogEvents(logs: CloudWatchLogsClient, clock: Clock, q: { group: string; pattern: string; from: number; to: number; deadline: number }, each: (e: { timestamp?: number; message?: string }) => void): Promise<void> {
+export async function filterLogEvents(logs: CloudWatchLogsClient, call: AwsCaller, clock: Clock, q: { group: string; pattern: string; from: number; to: number; deadline: number }, each: (e: { timestamp?: number; message?: string }) => void): Promise<void> {
     let token: string | undefined;
+    const what = `logs:FilterLogEvents ${q.group}`;
     do {
         if (clock.now() > q.deadline) throw new Error(`FilterLogEvents on ${q.group} did not finish by its deadline`);
-        const page = await logs.send(new FilterLogEventsCommand({ logGroupName: q.group, filterPattern: q.pattern, startTime: q.from, endTime: q.to, nextToken: token }));
-        for (const e of page.events ?? []) each(e);
+        const page = await call(what, () => logs.send(new FilterLogEventsCommand({ logGroupName: q.group, filterPattern: q.pattern, startTime: q.from, endTime: q.to, nextToken: token })));
+        // An answer without its events list is no "nothing logged".
+        if (!Array.isArray(page.events)) throw new Error(`${what} answered without events: cannot check (an empty or cut answer is not read as "none")`);
+        for (const e of page.events) each(e);
         token = page.nextToken;
     } while (token);
 }

@@ -12,17 +12,18 @@
 // This file reads the flags and answers --help and the usage errors they show alone; the drill (ops/drillRun.ts, with
 // the AWS SDKs) is loaded only then.
 import type { KubeConfig } from "@kubernetes/client-node";
-import { type Command, type CommandResult, isResult, parseCommandLine, runMain, usage, valueOf } from "../cli/args.ts";
+import { type Command, type CommandLine, type CommandResult, OUTPUT_FLAGS, inForm, isResult, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
 import { MAX_DRILL_NODES } from "../components/models/fis.ts";
 import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
 import { MAX_NOTIFICATIONS } from "./notifyApi.ts";
 import type { AwsClientConfig } from "./preflight.ts";
+import type { Deadlines } from "./deadlines.ts";
 import type { Clock } from "./scaleTest.ts";
 
 export const DRILL: Command = {
     usage: [
         "npm run drill -- --stack <name> --context <kubecontext> [--nodes <N>] [--workload synthetic|live] [--profile gc-notify|late-ack] [--hook notify-karpenter|gc-notify]",
-        "                 [--notifications <N> --notify-api <url> --notify-template <id> --notify-to <address>] [--out <dir>] [--production]",
+        "                 [--notifications <N> --notify-api <url> --notify-template <id> --notify-to <address>] [--out <dir>] [--production] [--json]",
     ],
     summary: [
         "Interrupts real spot nodes of the stack's NodePool through its AWS FIS experiment template (drill.enabled), and",
@@ -45,6 +46,7 @@ export const DRILL: Command = {
         "notify-to": { value: "<address>", meaning: "the email address or phone number to send to (not a simulated one), with --notifications", default: "NOTIFY_TO" },
         out: { value: "<dir>", meaning: "where to write the results", default: "drill-out/<stack>-<time>" },
         production: { meaning: "required to drill the production stack" },
+        json: OUTPUT_FLAGS.json,
     },
     exits: {
         0: "the drill ran and every check passed",
@@ -55,6 +57,7 @@ export const DRILL: Command = {
         "npm run drill -- --stack scratch --context scratch",
         "npm run drill -- --stack scratch --context scratch --hook gc-notify",
         "npm run drill -- --stack staging --context staging --workload live --notifications 10 --notify-to drill@example.com",
+        "npm run drill -- --stack scratch --context scratch --json > drill.json",
     ],
 };
 
@@ -70,11 +73,20 @@ export interface DrillDeps {
     dir?: string;
     /** Where NOTIFY_API_KEY and the other NOTIFY_* variables come from: process.env by default. */
     env?: Record<string, string | undefined>;
+    /** How long each AWS call, Kubernetes request and watch, and the credential plugin may take (ops/deadlines.ts; tests: milliseconds). */
+    deadlines?: Partial<Deadlines>;
 }
 
 export async function drill(argv: string[], deps: DrillDeps = {}): Promise<CommandResult> {
+    const raw = rawFlags(argv);
     const line = parseCommandLine(argv, DRILL);
-    if (isResult(line)) return line;
+    if (isResult(line)) return inForm(line, raw.json, "drill", raw.stack, { usageToo: true });
+    const json = line.flags.json === true;
+    return inForm(await drillEntry(line, deps, json), json, "drill", valueOf(line, "stack"), { usageToo: true });
+}
+
+/** The usage errors the flags alone show; then the drill, loaded now. */
+async function drillEntry(line: CommandLine, deps: DrillDeps, json: boolean): Promise<CommandResult> {
     const context = valueOf(line, "context");
     if (!context) return usage("--context is required: the kubeconfig context of the stack's cluster", DRILL);
     const stack = valueOf(line, "stack");
@@ -82,7 +94,7 @@ export async function drill(argv: string[], deps: DrillDeps = {}): Promise<Comma
     if (stack === undefined) return usage(`--stack is required: one of ${stacks.join(", ")}`, DRILL);
     if (!stacks.includes(stack)) return usage(unknownStackMessage("--stack", stack, stacks), DRILL);
     const { runDrill } = await import("./drillRun.ts");
-    return runDrill(line, deps, context);
+    return runDrill(line, deps, context, json);
 }
 
 if (import.meta.main) runMain(() => drill(process.argv.slice(2)));

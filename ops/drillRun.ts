@@ -14,6 +14,7 @@ import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { FisClient, GetExperimentCommand, GetExperimentTemplateCommand, ListExperimentResolvedTargetsCommand, ListExperimentTemplatesCommand, StartExperimentCommand, StopExperimentCommand } from "@aws-sdk/client-fis";
 import { CreateQueueCommand, DeleteMessageCommand, DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, ReceiveMessageCommand, SQSClient, SendMessageCommand } from "@aws-sdk/client-sqs";
+import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
 import * as k8s from "@kubernetes/client-node";
 import { HEADROOM_DEPLOYMENT, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS } from "../components/celeryWorkloadPlacement.ts";
 import { KARPENTER_METRICS, PROMETHEUS_NAMESPACE, SPOT_INTERRUPTED_REASON } from "../components/models/karpenterSignals.ts";
@@ -24,13 +25,16 @@ import { type StackConfig, type SyntheticProfile, syntheticMessages } from "../s
 import { STACK_TAG } from "../stacks/createStack.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { type CommandLine, type CommandResult, EXIT, integerFlag, isResult, usage, valueOf } from "../cli/args.ts";
+import { jsonText } from "../cli/output.ts";
 import { loadStack } from "../stacks/validatedConfig.ts";
 import { GC_NOTIFY_LONGEST_VISIBILITY_SECONDS, type LiveTasks, type PodTasks, addEvent, complete, filterLogEvents, fluentBitRecord, patterns, taskLines, unfinished } from "./celeryLogs.ts";
 import { toCsv } from "../cli/csv.ts";
 import { type DrillHook, workerBudget, workerDeployment } from "./drillWorkload.ts";
-import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, clusterOf, epochMs, loadKubeConfig, useContext } from "./kube.ts";
+import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, apiClient, clusterOf, epochMs, kubeCall, listItems, loadKubeConfig, useContext } from "./kube.ts";
 import { FINAL_STATUSES, MAX_NOTIFICATIONS, type NotificationRecord, NotifyApiError, NotifyClient, type NotifyTarget, isFinal, notificationType, notifyTargetProblems } from "./notifyApi.ts";
-import { outDirProblem, writeFiles } from "../cli/outDir.ts";
+import { outFilesProblem, writeFiles } from "../cli/outDir.ts";
+import { AwsCallError, awsCall, awsClientConfig, guarded } from "./awsCalls.ts";
+import { type Deadlines, deadlinesOf } from "./deadlines.ts";
 import { type Clock, systemClock } from "./scaleTest.ts";
 import { lineChart, steps } from "../cli/svg.ts";
 import { plural } from "../cli/table.ts";
@@ -705,22 +709,27 @@ class Stop extends Error {}
 /** A call that could not be made (refused, or no answer): exit 3 before the start, the run's end after it. */
 class CannotRun extends Error {}
 
+/** One AWS call of the drill, named by `what`: its answer, or CannotRun saying what failed, by its own error code. */
+type Call = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+
 /**
- * One AWS call; a refusal (401, 403, or an access-denied error, which JSON services such as SQS send as 400) and no
- * answer at all become CannotRun, other errors name the call.
+ * The drill's AWS calls (ops/awsCalls.ts): the deadlines, throttling (FIS's common answer) retried with a growing wait,
+ * and every failure, refusal or no answer, CannotRun: exit 3 before the start, the run's end after it.
  */
-async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    try {
-        return await fn();
-    } catch (e) {
-        const err = e as { name?: string; message?: string; $metadata?: { httpStatusCode?: number }; cause?: { code?: string } };
-        const status = err.$metadata?.httpStatusCode;
-        if (status === 401 || status === 403 || /AccessDenied|UnauthorizedOperation|AuthorizationError/.test(err.name ?? "")) {
-            throw new CannotRun(`${what}: HTTP ${status} ${err.name}: ${err.message} (docs/drill.md lists the permissions)`);
+function caller(d: Deadlines): Call {
+    return async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+        try {
+            return (await awsCall(what, fn, { deadlines: d, permissions: "docs/drill.md lists the permissions" })) as T;
+        } catch (e) {
+            throw e instanceof AwsCallError ? new CannotRun(e.message) : e;
         }
-        if (!status) throw new CannotRun(`${what}: ${err.name ?? "error"}: ${err.message ?? e}${err.cause?.code ? ` (${err.cause.code})` : ""}`);
-        throw new Error(`${what}: HTTP ${status} ${err.name}: ${err.message}`);
-    }
+    };
+}
+
+/** A field the drill reads: present, or the answer cannot be used (CannotRun, never read as "none"). */
+function need<T>(value: T | undefined | null, what: string, field: string): T {
+    if (value === undefined || value === null) throw new CannotRun(`${what} answered without ${field}: cannot check (an empty or cut answer is not read as "none")`);
+    return value;
 }
 
 const refused = (why: string): CommandResult => ({ exitCode: EXIT.findings, output: `Refused: ${why}` });
@@ -728,7 +737,7 @@ const cannotRun = (why: string): CommandResult => ({ exitCode: EXIT.cannotCheck,
 const oneOfFlag = <T extends string>(flag: string, value: string, allowed: readonly T[]): T | string => (allowed.includes(value as T) ? (value as T) : `--${flag} must be ${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)} (got "${value}")`);
 
 /** The drill, once ops/drill.ts has read the flags: the stack's config, the refusals that need it, then the run. */
-export async function runDrill(line: CommandLine, deps: DrillDeps, context: string): Promise<CommandResult> {
+export async function runDrill(line: CommandLine, deps: DrillDeps, context: string, json = false): Promise<CommandResult> {
     const cfg = loadStack(valueOf(line, "stack"), DRILL, deps.dir ?? PROJECT_DIR);
     if (isResult(cfg)) return cfg;
     if (cfg.stack === "production" && line.flags.production !== true) return usage("the production stack is drilled only with --production: it interrupts a node that serves GC Notify's traffic", DRILL);
@@ -758,19 +767,28 @@ export async function runDrill(line: CommandLine, deps: DrillDeps, context: stri
     } catch (e) {
         return cannotRun(`could not load the kubeconfig: ${(e as Error)?.message ?? e}`);
     }
-    const wrongCluster = useContext(kc, context, cfg.cluster.name);
+    const wrongCluster = useContext(kc, context, cfg.cluster);
     if (wrongCluster) return usage(wrongCluster, DRILL);
     const clock = deps.clock ?? systemClock;
     const progress = deps.progress ?? ((l: string) => process.stderr.write(`${l}\n`));
     const stamp = new Date(clock.now()).toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
     const out = valueOf(line, "out") ?? path.join("drill-out", `${cfg.stack}-${stamp}`);
-    const badOut = outDirProblem(out);
+    // Checked before anything starts: the run's record must not be lost to a directory of the user's own files.
+    const badOut = outFilesProblem(out, drillFiles(workload, e2e !== undefined), { command: "drill", stack: cfg.stack });
     if (badOut) return usage(badOut, DRILL);
 
-    const c = { region: cfg.cluster.region, ...(deps.aws ?? {}) };
-    const clients = { fis: new FisClient(c), sqs: new SQSClient(c), cw: new CloudWatchClient(c), ec2: new EC2Client(c), logs: new CloudWatchLogsClient(c) };
+    const dl = deadlinesOf(deps.deadlines);
+    const c = awsClientConfig(cfg.cluster.region, deps.aws ?? {}, dl);
+    const clients = { fis: guarded(new FisClient(c), dl), sqs: guarded(new SQSClient(c), dl), cw: guarded(new CloudWatchClient(c), dl), ec2: guarded(new EC2Client(c), dl), logs: guarded(new CloudWatchLogsClient(c), dl), sts: guarded(new STSClient(c), dl) };
+    const call = caller(dl);
     try {
-        return await prepareAndRun(cfg, { context, nodes, workload, profile, hook, e2e, out, stamp }, kc, clients, clock, progress, deps);
+        // The account the experiment would start in is the caller's: a context whose cluster is another account's
+        // (its ARN) is refused before anything is read or started.
+        const me = await call("sts:GetCallerIdentity", () => clients.sts.send(new GetCallerIdentityCommand({})));
+        const account = need(me.Account, "sts:GetCallerIdentity", "an Account");
+        const otherAccount = useContext(kc, context, cfg.cluster, { account });
+        if (otherAccount) return usage(otherAccount, DRILL);
+        return await prepareAndRun(cfg, { context, nodes, workload, profile, hook, e2e, out, stamp, json }, kc, clients, { call, deadlines: dl }, clock, progress, deps);
     } catch (e) {
         if (e instanceof CannotRun) return cannotRun(e.message);
         throw e;
@@ -791,7 +809,17 @@ function notifyFlags(line: CommandLine, env: Record<string, string | undefined>)
     return problems.length ? problems.join("; ") : { count: n, target: target as NotifyTarget };
 }
 
-type Clients = { fis: FisClient; sqs: SQSClient; cw: CloudWatchClient; ec2: EC2Client; logs: CloudWatchLogsClient };
+type Clients = { fis: FisClient; sqs: SQSClient; cw: CloudWatchClient; ec2: EC2Client; logs: CloudWatchLogsClient; sts: STSClient };
+/** How the run reaches AWS and the cluster: the AWS call and the deadlines. */
+interface Net {
+    call: Call;
+    deadlines: Deadlines;
+}
+
+/** The files a drill writes into --out. */
+function drillFiles(workload: "synthetic" | "live", notifications: boolean): string[] {
+    return ["timeline.csv", "pods.csv", ...(workload === "synthetic" ? ["messages.csv"] : []), ...(notifications ? ["notifications.csv"] : []), "chart.svg", "summary.txt"];
+}
 interface Options {
     context: string;
     nodes: number;
@@ -801,31 +829,34 @@ interface Options {
     e2e?: { count: number; target: NotifyTarget };
     out: string;
     stamp: string;
+    /** The report as one JSON object (docs/json-output.md). */
+    json: boolean;
 }
 
 /** The checks before the start (refusals), then the run; what was seen is written however it ends. */
-async function prepareAndRun(cfg: StackConfig, o: Options, kc: KubeConfig, clients: Clients, clock: Clock, progress: (l: string) => void, deps: DrillDeps): Promise<CommandResult> {
+async function prepareAndRun(cfg: StackConfig, o: Options, kc: KubeConfig, clients: Clients, net: Net, clock: Clock, progress: (l: string) => void, deps: DrillDeps): Promise<CommandResult> {
+    const { call } = net;
     const names = drillNames(cfg.controller.namePrefix ?? cfg.cluster.name);
     // The template: the stack's (its Name and stack tags), read back as FIS holds it.
     const summaries: any[] = [];
     let token: string | undefined;
     do {
         const page = await call("fis:ListExperimentTemplates", () => clients.fis.send(new ListExperimentTemplatesCommand({ nextToken: token })));
-        summaries.push(...(page.experimentTemplates ?? []));
+        summaries.push(...need(page.experimentTemplates, "fis:ListExperimentTemplates", "experimentTemplates"));
         token = page.nextToken;
     } while (token);
     const found = summaries.filter((t) => t.tags?.Name === names.template && t.tags?.[STACK_TAG] === cfg.stack);
     if (found.length !== 1) return refused(`${found.length === 0 ? "no" : found.length} FIS experiment template tagged Name=${names.template} and ${STACK_TAG}=${cfg.stack} in ${cfg.cluster.region}: run pulumi up with drill.enabled first`);
-    const t = (await call(`fis:GetExperimentTemplate ${found[0].id}`, () => clients.fis.send(new GetExperimentTemplateCommand({ id: found[0].id })))).experimentTemplate;
+    const t = need((await call(`fis:GetExperimentTemplate ${found[0].id}`, () => clients.fis.send(new GetExperimentTemplateCommand({ id: found[0].id })))).experimentTemplate, `fis:GetExperimentTemplate ${found[0].id}`, "an experimentTemplate");
     const template = readTemplate(t, cfg, o.nodes);
     if (template.problems.length) return refused(`template ${template.id} ${template.problems.join("; ")}; pulumi up puts it back as the config says`);
-    const alarms = (await call("cloudwatch:DescribeAlarms", () => clients.cw.send(new DescribeAlarmsCommand({ AlarmNames: template.stopAlarmNames })))).MetricAlarms ?? [];
+    const alarms = need((await call("cloudwatch:DescribeAlarms", () => clients.cw.send(new DescribeAlarmsCommand({ AlarmNames: template.stopAlarmNames })))).MetricAlarms, "cloudwatch:DescribeAlarms", "MetricAlarms");
     const missing = template.stopAlarmNames.filter((n) => !alarms.some((a) => a.AlarmName === n));
     if (missing.length) return refused(`the template's stop-condition alarm(s) ${missing.join(", ")} do not exist: FIS would refuse to start`);
     const alarming = alarms.filter((a) => a.StateValue === "ALARM");
     if (alarming.length) return refused(`stop-condition alarm ${alarming.map((a) => `${a.AlarmName} is in ALARM (${a.StateReason ?? "no reason"})`).join("; ")}: burst capacity is already short; drill when it is OK`);
 
-    const cluster = clusterOf(kc);
+    const cluster = clusterOf(kc, net.deadlines);
     let poolNodes: KubeObject[];
     try {
         poolNodes = await cluster.listNodes(`${NODEPOOL_TAG}=${cfg.nodePool.name}`);
@@ -850,7 +881,7 @@ async function prepareAndRun(cfg: StackConfig, o: Options, kc: KubeConfig, clien
         notificationsPlanned: o.e2e?.count ?? 0,
         end: clock.now(),
     };
-    const env: Env = { cluster, kc, clients, clock, progress, deps, names, runningNodes: running.length, notify: o.e2e ? new NotifyClient(o.e2e.target) : undefined };
+    const env: Env = { cluster, kc, clients, net, clock, progress, deps, names, runningNodes: running.length, notify: o.e2e ? new NotifyClient(o.e2e.target) : undefined };
     const cleanup = await execute(cfg, o, run, env);
     if (run.stopped?.startsWith(REFUSED)) return refused(run.stopped.slice(REFUSED.length));
     const report = summary(run, cleanup);
@@ -862,11 +893,33 @@ async function prepareAndRun(cfg: StackConfig, o: Options, kc: KubeConfig, clien
         "chart.svg": chart(run),
         "summary.txt": report.join("\n") + "\n",
     };
-    const unwritable = writeFiles(o.out, files);
-    if (unwritable) return { exitCode: EXIT.cannotCheck, output: [...report, unwritable].join("\n") };
-    report.push(`Wrote ${Object.keys(files).map((f) => path.join(o.out, f)).join(", ")}`);
+    const unwritable = writeFiles(o.out, files, "--out", { command: "drill", stack: cfg.stack });
     const ok = !run.stopped && checks(run).every((x) => x.ok !== false) && !cleanup.some((l) => l.startsWith("Cleanup FAILED"));
-    return { exitCode: ok ? EXIT.ok : EXIT.findings, output: report.join("\n") };
+    const exitCode = unwritable ? EXIT.cannotCheck : ok ? EXIT.ok : EXIT.findings;
+    const written = unwritable ? [] : Object.keys(files).map((f) => path.join(o.out, f));
+    if (o.json) return { exitCode, format: "json", output: jsonText("drill", { ...drillJson(run, report, cleanup, exitCode, written), ...(unwritable ? { error: unwritable } : {}) }) };
+    if (unwritable) return { exitCode, output: [...report, unwritable].join("\n") };
+    report.push(`Wrote ${written.join(", ")}`);
+    return { exitCode, output: report.join("\n") };
+}
+
+/** The drill's JSON report (docs/json-output.md): the experiment, the checks, the result and the cleanup. */
+export function drillJson(run: DrillRun, report: string[], cleanup: string[], exitCode: number, files: string[]) {
+    const e = run.record.experiment;
+    const at = (t: number | undefined) => (t === undefined ? null : new Date(t).toISOString());
+    const result = report.find((l) => l.startsWith("Result: "))!.slice("Result: ".length);
+    return {
+        stack: run.stack,
+        exitCode,
+        cluster: run.cluster,
+        workload: run.workload,
+        experiment: { id: e.id ?? null, templateId: e.templateId, status: e.status ?? null, reason: e.reason ?? null, started: at(e.started), notice: at(e.notice), instances: e.instances },
+        displaced: displaced(run).map((x) => ({ pod: x.pod.key, node: x.node.name, replacement: x.replacement?.key ?? null, cutShort: x.cutShort ?? null })),
+        checks: checks(run).map((c) => ({ name: c.name, ok: c.ok ?? null, message: c.message })),
+        result: { ok: result === "OK", message: result },
+        cleanup,
+        files,
+    };
 }
 
 /** A run that ended before the experiment started, for a reason that refuses it (the first notification refused, say). */
@@ -876,6 +929,7 @@ interface Env {
     cluster: Cluster;
     kc: KubeConfig;
     clients: Clients;
+    net: Net;
     clock: Clock;
     progress: (l: string) => void;
     deps: DrillDeps;
@@ -887,6 +941,7 @@ interface Env {
 /** Starts, follows and always cleans up; fills `run` and returns the cleanup lines. */
 async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): Promise<string[]> {
     const { cluster, clients, clock, progress } = env;
+    const { call } = env.net;
     const rec = run.record;
     const e = rec.experiment;
     const signals = env.deps.signals ?? process;
@@ -905,15 +960,15 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         run.end = clock.now();
         if (!e.id || clock.now() - lastPoll < EXPERIMENT_POLL_MS) return;
         lastPoll = clock.now();
-        readExperiment(e, (await call("fis:GetExperiment", () => clients.fis.send(new GetExperimentCommand({ id: e.id })))).experiment, durationSeconds);
+        readExperiment(e, need((await call(`fis:GetExperiment ${e.id}`, () => clients.fis.send(new GetExperimentCommand({ id: e.id })))).experiment, `fis:GetExperiment ${e.id}`, "an experiment"), durationSeconds);
         if (e.actionStarted !== undefined && e.instances.length === 0) {
-            const resolved = (await call("fis:ListExperimentResolvedTargets", () => clients.fis.send(new ListExperimentResolvedTargetsCommand({ experimentId: e.id })))).resolvedTargets ?? [];
+            const resolved = need((await call(`fis:ListExperimentResolvedTargets ${e.id}`, () => clients.fis.send(new ListExperimentResolvedTargetsCommand({ experimentId: e.id })))).resolvedTargets, `fis:ListExperimentResolvedTargets ${e.id}`, "resolvedTargets");
             e.instances = [...new Set(resolved.flatMap((r) => Object.values(r.targetInformation ?? {}).map(instanceOf).filter((i): i is string => !!i)))];
         }
         // When each interrupted instance went, from EC2 itself: Karpenter terminates it once drained, before EC2 would.
         const pending = e.instances.filter((i) => !rec.instanceEnds.has(i));
         if (e.notice !== undefined && pending.length) {
-            for (const i of await describeInstances(clients.ec2, pending)) rec.instance(i.id, i.state, i.reason);
+            for (const i of await describeInstances(clients.ec2, call, pending)) rec.instance(i.id, i.state, i.reason);
         }
     };
     const until = async (phase: string, done: () => boolean, timeoutSeconds: number, status: () => string, each: () => Promise<void> = async () => {}) => {
@@ -965,9 +1020,8 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         if (synthetic || clock.now() - lastDepth < 30_000) return;
         lastDepth = clock.now();
         for (const q of cfg.drill.live.queues) {
-            const url = (await call("sqs:GetQueueUrl", () => clients.sqs.send(new GetQueueUrlCommand({ QueueName: q })))).QueueUrl!;
-            const a = (await call("sqs:GetQueueAttributes", () => clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] })))).Attributes ?? {};
-            rec.depths.push({ at: clock.now(), queue: q, visible: Number(a.ApproximateNumberOfMessages ?? 0), inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) });
+            const url = need((await call(`sqs:GetQueueUrl ${q}`, () => clients.sqs.send(new GetQueueUrlCommand({ QueueName: q })))).QueueUrl, `sqs:GetQueueUrl ${q}`, "a QueueUrl");
+            rec.depths.push({ at: clock.now(), queue: q, ...(await queueDepth(call, clients.sqs, url, q)) });
         }
     };
     const notify = env.notify;
@@ -1004,7 +1058,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         if (synthetic) {
             for (const kind of ["work", "done"] as const) {
                 const name = `${env.names.queuePrefix}${o.stamp.toLowerCase()}-${kind}`;
-                queues[kind] = (await call("sqs:CreateQueue", () => clients.sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: String(visibility), SqsManagedSseEnabled: "true", MessageRetentionPeriod: "3600" }, tags: { [STACK_TAG]: cfg.stack } })))).QueueUrl;
+                queues[kind] = need((await call(`sqs:CreateQueue ${name}`, () => clients.sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: String(visibility), SqsManagedSseEnabled: "true", MessageRetentionPeriod: "3600" }, tags: { [STACK_TAG]: cfg.stack } })))).QueueUrl, `sqs:CreateQueue ${name}`, "a QueueUrl");
             }
             // At least two workers on every ephemeral node, so the interrupted one holds two and meets the budget.
             const replicas = Math.max(s!.pods, 2 * env.runningNodes);
@@ -1012,8 +1066,9 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
             progress(`creating namespace ${DRILL_NAMESPACE}: ${replicas} synthetic ${o.profile} workers${o.profile === "gc-notify" ? ` (${o.hook} hook)` : ""} (${s!.image}), budget ${JSON.stringify({ ...budget.spec, selector: undefined })}, queues ${queues.work!.split("/").pop()} and ${queues.done!.split("/").pop()}`);
             await cluster.createNamespace(DRILL_NAMESPACE, { "app.kubernetes.io/managed-by": "notify-karpenter-drill" });
             namespaceCreated = true;
-            await env.kc.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccount({ namespace: DRILL_NAMESPACE, body: { metadata: { name: DRILL_SERVICE_ACCOUNT, namespace: DRILL_NAMESPACE } } });
-            await env.kc.makeApiClient(k8s.PolicyV1Api).createNamespacedPodDisruptionBudget({ namespace: DRILL_NAMESPACE, body: budget as k8s.V1PodDisruptionBudget });
+            const d = env.net.deadlines;
+            await kubeCall(`create serviceaccount ${DRILL_NAMESPACE}/${DRILL_SERVICE_ACCOUNT}`, () => apiClient(env.kc, k8s.CoreV1Api, d).createNamespacedServiceAccount({ namespace: DRILL_NAMESPACE, body: { metadata: { name: DRILL_SERVICE_ACCOUNT, namespace: DRILL_NAMESPACE } } }), d);
+            await kubeCall(`create poddisruptionbudget ${DRILL_NAMESPACE}/${budget.metadata.name}`, () => apiClient(env.kc, k8s.PolicyV1Api, d).createNamespacedPodDisruptionBudget({ namespace: DRILL_NAMESPACE, body: budget as k8s.V1PodDisruptionBudget }), d);
             await cluster.createDeployment(DRILL_NAMESPACE, workerDeployment(cfg, { profile: o.profile, hook: o.hook, queues: { work: queues.work!, done: queues.done! }, replicas }));
             // Every running node of the pool holds a worker before the start, so the interrupted one does.
             const uncovered = () => {
@@ -1025,8 +1080,13 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
             await send(Math.ceil(run.messagesPlanned / 2));
         }
 
-        const started = (await call("fis:StartExperiment", () => clients.fis.send(new StartExperimentCommand({ clientToken: `drill-${cfg.stack}-${o.stamp}`, experimentTemplateId: e.templateId, tags: { [STACK_TAG]: cfg.stack } })))).experiment;
-        e.id = started?.id;
+        const clientToken = `drill-${cfg.stack}-${o.stamp}`;
+        const started = (await call("fis:StartExperiment", () => clients.fis.send(new StartExperimentCommand({ clientToken, experimentTemplateId: e.templateId, tags: { [STACK_TAG]: cfg.stack } })))).experiment;
+        // An answer without the experiment's ID leaves an experiment that may run, and that this run cannot follow or stop.
+        if (typeof started?.id !== "string" || !started.id) {
+            throw new Stop(`fis:StartExperiment answered without an experiment ID: an experiment of template ${e.templateId} may have started, and this run cannot follow or stop it: find it with aws fis list-experiments (tag ${STACK_TAG}=${cfg.stack}) and stop it with aws fis stop-experiment --id <id>`);
+        }
+        e.id = started.id;
         readExperiment(e, started, durationSeconds);
         progress(`started experiment ${e.id} of template ${e.templateId}: COUNT(${e.count}), the interruption ${e.durationBeforeInterruption} after the action starts, the notice 2 minutes before it`);
         const terminal = () => ["completed", "stopped", "failed", "cancelled"].includes(e.status ?? "");
@@ -1062,8 +1122,8 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
                     await sendNotificationsDuring(1);
                 }
                 if (synthetic && sent >= run.messagesPlanned && !reread) {
-                    const a = (await call("sqs:GetQueueAttributes", () => clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queues.work!, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] })))).Attributes ?? {};
-                    const held = Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0);
+                    const depth = await queueDepth(call, clients.sqs, queues.work!, "the work queue");
+                    const held = depth.visible + depth.inFlight;
                     workEmptySince = held > 0 ? undefined : (workEmptySince ?? clock.now());
                     if (messageCounts(run).lost.length > 0 && workEmptySince !== undefined && clock.now() - workEmptySince >= (visibility + WORK_EMPTY_MARGIN_SECONDS) * 1000) {
                         await collect(5);
@@ -1085,7 +1145,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         run.end = clock.now();
         if (e.id && !["completed", "stopped", "failed", "cancelled"].includes(e.status ?? "")) {
             try {
-                readExperiment(e, (await clients.fis.send(new StopExperimentCommand({ id: e.id }))).experiment, durationSeconds);
+                readExperiment(e, (await call(`fis:StopExperiment ${e.id}`, () => clients.fis.send(new StopExperimentCommand({ id: e.id })))).experiment, durationSeconds);
                 cleanup.push(`Cleanup: stopped experiment ${e.id} (a notice already sent is not taken back)`);
             } catch (x) {
                 cleanup.push(`Cleanup FAILED: could not stop experiment ${e.id} (${(x as Error).message}); stop it with: aws fis stop-experiment --id ${e.id}`);
@@ -1094,7 +1154,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         if (namespaceCreated) cleanup.push(await deleteNamespace(cluster, clock));
         for (const url of [queues.work, queues.done].filter((u): u is string => !!u)) {
             try {
-                await clients.sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
+                await call(`sqs:DeleteQueue ${url.split("/").pop()}`, () => clients.sqs.send(new DeleteQueueCommand({ QueueUrl: url })));
                 cleanup.push(`Cleanup: deleted queue ${url.split("/").pop()}`);
             } catch (x) {
                 cleanup.push(`Cleanup FAILED: could not delete queue ${url} (${(x as Error).message}); delete it with: aws sqs delete-queue --queue-url ${url}`);
@@ -1104,14 +1164,29 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     return cleanup;
 }
 
+/** A queue's messages, visible and in flight (GetQueueAttributes), each count checked to be one. */
+async function queueDepth(call: Call, sqs: SQSClient, url: string, name: string): Promise<{ visible: number; inFlight: number }> {
+    const what = `sqs:GetQueueAttributes ${name}`;
+    const a = need((await call(what, () => sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] })))).Attributes, what, "Attributes");
+    const count = (key: string) => {
+        const n = Number(need(a[key as keyof typeof a], what, key));
+        if (!Number.isInteger(n) || n < 0) throw new CannotRun(`${what} answered ${key} ${JSON.stringify(a[key as keyof typeof a])}, which is no count: cannot check`);
+        return n;
+    };
+    return { visible: count("ApproximateNumberOfMessages"), inFlight: count("ApproximateNumberOfMessagesNotVisible") };
+}
+
 /**
  * Each instance's state; EC2 refuses the whole call over one ID it no longer lists (InvalidInstanceID.NotFound, an
  * instance terminated an hour or more ago), so then each is asked alone and one not listed is taken as gone.
  */
-async function describeInstances(ec2: EC2Client, ids: string[]): Promise<{ id: string; state: string; reason?: string }[]> {
+async function describeInstances(ec2: EC2Client, call: Call, ids: string[]): Promise<{ id: string; state: string; reason?: string }[]> {
+    const what = "ec2:DescribeInstances";
     const ask = async (some: string[]) => {
-        const r = await call("ec2:DescribeInstances", () => ec2.send(new DescribeInstancesCommand({ InstanceIds: some })));
-        return (r.Reservations ?? []).flatMap((x) => x.Instances ?? []).map((i) => ({ id: i.InstanceId!, state: i.State?.Name ?? "", reason: i.StateTransitionReason }));
+        const r = await call(what, () => ec2.send(new DescribeInstancesCommand({ InstanceIds: some })));
+        return need(r.Reservations, what, "Reservations")
+            .flatMap((x) => need(x.Instances, what, "a reservation's Instances"))
+            .map((i) => ({ id: need(i.InstanceId, what, "an InstanceId"), state: need(i.State?.Name, what, `${i.InstanceId}'s State.Name`), reason: i.StateTransitionReason }));
     };
     try {
         return await ask(ids);
@@ -1147,10 +1222,12 @@ function readExperiment(e: ExperimentRecord, x: any, durationSeconds: number): v
  * PodDisruptionBudget say (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/node/termination/terminator/eviction.go:199-207).
  */
 async function readInterruptionEvents(env: Env, rec: DrillRecord): Promise<Map<string, number>> {
-    const core = env.kc.makeApiClient(k8s.CoreV1Api);
+    const d = env.net.deadlines;
+    const core = apiClient(env.kc, k8s.CoreV1Api, d);
     const list = async (kind: string, reason: string) => {
+        const what = `list events (involvedObject.kind=${kind},reason=${reason})`;
         try {
-            return (await core.listEventForAllNamespaces({ fieldSelector: `involvedObject.kind=${kind},reason=${reason}` })).items;
+            return listItems(what, await kubeCall(what, () => core.listEventForAllNamespaces({ fieldSelector: `involvedObject.kind=${kind},reason=${reason}` }), d)) as k8s.CoreV1Event[];
         } catch (x) {
             throw new Error(`could not list the ${kind}s' events: ${apiError(x)}`);
         }
@@ -1191,13 +1268,13 @@ async function readLiveTasks(cfg: StackConfig, run: DrillRun, env: Env): Promise
         for (;;) {
             pods = fresh();
             const readBy = clock.now() + LOG_READ_SECONDS * 1000;
-            for (const pattern of podPatterns) await filterLogEvents(clients.logs, clock, { group, pattern, from, to: clock.now(), deadline: readBy }, (ev) => addEvent(pods, ev));
+            for (const pattern of podPatterns) await filterLogEvents(clients.logs, env.net.call, clock, { group, pattern, from, to: clock.now(), deadline: readBy }, (ev) => addEvent(pods, ev));
             const open = pods.flatMap((p) => unfinished(p).map((id) => ({ p, id })));
             if (pods.every(complete) && open.length) {
                 // Received again by a worker that is not the one that held it: that message was never acknowledged.
                 const ids = [...new Set(open.map((x) => x.id))];
                 for (const pattern of patterns(ids, (id) => `?"${id}"`, " ", (b) => b)) {
-                    await filterLogEvents(clients.logs, clock, { group, pattern, from: notice, to: clock.now(), deadline: readBy }, (ev) => {
+                    await filterLogEvents(clients.logs, env.net.call, clock, { group, pattern, from: notice, to: clock.now(), deadline: readBy }, (ev) => {
                         const r = fluentBitRecord(ev.message ?? "");
                         for (const t of taskLines(r.text).filter((l) => l.outcome === "received")) for (const x of open.filter((y) => y.id === t.id && y.p.pod !== r.pod)) x.p.redelivered.add(x.id);
                     });
@@ -1240,6 +1317,7 @@ async function followNotifications(notify: NotifyClient, run: DrillRun, env: Env
 /** Waits for Karpenter's spot interruption count to reach CloudWatch (or for the sign that nothing scrapes it). */
 async function readMetric(cfg: StackConfig, run: DrillRun, env: Env): Promise<void> {
     const { clients, clock } = env;
+    const { call } = env.net;
     const e = run.record.experiment;
     const from = new Date((e.notice ?? e.started ?? clock.now()) - 5 * 60_000);
     const deadline = clock.now() + METRIC_WAIT_SECONDS * 1000;
@@ -1258,7 +1336,8 @@ async function readMetric(cfg: StackConfig, run: DrillRun, env: Env): Promise<vo
                 }),
             ),
         );
-        const sum = (id: string) => (r.MetricDataResults ?? []).filter((x) => x.Id === id).flatMap((x) => x.Values ?? []).reduce((a, b) => a + b, 0);
+        const results = need(r.MetricDataResults, "cloudwatch:GetMetricData", "MetricDataResults");
+        const sum = (id: string) => results.filter((x) => x.Id === id).flatMap((x) => x.Values ?? []).reduce((a, b) => a + b, 0);
         run.record.metric = { interruptions: sum("interruptions"), samples: sum("samples") };
         if (run.record.metric.samples === 0 || run.record.metric.interruptions >= Math.max(1, e.instances.length) || clock.now() >= deadline) return;
         await clock.sleep(METRIC_POLL_MS);

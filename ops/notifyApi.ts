@@ -120,6 +120,8 @@ export class NotifyClient {
     /** GET /v2/notifications/{id}: its status. */
     async status(id: string): Promise<string> {
         const r = await this.request("GET", `/v2/notifications/${encodeURIComponent(id)}`);
-        return String(r?.status);
+        // An answer without a status is no status: it is asked again, and the check names what came back.
+        if (typeof r?.status !== "string") throw new NotifyApiError(200, `GET /v2/notifications/${id}: no status in the answer`);
+        return r.status;
     }
 }

@@ -5,7 +5,8 @@
 // Exit codes: 0 no FAIL, 1 a FAIL (or a refused config), 2 usage, 3 could not check (no credentials, access denied,
 // an endpoint unreachable).
 import type { KubeConfig } from "@kubernetes/client-node";
-import { type Command, type CommandLine, type CommandResult, OUTPUT_FLAGS, didYouMean, inForm, isResult, outputMode, parseCommandLine, runMain, usage, valueOf } from "../cli/args.ts";
+import { type Command, type CommandLine, type CommandResult, OUTPUT_FLAGS, didYouMean, inForm, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
+import type { Deadlines } from "./deadlines.ts";
 import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
 
 /** Every check, in the order of the report. */
@@ -137,13 +138,16 @@ export interface PreflightDeps {
     now?: () => number;
     /** How often task-durations polls its query, and its deadline (TASK_QUERY_TIMING by default). */
     taskQuery?: QueryTiming;
+    /** How long each AWS call, Kubernetes request and credential plugin may take (ops/deadlines.ts; tests: milliseconds). */
+    deadlines?: Partial<Deadlines>;
 }
 
 export async function preflight(argv: string[], deps: PreflightDeps = {}): Promise<CommandResult> {
+    const raw = rawFlags(argv);
     const line = parseCommandLine(argv, PREFLIGHT);
-    if (isResult(line)) return line;
+    if (isResult(line)) return inForm(line, raw.json, "preflight", raw.stack, { usageToo: true });
     const mode = outputMode(line);
-    return inForm(await preflightEntry(line, deps, mode), mode.json, "preflight", valueOf(line, "stack"));
+    return inForm(await preflightEntry(line, deps, mode), mode.json, "preflight", valueOf(line, "stack"), { usageToo: true });
 }
 
 /** The usage errors the flags alone show; then the checks, loaded now. */

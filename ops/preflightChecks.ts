@@ -27,7 +27,9 @@ import { loadStack } from "../stacks/validatedConfig.ts";
 import { elapsed, jsonText, progress } from "../cli/output.ts";
 import { VersionApi } from "@kubernetes/client-node";
 import { CI_ACCESS_DIR, PREVIEW_GROUP, PREVIEW_READ_ACCESS, ciAccessFileNames } from "../plan/ciAccess.ts";
-import { type KubeConfig, type KubeObject, type ListObjects, listerOf, loadKubeConfig, useContext } from "./kube.ts";
+import { type KubeConfig, KubeCallError, type KubeObject, type ListObjects, apiClient, kubeError as kubeCallError, listerOf, loadKubeConfig, useContext } from "./kube.ts";
+import { AwsCallError, awsCall, awsClientConfig, guarded, need as needField } from "./awsCalls.ts";
+import { type Deadlines, deadlinesOf } from "./deadlines.ts";
 import { plural } from "../cli/table.ts";
 import type { CommandLine } from "../cli/args.ts";
 import { type AwsClientConfig, CHECKS, MAX_TASK_WINDOW_HOURS, PREFLIGHT, type PreflightDeps, type QueryTiming, TASK_WINDOW_HOURS, needsAws, needsCluster, needsOf } from "./preflight.ts";
@@ -1003,38 +1005,67 @@ export function report(cfg: StackConfig, context: string | undefined, account: s
 /** A check that could not be made (exit 3): its message names the call and why. */
 export class CannotCheck extends Error {}
 
-/** The errors by which AWS refuses a caller a call: JSON services answer AccessDeniedException with HTTP 400. */
-const ACCESS_DENIED = ["AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthorizationError"];
+/** Where an access refusal sends the operator. */
+const PERMISSIONS = "docs/preflight.md lists the read permissions";
 
-/** Runs one AWS call; `missing` error names mean "not there" (undefined); anything else cannot be checked. */
-async function call<T>(what: string, fn: () => Promise<T>, missing: string[] = [], onMissing?: (message: string, name: string) => void): Promise<T | undefined> {
-    try {
-        return await fn();
-    } catch (e) {
-        const err = e as { name?: string; message?: string; Code?: string; $metadata?: { httpStatusCode?: number }; cause?: { code?: string; message?: string } };
-        if (missing.includes(err.name ?? "") || missing.includes(err.Code ?? "")) {
-            onMissing?.(err.message ?? String(err.name), err.name ?? err.Code ?? "");
-            return undefined;
+/**
+ * Preflight's AWS calls (ops/awsCalls.ts: deadlines, throttling retried, each failure by its own code): `missing`
+ * error codes mean "not there" (undefined); any other failure cannot be checked (CannotCheck, naming the call).
+ */
+function reader(d: Deadlines) {
+    return async <T>(what: string, fn: () => Promise<T>, missing: string[] = [], onMissing?: (message: string, name: string) => void): Promise<T | undefined> => {
+        try {
+            return await awsCall(what, fn, { deadlines: d, missing, onMissing, permissions: PERMISSIONS });
+        } catch (e) {
+            throw e instanceof AwsCallError ? new CannotCheck(e.message) : e;
         }
-        const status = err.$metadata?.httpStatusCode;
-        const reason =
-            status === 401 || status === 403 || ACCESS_DENIED.includes(err.name ?? "")
-                ? `HTTP ${status} ${err.name}: ${err.message} (the credentials lack ${what.split(" ")[0]}; docs/preflight.md lists the read permissions)`
-                : status
-                  ? `HTTP ${status} ${err.name}: ${err.message}`
-                  : `${err.name ?? "error"}: ${err.message ?? e}${err.cause?.code ? ` (${err.cause.code})` : ""}`;
-        throw new CannotCheck(`${what}: ${reason}`);
+    };
+}
+
+/** A field of an answer preflight reads: present, or the half cannot be checked (an empty answer is never "none"). */
+function need<T>(value: T | undefined | null, what: string, field: string): T {
+    try {
+        return needField(value, what, field);
+    } catch (e) {
+        throw new CannotCheck((e as Error).message);
     }
 }
 
-/** Reads the AWS facts; throws CannotCheck when a call is refused or the endpoint unreachable. `onCall` hears each request sent. */
-export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: number, onCall?: (operation: string) => void): Promise<AwsFacts> {
-    const c = { region: cfg.cluster.region, ...config };
-    const [sts, eks, ec2, iam, sqs, sns, kms, logs, events] = [new STSClient(c), new EKSClient(c), new EC2Client(c), new IAMClient(c), new SQSClient(c), new SNSClient(c), new KMSClient(c), new CloudWatchLogsClient(c), new EventBridgeClient(c)];
-    heard(onCall, sts, eks, ec2, iam, sqs, sns, kms, logs, events);
+/** The SDK clients of one half of preflight's reads: the stack's region, the deadlines, the bound on answers. */
+export interface AwsReads {
+    config: AwsClientConfig;
+    deadlines: Deadlines;
+    /** Hears each request sent (progress). */
+    onCall?: (operation: string) => void;
+}
+
+/** A client of `Client` for these reads, heard by onCall. */
+function clientOf<C extends { middlewareStack: { add: (m: any, o: any) => void }; destroy: () => void; send: unknown }>(Client: new (config: any) => C, cfg: StackConfig, r: AwsReads): C {
+    const client = guarded(new Client(awsClientConfig(cfg.cluster.region, r.config, r.deadlines)), r.deadlines);
+    heard(r.onCall, client);
+    return client;
+}
+
+/** The caller's account and partition (STS GetCallerIdentity, which needs no permission). */
+export async function callerIdentity(cfg: StackConfig, r: AwsReads): Promise<{ account: string; partition: string; arn: string }> {
+    const sts = clientOf(STSClient, cfg, r);
     try {
-        const me = (await call("sts:GetCallerIdentity", () => sts.send(new GetCallerIdentityCommand({}))))!;
-        const [partition, account] = [me.Arn!.split(":")[1], me.Account!];
+        const me = (await reader(r.deadlines)("sts:GetCallerIdentity", () => sts.send(new GetCallerIdentityCommand({}))))!;
+        const arn = need(me.Arn, "sts:GetCallerIdentity", "an Arn");
+        const account = need(me.Account, "sts:GetCallerIdentity", "an Account");
+        if (!/^\d{12}$/.test(account) || !/^arn:aws[a-z-]*:/.test(arn)) throw new CannotCheck(`sts:GetCallerIdentity answered the account ${JSON.stringify(account)} and the ARN ${JSON.stringify(arn)}, which are no account ID and ARN: cannot check`);
+        return { account, partition: arn.split(":")[1], arn };
+    } finally {
+        sts.destroy();
+    }
+}
+
+/** Reads the AWS facts; throws CannotCheck when a call is refused or the endpoint unreachable. `me`: the caller, when already read. */
+export async function gatherAws(cfg: StackConfig, r: AwsReads, now: number, me?: { account: string; partition: string }): Promise<AwsFacts> {
+    const call = reader(r.deadlines);
+    const [eks, ec2, iam, sqs, sns, kms, logs, events] = [clientOf(EKSClient, cfg, r), clientOf(EC2Client, cfg, r), clientOf(IAMClient, cfg, r), clientOf(SQSClient, cfg, r), clientOf(SNSClient, cfg, r), clientOf(KMSClient, cfg, r), clientOf(CloudWatchLogsClient, cfg, r), clientOf(EventBridgeClient, cfg, r)];
+    try {
+        const { partition, account } = me ?? (await callerIdentity(cfg, r));
         const name = cfg.cluster.name;
         const np = cfg.nodePool;
         const names = stackNames(cfg);
@@ -1042,26 +1073,44 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
         const approved = approvedInstanceTypes(np);
         const tagsOf = (list?: { Key?: string; Value?: string }[]) => Object.fromEntries((list ?? []).map((t) => [t.Key!, t.Value ?? ""]));
 
-        const role = async (roleName: string) => (await call(`iam:GetRole ${roleName}`, () => iam.send(new GetRoleCommand({ RoleName: roleName })), ["NoSuchEntityException", "NoSuchEntity"]))?.Role;
-        const policy = async (policyName: string) =>
-            (await call(`iam:GetPolicy ${policyName}`, () => iam.send(new GetPolicyCommand({ PolicyArn: `arn:${partition}:iam::${account}:policy/${policyName}` })), ["NoSuchEntityException", "NoSuchEntity"]))?.Policy;
+        const role = async (roleName: string) => {
+            const what = `iam:GetRole ${roleName}`;
+            const answer = await call(what, () => iam.send(new GetRoleCommand({ RoleName: roleName })), ["NoSuchEntityException", "NoSuchEntity"]);
+            return answer && need(answer.Role, what, "a Role");
+        };
+        const policy = async (policyName: string) => {
+            const what = `iam:GetPolicy ${policyName}`;
+            const answer = await call(what, () => iam.send(new GetPolicyCommand({ PolicyArn: `arn:${partition}:iam::${account}:policy/${policyName}` })), ["NoSuchEntityException", "NoSuchEntity"]);
+            return answer && need(answer.Policy, what, "a Policy");
+        };
         const queue = async (queueName: string) => {
-            const url = (await call(`sqs:GetQueueUrl ${queueName}`, () => sqs.send(new GetQueueUrlCommand({ QueueName: queueName })), NO_QUEUE))?.QueueUrl;
-            return url ? ((await call(`sqs:ListQueueTags ${queueName}`, () => sqs.send(new ListQueueTagsCommand({ QueueUrl: url }))))!.Tags ?? {}) : undefined;
+            const what = `sqs:GetQueueUrl ${queueName}`;
+            const answer = await call(what, () => sqs.send(new GetQueueUrlCommand({ QueueName: queueName })), NO_QUEUE);
+            if (!answer) return undefined;
+            const url = need(answer.QueueUrl, what, "a QueueUrl");
+            // SQS leaves Tags out of the answer of a queue without tags.
+            return (await call(`sqs:ListQueueTags ${queueName}`, () => sqs.send(new ListQueueTagsCommand({ QueueUrl: url }))))!.Tags ?? {};
         };
         const rule = async (ruleName: string) => {
-            const arn = (await call(`events:DescribeRule ${ruleName}`, () => events.send(new DescribeRuleCommand({ Name: ruleName })), ["ResourceNotFoundException"]))?.Arn;
-            return arn ? tagsOf((await call(`events:ListTagsForResource ${ruleName}`, () => events.send(new ListTagsForResourceCommand({ ResourceARN: arn }))))!.Tags) : undefined;
+            const what = `events:DescribeRule ${ruleName}`;
+            const answer = await call(what, () => events.send(new DescribeRuleCommand({ Name: ruleName })), ["ResourceNotFoundException"]);
+            if (!answer) return undefined;
+            const arn = need(answer.Arn, what, "an Arn");
+            const tags = (await call(`events:ListTagsForResource ${ruleName}`, () => events.send(new ListTagsForResourceCommand({ ResourceARN: arn }))))!;
+            return tagsOf(need(tags.Tags, `events:ListTagsForResource ${ruleName}`, "Tags"));
         };
         const topic = async (severity: string, arn: string): Promise<TopicFacts> => {
             const facts: TopicFacts = { severity, arn, exists: false, confirmed: 0, pending: 0 };
-            const attrs = (await call(`sns:GetTopicAttributes ${arn}`, () => sns.send(new GetTopicAttributesCommand({ TopicArn: arn })), ["NotFoundException", "NotFound"]))?.Attributes;
-            if (!attrs) return facts;
+            const what = `sns:GetTopicAttributes ${arn}`;
+            const answer = await call(what, () => sns.send(new GetTopicAttributesCommand({ TopicArn: arn })), ["NotFoundException", "NotFound"]);
+            if (!answer) return facts;
+            const attrs = need(answer.Attributes, what, "Attributes");
             facts.exists = true;
             let token: string | undefined;
             do {
-                const page = (await call(`sns:ListSubscriptionsByTopic ${arn}`, () => sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: arn, NextToken: token }))))!;
-                for (const s of page.Subscriptions ?? []) {
+                const listing = `sns:ListSubscriptionsByTopic ${arn}`;
+                const page = (await call(listing, () => sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: arn, NextToken: token }))))!;
+                for (const s of need(page.Subscriptions, listing, "Subscriptions")) {
                     // A subscription awaiting confirmation has the ARN "PendingConfirmation" (SNS API reference, Subscription).
                     if (s.SubscriptionArn === "PendingConfirmation") facts.pending++;
                     else if (s.SubscriptionArn?.startsWith("arn:")) facts.confirmed++;
@@ -1070,9 +1119,12 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
             } while (token);
             facts.kmsKeyId = attrs.KmsMasterKeyId || undefined;
             if (facts.kmsKeyId) {
-                const meta = (await call(`kms:DescribeKey ${facts.kmsKeyId}`, () => kms.send(new DescribeKeyCommand({ KeyId: facts.kmsKeyId }))))!.KeyMetadata!;
-                const policyDoc = meta.KeyManager === "AWS" ? undefined : (await call(`kms:GetKeyPolicy ${meta.KeyId}`, () => kms.send(new GetKeyPolicyCommand({ KeyId: meta.KeyId, PolicyName: "default" }))))!.Policy;
-                facts.key = { manager: meta.KeyManager ?? "CUSTOMER", policy: policyDoc };
+                const describing = `kms:DescribeKey ${facts.kmsKeyId}`;
+                const meta = need((await call(describing, () => kms.send(new DescribeKeyCommand({ KeyId: facts.kmsKeyId }))))!.KeyMetadata, describing, "KeyMetadata");
+                const keyId = need(meta.KeyId, describing, "a KeyId");
+                const reading = `kms:GetKeyPolicy ${keyId}`;
+                const policyDoc = meta.KeyManager === "AWS" ? undefined : need((await call(reading, () => kms.send(new GetKeyPolicyCommand({ KeyId: keyId, PolicyName: "default" }))))!.Policy, reading, "a Policy");
+                facts.key = { manager: need(meta.KeyManager, describing, "a KeyManager"), policy: policyDoc };
             }
             return facts;
         };
@@ -1081,12 +1133,13 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
         const karpenterLines = async (): Promise<boolean | "unsure"> => {
             // Fluent Bit's records carry the pod's kubernetes metadata (Container Insights' application log group).
             const filterPattern = `{ $.kubernetes.namespace_name = "${cfg.controller.namespace}" && $.kubernetes.container_name = "${KARPENTER_CONTAINER}" }`;
+            const what = `logs:FilterLogEvents ${cfg.alarms.logGroupName}`;
             let token: string | undefined;
             for (let page = 0; page < LOG_SEARCH_PAGES; page++) {
-                const r = (await call(`logs:FilterLogEvents ${cfg.alarms.logGroupName}`, () =>
+                const r = (await call(what, () =>
                     logs.send(new FilterLogEventsCommand({ logGroupName: cfg.alarms.logGroupName, filterPattern, startTime: now - 86_400_000, endTime: now, limit: 1, nextToken: token })),
                 ))!;
-                if (r.events?.length) return true;
+                if (need(r.events, what, "events").length) return true;
                 token = r.nextToken;
                 if (!token) return false;
             }
@@ -1096,7 +1149,7 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
         // ListAddons answers at most 100 names a page, with a nextToken for the rest (EKS API reference, ListAddons).
         const addOns = async () => {
             const all: string[] = [];
-            for await (const page of paginateListAddons({ client: eks }, { clusterName: name })) all.push(...(page.addons ?? []));
+            for await (const page of paginateListAddons({ client: eks }, { clusterName: name })) all.push(...need(page.addons, `eks:ListAddons ${name}`, "addons"));
             return all;
         };
         const notFound: AwsFacts["notFound"] = {};
@@ -1113,20 +1166,35 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
             call("ec2:DescribeInstanceTypeOfferings", async () => {
                 const all: { type: string; zone: string }[] = [];
                 const input = { LocationType: "availability-zone" as const, Filters: [{ Name: "instance-type", Values: approved }, { Name: "location", Values: np.zones }] };
-                for await (const page of paginateDescribeInstanceTypeOfferings({ client: ec2 }, input)) for (const o of page.InstanceTypeOfferings ?? []) all.push({ type: o.InstanceType!, zone: o.Location! });
+                for await (const page of paginateDescribeInstanceTypeOfferings({ client: ec2 }, input)) {
+                    for (const o of need(page.InstanceTypeOfferings, "ec2:DescribeInstanceTypeOfferings", "InstanceTypeOfferings")) {
+                        all.push({ type: need(o.InstanceType, "ec2:DescribeInstanceTypeOfferings", "an offering's InstanceType"), zone: need(o.Location, "ec2:DescribeInstanceTypeOfferings", "an offering's Location") });
+                    }
+                }
                 return all;
             }),
             call("ec2:DescribeInstanceTypes", async () => {
                 const all: { type: string; architectures: string[] }[] = [];
                 for await (const page of paginateDescribeInstanceTypes({ client: ec2 }, { Filters: [{ Name: "instance-type", Values: approved }] })) {
-                    for (const t of page.InstanceTypes ?? []) all.push({ type: t.InstanceType!, architectures: t.ProcessorInfo?.SupportedArchitectures ?? [] });
+                    for (const t of need(page.InstanceTypes, "ec2:DescribeInstanceTypes", "InstanceTypes")) {
+                        all.push({ type: need(t.InstanceType, "ec2:DescribeInstanceTypes", "a type's InstanceType"), architectures: need(t.ProcessorInfo?.SupportedArchitectures, "ec2:DescribeInstanceTypes", `${t.InstanceType}'s ProcessorInfo.SupportedArchitectures`) });
+                    }
                 }
                 return all;
             }),
             role(SPOT_ROLE),
             cfg.controller.existingNodeRoleName ? role(cfg.controller.existingNodeRoleName) : undefined,
         ]);
-        const lg = logGroups?.logGroups?.some((g) => g.logGroupName === cfg.alarms.logGroupName) ?? false;
+        // An answer without the object it is about reads as "absent" below: refuse it here, as an answer that says nothing.
+        if (cluster) {
+            const c = need(cluster.cluster, `eks:DescribeCluster ${name}`, "a cluster");
+            for (const [field, value] of [["a version", c.version], ["a status", c.status], ["resourcesVpcConfig", c.resourcesVpcConfig]] as const) need(value, `eks:DescribeCluster ${name}`, field);
+        }
+        if (addon) need(need(addon.addon, `eks:DescribeAddon ${POD_IDENTITY_AGENT}`, "an addon").status, `eks:DescribeAddon ${POD_IDENTITY_AGENT}`, "a status");
+        const lg = need(logGroups?.logGroups, `logs:DescribeLogGroups ${cfg.alarms.logGroupName}`, "logGroups").some((g) => g.logGroupName === cfg.alarms.logGroupName);
+        const images = image && need(image.Images, `ec2:DescribeImages ${np.ami.id}`, "Images");
+        const subnetList = subnets && need(subnets.Subnets, "ec2:DescribeSubnets", "Subnets");
+        const groupList = groups && need(groups.SecurityGroups, "ec2:DescribeSecurityGroups", "SecurityGroups");
         const named: AwsFacts["names"] = await Promise.all([
             ...[names.controllerRole, ...(cfg.controller.existingNodeRoleName ? [] : [names.nodeRole])].map(async (n) => {
                 const r = await role(n);
@@ -1144,7 +1212,8 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
         const topicArn = (name: string) => `arn:${partition}:sns:${cfg.cluster.region}:${account}:${name}`;
         const arns = cfg.alarms.topicArns ?? (topicNames && { warning: topicArn(topicNames.warning), critical: topicArn(topicNames.critical) });
         const topics = arns ? await Promise.all((arns.warning === arns.critical ? [["warning and critical", arns.warning]] : [["warning", arns.warning], ["critical", arns.critical]]).map(([s, a]) => topic(s, a))) : [];
-        const im = image?.Images?.[0];
+        const im = images?.[0];
+        const imageWhat = `ec2:DescribeImages ${np.ami.id}`;
         return {
             account,
             partition,
@@ -1152,9 +1221,9 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
             podIdentityAgent: addon?.addon ? { status: addon.addon.status ?? "?", version: addon.addon.addonVersion ?? "?" } : undefined,
             addOns: addOnNames,
             logGroup: { exists: lg, karpenterLines: lg ? await karpenterLines() : false },
-            image: np.ami.id ? (im ? { id: im.ImageId!, state: im.State ?? "?", architecture: im.Architecture ?? "?", name: im.Name ?? "" } : null) : undefined,
-            subnets: (subnets?.Subnets ?? []).map((s) => ({ id: s.SubnetId!, zone: s.AvailabilityZone! })),
-            securityGroups: (groups?.SecurityGroups ?? []).map((g) => ({ id: g.GroupId! })),
+            image: np.ami.id ? (im ? { id: need(im.ImageId, imageWhat, "an ImageId"), state: need(im.State, imageWhat, "an image's State"), architecture: need(im.Architecture, imageWhat, "an image's Architecture"), name: im.Name ?? "" } : null) : undefined,
+            subnets: (subnetList ?? []).map((s) => ({ id: need(s.SubnetId, "ec2:DescribeSubnets", "a SubnetId"), zone: need(s.AvailabilityZone, "ec2:DescribeSubnets", "a subnet's AvailabilityZone") })),
+            securityGroups: (groupList ?? []).map((g) => ({ id: need(g.GroupId, "ec2:DescribeSecurityGroups", "a GroupId") })),
             notFound,
             offerings: offerings ?? [],
             instanceTypes: types ?? [],
@@ -1165,7 +1234,7 @@ export async function gatherAws(cfg: StackConfig, config: AwsClientConfig, now: 
             topics,
         };
     } finally {
-        for (const client of [sts, eks, ec2, iam, sqs, sns, kms, logs, events]) client.destroy();
+        for (const client of [eks, ec2, iam, sqs, sns, kms, logs, events]) client.destroy();
     }
 }
 
@@ -1181,17 +1250,23 @@ function heard(onCall: ((operation: string) => void) | undefined, ...clients: { 
 const NO_QUEUE = ["QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"];
 
 /** Each burst worker's queue (queue-visibility): its URL, then its VisibilityTimeout; each queue once. */
-export async function gatherQueues(cfg: StackConfig, config: AwsClientConfig, onCall?: (operation: string) => void): Promise<QueueFacts[]> {
+export async function gatherQueues(cfg: StackConfig, r: AwsReads): Promise<QueueFacts[]> {
     const b = cfg.placement.burst;
     const names = [...new Set(b.deployments.flatMap((d) => (d.queues ?? []).map((q) => b.queuePrefix + q)))];
-    const sqs = new SQSClient({ region: cfg.cluster.region, ...config });
-    heard(onCall, sqs);
+    const call = reader(r.deadlines);
+    const sqs = clientOf(SQSClient, cfg, r);
     try {
         return await Promise.all(
             names.map(async (name): Promise<QueueFacts> => {
-                const url = (await call(`sqs:GetQueueUrl ${name}`, () => sqs.send(new GetQueueUrlCommand({ QueueName: name })), NO_QUEUE))?.QueueUrl;
-                const attributes = url === undefined ? undefined : (await call(`sqs:GetQueueAttributes ${name}`, () => sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["VisibilityTimeout"] })), NO_QUEUE))?.Attributes;
-                return attributes?.VisibilityTimeout === undefined ? { name } : { name, visibilityTimeout: Number(attributes.VisibilityTimeout) };
+                const found = await call(`sqs:GetQueueUrl ${name}`, () => sqs.send(new GetQueueUrlCommand({ QueueName: name })), NO_QUEUE);
+                if (!found) return { name };
+                const url = need(found.QueueUrl, `sqs:GetQueueUrl ${name}`, "a QueueUrl");
+                const what = `sqs:GetQueueAttributes ${name}`;
+                const answer = await call(what, () => sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["VisibilityTimeout"] })), NO_QUEUE);
+                if (!answer) return { name };
+                const seconds = Number(need(need(answer.Attributes, what, "Attributes").VisibilityTimeout, what, "a VisibilityTimeout"));
+                if (!Number.isInteger(seconds) || seconds < 0) throw new CannotCheck(`${what} answered a VisibilityTimeout of ${JSON.stringify(answer.Attributes!.VisibilityTimeout)}, which is no number of seconds: cannot check`);
+                return { name, visibilityTimeout: seconds };
             }),
         );
     } finally {
@@ -1245,25 +1320,30 @@ export function utcMinutesOfDay(w: DailyWindow, from: number, to: number): { fro
 export const TASK_QUERY_TIMING: QueryTiming = { pollMs: 1000, deadlineMs: 120_000 };
 
 /** Runs the task-durations query over the last `hours` (StartQuery, GetQueryResults until it ends, StopQuery at the deadline). */
-export async function gatherTaskDurations(cfg: StackConfig, config: AwsClientConfig, now: number, hours: number, timing: QueryTiming, onCall?: (operation: string) => void): Promise<TaskDurationFacts> {
+export async function gatherTaskDurations(cfg: StackConfig, r: AwsReads, now: number, hours: number, timing: QueryTiming): Promise<TaskDurationFacts> {
     const group = cfg.alarms.logGroupName;
-    const logs = new CloudWatchLogsClient({ region: cfg.cluster.region, ...config });
-    heard(onCall, logs);
+    const call = reader(r.deadlines);
+    const logs = clientOf(CloudWatchLogsClient, cfg, r);
     try {
         let refusal: { message: string; name: string } | undefined;
         const from = now - hours * 3_600_000;
         const nightly = utcMinutesOfDay(cfg.nodePool.nightlyBatch, from, now);
         const input = { logGroupName: group, startTime: Math.floor(from / 1000), endTime: Math.floor(now / 1000), queryString: taskDurationQuery(cfg.placement.burst.deployments.map((d) => d.name), nightly), limit: 10_000 };
         const started = await call(`logs:StartQuery ${group}`, () => logs.send(new StartQueryCommand(input)), ["ResourceNotFoundException", "LimitExceededException"], (message, name) => (refusal = { message, name }));
-        if (!started?.queryId) return { hours, outcome: refusal?.name === "ResourceNotFoundException" ? "no-log-group" : "refused", detail: refusal?.message, rows: [] };
-        const queryId = started.queryId;
+        if (!started) return { hours, outcome: refusal?.name === "ResourceNotFoundException" ? "no-log-group" : "refused", detail: refusal?.message, rows: [] };
+        const queryId = need(started.queryId, `logs:StartQuery ${group}`, "a queryId");
         const deadline = Date.now() + timing.deadlineMs;
+        const what = `logs:GetQueryResults ${group}`;
         for (;;) {
-            const r = (await call(`logs:GetQueryResults ${group}`, () => logs.send(new GetQueryResultsCommand({ queryId }))))!;
-            if (r.status !== "Scheduled" && r.status !== "Running") {
+            const answer = (await call(what, () => logs.send(new GetQueryResultsCommand({ queryId }))))!;
+            const status = need(answer.status, what, "a status");
+            if (status !== "Scheduled" && status !== "Running") {
                 const field = (row: { field?: string; value?: string }[], name: string) => row.find((f) => f.field === name)?.value ?? "";
-                const rows = (r.results ?? []).map((row) => ({ container: field(row, "container"), task: field(row, "task"), longest: Number(field(row, "longest")), runs: Number(field(row, "runs")) }));
-                return { hours, outcome: r.status ?? "Unknown", rows: r.status === "Complete" ? rows : [], recordsScanned: r.statistics?.recordsScanned, bytesScanned: r.statistics?.bytesScanned };
+                const results = status === "Complete" ? need(answer.results, what, "results") : [];
+                const rows = results.map((row) => ({ container: field(row, "container"), task: field(row, "task"), longest: Number(field(row, "longest")), runs: Number(field(row, "runs")) }));
+                // A row whose numbers are not numbers is no evidence either way.
+                if (rows.some((x) => !Number.isFinite(x.longest) || !Number.isFinite(x.runs) || !x.container || !x.task)) throw new CannotCheck(`${what} answered a row without its container, task, longest or runs: cannot check`);
+                return { hours, outcome: status, rows, recordsScanned: answer.statistics?.recordsScanned, bytesScanned: answer.statistics?.bytesScanned };
             }
             if (Date.now() >= deadline) {
                 // A query left running still counts against the account's concurrent queries (and bills its scan).
@@ -1346,27 +1426,37 @@ export async function runPreflight(line: CommandLine, deps: PreflightDeps, mode:
         }
         context = valueOf(line, "context") ?? kc.getCurrentContext();
         if (!context) return usage("the kubeconfig has no current context: pass --context <kubecontext>", PREFLIGHT);
-        const refused = useContext(kc, context, cfg.cluster.name);
+        const refused = useContext(kc, context, cfg.cluster);
         if (refused) return usage(refused, PREFLIGHT);
+    }
+    const d = deadlinesOf(deps.deadlines);
+    let calls = 0;
+    const reads: AwsReads = { config: { ...(deps.aws ?? {}), ...(profile ? { profile } : {}) }, deadlines: d, onCall: () => calls++ };
+    // The caller first, when the checks read the account anyway: a context whose cluster ARN names another account
+    // is refused before anything of that cluster is read (a cluster of the same name elsewhere).
+    const baseAws = checks.some((c) => needsAws(c) && !OWN_AWS_READS.includes(c));
+    let me: { account: string; partition: string } | CannotCheck | undefined;
+    if (baseAws) {
+        me = await callerIdentity(cfg, reads).catch((e) => (e instanceof CannotCheck ? e : Promise.reject(e)));
+        const otherAccount = kc && context && !(me instanceof CannotCheck) ? useContext(kc, context, cfg.cluster, me) : undefined;
+        if (otherAccount) return usage(otherAccount, PREFLIGHT);
     }
     const now = (deps.now ?? Date.now)();
     const cluster = `cluster ${cfg.cluster.name} (context ${context})`;
     // The AWS reads and the cluster's, side by side; the cluster's start with one request that must be answered in
     // time, so that an endpoint this machine has no route to (a private one, off the VPN) is named as such.
     const started = Date.now();
-    let calls = 0;
     const halves = [wantAws ? `AWS (account, ${cfg.cluster.region}${profile ? `, profile ${profile}` : ""})` : "", wantCluster ? `cluster ${cfg.cluster.name}` : ""].filter(Boolean);
     progress(`preflight: reading ${halves.join(" and ")}${only ? ` for ${plural(checks.length, "check")}` : ""}`);
     const ticker = setInterval(() => progress(`preflight: still reading after ${elapsed(started)} (${plural(calls, "AWS call")} so far)`), PROGRESS_EVERY_MS);
     ticker.unref?.();
-    const awsConfig: AwsClientConfig = { ...(deps.aws ?? {}), ...(profile ? { profile } : {}) };
     const [aws, kube] = await Promise.allSettled([
         wantAws
-            ? readAws(cfg, awsConfig, now, checks, { hours, timing: deps.taskQuery ?? TASK_QUERY_TIMING }, () => calls++).finally(() => progress(`preflight: AWS read in ${elapsed(started)} (${plural(calls, "call")})`))
+            ? readAws(cfg, reads, now, checks, { hours, timing: deps.taskQuery ?? TASK_QUERY_TIMING }, me).finally(() => progress(`preflight: AWS read in ${elapsed(started)} (${plural(calls, "call")})`))
             : Promise.resolve(undefined),
         wantCluster && kc
-            ? reachCluster(kc, deps.reachTimeoutMs ?? REACH_TIMEOUT_MS)
-                  .then(() => gatherKube(cfg, listerOf(kc!)).catch((e) => Promise.reject(new KubeRefusal(e))))
+            ? reachCluster(kc, deps.reachTimeoutMs ?? REACH_TIMEOUT_MS, d)
+                  .then(() => gatherKube(cfg, listerOf(kc!, d)).catch((e) => Promise.reject(new KubeRefusal(e))))
                   .finally(() => progress(`preflight: cluster read in ${elapsed(started)}`))
             : Promise.resolve(undefined),
     ]).finally(() => clearInterval(ticker));
@@ -1409,17 +1499,19 @@ const OWN_AWS_READS = ["queue-visibility", "task-durations"];
  */
 async function readAws(
     cfg: StackConfig,
-    config: AwsClientConfig,
+    reads: AwsReads,
     now: number,
     checks: string[],
     tasks: { hours: number; timing: QueryTiming },
-    onCall: (operation: string) => void,
+    me: { account: string; partition: string } | CannotCheck | undefined,
 ): Promise<{ facts: AwsFacts; account?: string; failed: HalfNotRead[] }> {
     const own = (check: string) => checks.includes(check);
+    // The caller could not be read: nothing of the account can be.
+    if (me instanceof CannotCheck) throw me;
     const [base, queues, durations] = await Promise.allSettled([
-        checks.some((c) => needsAws(c) && !OWN_AWS_READS.includes(c)) ? gatherAws(cfg, config, now, onCall) : Promise.resolve(undefined),
-        own("queue-visibility") ? gatherQueues(cfg, config, onCall) : Promise.resolve(undefined),
-        own("task-durations") ? gatherTaskDurations(cfg, config, now, tasks.hours, tasks.timing, onCall) : Promise.resolve(undefined),
+        me ? gatherAws(cfg, reads, now, me) : Promise.resolve(undefined),
+        own("queue-visibility") ? gatherQueues(cfg, reads) : Promise.resolve(undefined),
+        own("task-durations") ? gatherTaskDurations(cfg, reads, now, tasks.hours, tasks.timing) : Promise.resolve(undefined),
     ]);
     for (const r of [base, queues, durations]) if (r.status === "rejected" && !(r.reason instanceof CannotCheck)) throw r.reason;
     if (base.status === "rejected") throw base.reason;
@@ -1491,33 +1583,27 @@ class KubeRefusal extends Error {
 /** No HTTP answer from the API server: its message says what the connection did (refused, timed out...). */
 class Unreachable extends Error {}
 
-/** The socket errors of a connection that never got an answer (Node's fetch wraps them: "fetch failed", with the cause). */
-const NO_ROUTE = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET"]);
-const isNoRoute = (e: unknown) => {
-    const err = e as { message?: string; cause?: { code?: string } };
-    return err?.message === "fetch failed" || NO_ROUTE.has(err?.cause?.code ?? "");
-};
-
 /**
  * One request that any authenticated user may make (GET /version: ClusterRole system:public-info-viewer). It rejects
- * only when no HTTP answer comes: refused, reset, unresolvable, or nothing within `timeoutMs` (a private endpoint
- * off the VPN: the connection attempt is never answered). An HTTP error status is an answer, and resolves.
+ * Unreachable only when no HTTP answer comes: refused, reset, unresolvable, or nothing within `timeoutMs` (a private
+ * endpoint off the VPN: the connection attempt is never answered). An HTTP error status is an answer, and resolves;
+ * a credential plugin that fails or hangs, or an answer that is not the API server's, is a KubeRefusal (its own line,
+ * not the VPN's).
  */
-async function reachCluster(kc: KubeConfig, timeoutMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Unreachable(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
-    });
+async function reachCluster(kc: KubeConfig, timeoutMs: number, deadlines: Deadlines): Promise<void> {
+    const d = { ...deadlines, kubeRequestMs: timeoutMs };
+    let version: { gitVersion?: unknown } | undefined;
     try {
-        await Promise.race([
-            kc.makeApiClient(VersionApi).getCode().catch((e) => {
-                if (typeof (e as { code?: unknown })?.code === "number") return undefined;
-                throw isNoRoute(e) ? new Unreachable(connectionError(e)) : new KubeRefusal(e);
-            }),
-            timeout,
-        ]);
-    } finally {
-        clearTimeout(timer);
+        version = await apiClient(kc, VersionApi, d).getCode();
+    } catch (e) {
+        const err = kubeCallError("GET /version", e, d);
+        if (err.kind === "http") return;
+        if (err.kind === "deadline") throw new Unreachable(`no answer within ${timeoutMs / 1000} s`);
+        if (err.kind === "no-route") throw new Unreachable(connectionError(e));
+        throw new KubeRefusal(err);
+    }
+    if (typeof version?.gitVersion !== "string") {
+        throw new KubeRefusal(new KubeCallError("malformed", `GET /version: the answer has no gitVersion, so it is not the API server's: is the kubeconfig's server the cluster's API endpoint?`));
     }
 }
 
@@ -1544,6 +1630,7 @@ function kubeError(e: unknown, cfg: StackConfig, endpoint: EndpointAccess | unde
     if (err?.code === 403) {
         return `HTTP 403 Forbidden: the identity may not list what preflight reads (docs/preflight.md lists the permissions); CI's preview role reads through group ${PREVIEW_GROUP}, which the stack's ${PREVIEW_READ_ACCESS} binds: before the stack's first up, run preflight as its up role or an operator`;
     }
+    if (e instanceof KubeCallError) return e.message;
     if (typeof err?.code === "number") return `HTTP ${err.code} from the API server`;
     return err?.cause?.message ? `${err.message}: ${err.cause.message}` : `${err?.message ?? e}`;
 }

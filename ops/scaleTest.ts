@@ -3,6 +3,7 @@
 // from 0 to N replicas and back to 0, while pods, ephemeral nodes and NodeClaims are watched; the run writes per-pod
 // times, the counts over time, a chart and a summary, and deletes its namespace however it ends.
 // This file reads the flags and answers --help and usage errors alone; the test (ops/scaleTestRun.ts) is loaded then.
+import type { Deadlines } from "./deadlines.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { type Command, type CommandLine, type CommandResult, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
 import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
@@ -48,6 +49,8 @@ export interface ScaleTestDeps {
     /** Where Ctrl-C comes from (the process by default). */
     signals?: { on(signal: Signal, listener: () => void): unknown; off(signal: Signal, listener: () => void): unknown };
     dir?: string;
+    /** How long each Kubernetes request, watch and the credential plugin may take (ops/deadlines.ts; tests: milliseconds). */
+    deadlines?: Partial<Deadlines>;
 }
 
 export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promise<CommandResult> {

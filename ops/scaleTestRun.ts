@@ -20,6 +20,7 @@ import { jsonText } from "../cli/output.ts";
 import { toCsv } from "../cli/csv.ts";
 import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, clusterOf, epochMs, useContext } from "./kube.ts";
 import { checkedKubeConfig } from "./kubeconfigFile.ts";
+import { deadlinesOf } from "./deadlines.ts";
 import { lineChart, steps } from "../cli/svg.ts";
 import { apiError } from "./verifyPlacementRun.ts";
 import { plural } from "../cli/table.ts";
@@ -435,7 +436,7 @@ export async function runScaleTest(line: CommandLine, deps: ScaleTestDeps, mode:
     } catch (e) {
         return { exitCode: EXIT.cannotCheck, output: `Could not run: could not load the kubeconfig: ${(e as Error)?.message ?? e}` };
     }
-    const refused = useContext(kc, context, cfg.cluster.name);
+    const refused = useContext(kc, context, cfg.cluster);
     if (refused) return usage(refused, SCALE_TEST);
 
     const clock = deps.clock ?? systemClock;
@@ -457,7 +458,7 @@ export async function runScaleTest(line: CommandLine, deps: ScaleTestDeps, mode:
         nodeLaunchSeconds: cfg.capacity?.nodeLaunchSeconds,
         record: new Recorder(() => clock.now(), cfg.placement.priorityClasses.headroom.name),
     };
-    const cluster = clusterOf(kc);
+    const cluster = clusterOf(kc, deadlinesOf(deps.deadlines));
     // One read first: an unreachable cluster or refused credentials is "could not run" (3), not a failed scale test.
     try {
         await cluster.namespaceExists(run.namespace);
@@ -540,6 +541,7 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
             const s = scaleDownState(run);
             return `${rec.running()} pods running; nodes the test used: ${s.gone.length} gone, ${s.kept.length} kept by other burst pods, ${s.empty.length} empty; ${nodesStatus()}`;
         });
+        await watchedAsListed(cluster, cfg, rec, clock);
     } catch (e) {
         outcome = { ok: false, message: `Result: FAILED: ${e instanceof Stop ? e.message : (e as Error).message}` };
     } finally {
@@ -552,6 +554,23 @@ async function execute(cfg: StackConfig, run: Run, cluster: Cluster, clock: Cloc
         }
     }
     return outcome;
+}
+
+/**
+ * The ephemeral nodes the watch holds live are those a list shows: a watch that went quiet without failing (answered,
+ * then nothing, for less than its deadline) would otherwise prove a scale-down it never saw. A few ticks are allowed
+ * for an event in flight.
+ */
+async function watchedAsListed(cluster: Cluster, cfg: StackConfig, rec: Recorder, clock: Clock): Promise<void> {
+    let listed: string[] = [];
+    let watched: string[] = [];
+    for (let tries = 0; tries < 5; tries++) {
+        listed = (await cluster.listNodes(`${cfg.nodePool.ephemeralKey}=true`)).filter((n) => !n.metadata.deletionTimestamp).map((n) => n.metadata.name).sort();
+        watched = rec.liveNodes().filter((n) => n.removing === undefined).map((n) => n.name).sort();
+        if (listed.join() === watched.join()) return;
+        await clock.sleep(TICK_MS);
+    }
+    throw new Stop(`the nodes watch and a list of the nodes disagree (watched: ${watched.join(", ") || "none"}; listed: ${listed.join(", ") || "none"}): the watch missed changes, so the scale-down is not proved`);
 }
 
 /** Deletes the test namespace (and so everything in it) and waits until it is gone. */

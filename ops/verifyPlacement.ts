@@ -5,6 +5,7 @@
 // manifests unreadable or empty), so CI can tell a placement problem from a broken check.
 // This file reads the flags and answers --help and usage errors alone; the check (ops/verifyPlacementRun.ts) is
 // loaded then.
+import type { Deadlines } from "./deadlines.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { type Command, type CommandResult, OUTPUT_FLAGS, inForm, isResult, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
 import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
@@ -50,6 +51,8 @@ export interface VerifyDeps {
     dir?: string;
     /** What `--manifests -` reads (standard input by default, read to its end). */
     stdin?: () => Promise<string>;
+    /** How long each Kubernetes request and the credential plugin may take (ops/deadlines.ts; tests: milliseconds). */
+    deadlines?: Partial<Deadlines>;
 }
 
 export async function verifyPlacement(argv: string[], deps: VerifyDeps = {}): Promise<CommandResult> {

@@ -18,8 +18,9 @@ import { type CeleryWorkloadPlacementArgs, type NodeDaemonSet, burstPodTemplate,
 import { type CommandResult, EXIT, inForm, isResult, outputMode, usage, valueOf } from "../cli/args.ts";
 import { loadStack } from "../stacks/validatedConfig.ts";
 import { elapsed, jsonText, progress } from "../cli/output.ts";
-import { type KubeConfig, type KubeObject, clusterOf, useContext } from "./kube.ts";
+import { type KubeConfig, KubeCallError, type KubeObject, clusterOf, useContext } from "./kube.ts";
 import { checkedKubeConfig } from "./kubeconfigFile.ts";
+import { type Deadlines, deadlinesOf } from "./deadlines.ts";
 import { plural } from "../cli/table.ts";
 import { type ChartDifference, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts.ts";
 import { VERIFY_PLACEMENT, type VerifyDeps } from "./verifyPlacement.ts";
@@ -274,7 +275,7 @@ export async function runVerifyPlacement(line: CommandLine, deps: VerifyDeps, co
     if (isResult(cfg)) return inForm(cfg, mode.json, "verify-placement", valueOf(line, "stack"));
     let result: CommandResult;
     try {
-        result = manifests !== undefined ? await verifyManifests(cfg, manifests, namespace, mode, deps.stdin) : await verifyLive(cfg, context!, deps.kubeConfig ?? checkedKubeConfig, mode);
+        result = manifests !== undefined ? await verifyManifests(cfg, manifests, namespace, mode, deps.stdin) : await verifyLive(cfg, context!, deps.kubeConfig ?? checkedKubeConfig, mode, deadlinesOf(deps.deadlines));
     } catch (e) {
         // Whatever else went wrong, nothing was judged: never let it pass for a finding.
         result = cannotCheck(`${(e as Error).message ?? e}`);
@@ -595,21 +596,21 @@ function walkManifests(target: string): { files: string[]; chart?: string } {
     return { files: found.sort().map((f) => path.join(target, f)), chart };
 }
 
-async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => KubeConfig, mode: OutputMode): Promise<CommandResult> {
+async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => KubeConfig, mode: OutputMode, d: Deadlines): Promise<CommandResult> {
     let kc: KubeConfig;
     try {
         kc = kubeConfig();
     } catch (e) {
         return cannotCheck(`could not load the kubeconfig: ${messageOf(e)}`);
     }
-    const refused = useContext(kc, context, cfg.cluster.name);
+    const refused = useContext(kc, context, cfg.cluster);
     if (refused) return usage(refused, VERIFY_PLACEMENT);
     const rules = placementRules(cfg);
     let nodes: KubeObject[], pods: KubeObject[];
     const started = Date.now();
     progress(`verify-placement: listing the ephemeral nodes and every pod of ${cfg.cluster.name} (context ${context})`);
     try {
-        const cluster = clusterOf(kc);
+        const cluster = clusterOf(kc, d);
         [nodes, pods] = await Promise.all([cluster.listNodes(`${rules.ephemeralKey}=true`), cluster.listPods()]);
         progress(`verify-placement: listed ${plural(nodes.length, "node")} and ${plural(pods.length, "pod")} in ${elapsed(started)}`);
     } catch (e) {
@@ -661,6 +662,8 @@ export function apiError(e: unknown): string {
     const err = e as { code?: number | string; message?: string };
     if (err?.code === 401) return "HTTP 401 Unauthorized: the API server refused the credentials (expired token or SSO session? aws eks update-kubeconfig, aws sso login)";
     if (err?.code === 403) return "HTTP 403 Forbidden: the user may not list nodes and pods in all namespaces";
+    // A request of ops/kube.ts says what it asked and what came back (no answer in time, a bad answer, a plugin's failure).
+    if (e instanceof KubeCallError) return e.message;
     // The client's message for other statuses says no more than the status.
     if (typeof err?.code === "number") return `HTTP ${err.code} from the API server`;
     // client-node 2.x calls fetch, whose error says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND,

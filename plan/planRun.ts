@@ -252,7 +252,8 @@ async function baselinePlan(stack: string, against: string, out: string, dir: st
     const git = (...args: string[]) => spawnSync("git", ["-C", dir, ...args], { encoding: "utf8", timeout: 30_000, maxBuffer: 20_000_000 });
     const isDirectory = against !== "last" && fs.existsSync(against) && fs.statSync(against).isDirectory();
     // A name that is both a plan (a directory, or last) and a git ref is refused: neither may silently win.
-    const commit = git("rev-parse", "--verify", "--quiet", "--end-of-options", `${against}^{commit}`);
+    // Without --quiet: when git refuses the repository (dubious ownership, a broken clone), its reason is kept.
+    const commit = git("rev-parse", "--verify", "--end-of-options", `${against}^{commit}`);
     const isRef = !commit.error && commit.status === 0;
     if ((isDirectory || against === "last") && isRef) {
         const plan = isDirectory ? `the directory ${path.resolve(against)}` : `last (the plan in ${out})`;
@@ -279,13 +280,17 @@ async function baselinePlan(stack: string, against: string, out: string, dir: st
     if (!isRef && fs.existsSync(against)) return usage(`--diff-against ${against}: is a file, not a plan directory: give the directory that holds a plan's preview.json, a git ref or last`, PLAN);
     if (commit.error) return { exitCode: EXIT.cannotCheck, output: `Could not check: --diff-against ${against} needs git: ${(commit.error as NodeJS.ErrnoException).code === "ENOENT" ? "git is not installed" : commit.error.message}` };
     if (commit.status !== 0) {
-        const inRepo = git("rev-parse", "--show-toplevel").status === 0;
-        return usage(
-            inRepo
-                ? `--diff-against: "${against}" is not a commit of this repository (git rev-parse), a plan directory (with preview.json) or last`
-                : `--diff-against ${against}: ${dir} is in no git repository; give a plan directory or last instead`,
-            PLAN,
-        );
+        const top = git("rev-parse", "--show-toplevel");
+        if (top.status !== 0) {
+            const said = gitSaid(top);
+            // Not a repository is a usage error; a repository git refuses to read (owned by another user: dubious
+            // ownership) is one this command could not check, in git's own words.
+            if (/not a git repository/i.test(said)) return usage(`--diff-against ${against}: ${dir} is in no git repository (git: ${said}); give a plan directory or last instead`, PLAN);
+            return { exitCode: EXIT.cannotCheck, output: `Could not check: --diff-against ${against}: git cannot read the repository at ${dir}: ${said}` };
+        }
+        const shallow = String(git("rev-parse", "--is-shallow-repository").stdout ?? "").trim() === "true";
+        const why = shallow ? `; this clone is shallow (git rev-parse --is-shallow-repository), so older commits are not in it: git fetch --unshallow, or check out with fetch-depth: 0` : "";
+        return usage(`--diff-against: "${against}" is not a commit of this repository (git rev-parse: ${gitSaid(commit)})${why}, a plan directory (with preview.json) or last`, PLAN);
     }
     const sha = commit.stdout.trim();
     const file = `Pulumi.${stack}.yaml`;
@@ -308,6 +313,13 @@ async function baselinePlan(stack: string, against: string, out: string, dir: st
     }
 }
 
+/** What git said on standard error, as it said it: its lines (hints left out) on one line, at most 400 characters. */
+function gitSaid(r: ReturnType<typeof spawnSync>): string {
+    if (r.error) return r.error.message;
+    const lines = String(r.stderr ?? "").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("hint:"));
+    return (lines.join(" ") || `exit ${r.status}`).slice(0, 400);
+}
+
 /**
  * A file's text at a commit, following symbolic links (git stores a link as a blob holding its target, mode 120000)
  * within the repository, as a checkout would; or why not, with "<ref>" for the ref. Paths are relative to `dir`.
@@ -315,11 +327,13 @@ async function baselinePlan(stack: string, against: string, out: string, dir: st
 function fileAtRef(git: (...args: string[]) => ReturnType<typeof spawnSync>, sha: string, file: string): { text: string; path: string } | string {
     let at = file;
     for (let hops = 0; hops <= 10; hops++) {
-        const entry = String(git("ls-tree", sha, "--", at).stdout ?? "").split("\n")[0];
+        const listed = git("ls-tree", sha, "--", at);
+        if (listed.status !== 0) return `${at} cannot be read at <ref> (git ls-tree: ${gitSaid(listed)})`;
+        const entry = String(listed.stdout ?? "").split("\n")[0];
         const m = /^(\d{6}) (\w+) [0-9a-f]+\t/.exec(entry);
         if (!m) return hops === 0 ? `${file} does not exist at <ref>` : `${file} at <ref> is a link to ${at}, which does not exist there`;
         const shown = git("show", `${sha}:${at.startsWith("..") ? at : `./${at}`}`);
-        if (shown.status !== 0) return `${at} cannot be read at <ref> (git show: ${String(shown.stderr ?? "").trim().split("\n")[0]})`;
+        if (shown.status !== 0) return `${at} cannot be read at <ref> (git show: ${gitSaid(shown)})`;
         if (m[1] !== "120000") {
             if (m[2] !== "blob") return `${at} at <ref> is a ${m[2] === "tree" ? "directory" : m[2]}, not a stack file`;
             return { text: String(shown.stdout), path: at };

@@ -27,8 +27,13 @@ import { PROJECT, PROJECT_DIR } from "../stacks/stackNames.ts";
 import { readStackConfig } from "../stacks/stackFile.ts";
 import { ConfigError, configSections } from "../stacks/config.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
-import { FakeClock, FakeKubeApi } from "./fakeKubeApi.ts";
+import { FakeClock, FakeKubeApi, type FakeKubeApiOptions } from "./fakeKubeApi.ts";
+import { FakeAwsApi, type FakeAwsState, type Fault } from "./fakeAwsApi.ts";
 import { tempDir } from "./opsHelpers.ts";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Deadlines } from "../ops/deadlines.ts";
+import { drillNames } from "../components/spotInterruptionDrill.ts";
+import { STACK_TAG } from "../stacks/createStack.ts";
 
 const STACK = "production";
 /** Maps whose keys are free (tags, labels, prices): an extra key is allowed there. */
@@ -38,7 +43,7 @@ const STACK_TRACE = /^\s+at .+\(?.+:\d+:\d+\)?$/m;
 /** Words that say what is allowed. */
 const ALLOWED = /must|is not a known key|is required|repeats|needs|known stacks|the flags are|takes no value|needs a value|is given twice|is a file|belongs to the kernel|no permission|must be a YAML map/;
 
-const tally = { config: 0, semantic: 0, capacity: 0, stackFile: 0, commandLine: 0, reader: 0, inputFile: 0, warning: 0, dataLoss: 0, vague: 0, shape: 0, meaning: 0, diff: 0, json: 0 };
+const tally = { config: 0, semantic: 0, capacity: 0, stackFile: 0, commandLine: 0, reader: 0, inputFile: 0, warning: 0, dataLoss: 0, vague: 0, shape: 0, meaning: 0, diff: 0, json: 0, deadline: 0, answer: 0, errorCode: 0, identity: 0 };
 
 /** `key` is the path as errors name it (nodePool.budgets[1].schedule); `at`, its parts (keys may hold dots). */
 type Mutation = { key: string; at: (string | number)[]; value: unknown; what: string };
@@ -1108,6 +1113,15 @@ describe("bad input (issue 29): --json stays JSON on every path, errors included
         ["scale-test", (a) => scaleTest(a, { kubeConfig: () => api.kubeConfig() }), ["--stack", "staging"], 2, /^--context is required/],
         ["scale-test", (a) => scaleTest(a, { kubeConfig: () => api.kubeConfig() }), ["--stack", "staging", "--context", "staging", "--pods", "0"], 2, /^--pods must be an integer from 1 to 1000/],
         ["scale-test", (a) => scaleTest(a, { kubeConfig: () => api.kubeConfig() }), ["--stack", "staging", "--context", "other"], 2, /^--context other is cluster "kind-scratch"/],
+        // Preflight's usage errors stayed text (issue 29, part B).
+        ["preflight", (a) => preflight(a, { kubeConfig: () => api.kubeConfig() }), ["--stak", "staging"], 2, /^unknown flag --stak: the flags are/],
+        ["preflight", (a) => preflight(a, { kubeConfig: () => api.kubeConfig() }), ["--stack"], 2, /^--stack needs a value: <name>/],
+        ["preflight", (a) => preflight(a, { kubeConfig: () => api.kubeConfig() }), ["--stack", "staging", "--only", "nope"], 2, /^--only: unknown check "nope"/],
+        ["preflight", (a) => preflight(a, { kubeConfig: () => api.kubeConfig() }), ["--stack", "staging", "--region", "us-east-1"], 2, /^--region us-east-1: stack staging's cluster is in ca-central-1/],
+        ["preflight", (a) => preflight(a, { kubeConfig: () => api.kubeConfig() }), ["--stack", "staging", "--context", "other"], 2, /^--context other is cluster "kind-scratch"/],
+        // The drill had no --json.
+        ["drill", (a) => drill(a, { kubeConfig: () => api.kubeConfig(), env: {} }), ["--stack", "scratch"], 2, /^--context is required/],
+        ["drill", (a) => drill(a, { kubeConfig: () => api.kubeConfig(), env: {} }), ["--stack", "scratch", "--context", "scratch", "--nodes", "9"], 2, /^--nodes must be an integer from 1 to 5 \(got "9"\)/],
     ];
     for (const [command, run, argv, exitCode, error] of cases) {
         tally.json++;
@@ -1183,6 +1197,26 @@ describe("bad input (issue 29): no command writes into a file it did not make, o
         });
     }
     tally.dataLoss++;
+    it("drill --out with the user's own summary.txt: refused before any call, named as the drill's (it wrote as 'this command', after the run)", async () => {
+        const api = await new FakeKubeApi(new FakeClock()).start();
+        try {
+            const out = outWith((o) => fs.writeFileSync(path.join(o, "summary.txt"), "mine\n"));
+            const kc = () => {
+                const k = api.kubeConfig();
+                k.clusters = [{ name: "arn:aws:eks:ca-central-1:123456789012:cluster/notify-karpenter-scratch", server: api.url, skipTLSVerify: true }];
+                k.contexts = [{ name: "scratch", cluster: "arn:aws:eks:ca-central-1:123456789012:cluster/notify-karpenter-scratch", user: "tester" }];
+                return k;
+            };
+            const r = await drill(["--stack", "scratch", "--context", "scratch", "--out", out], { kubeConfig: kc, env: {}, aws: { endpoint: "http://127.0.0.1:9", credentials: { accessKeyId: "A", secretAccessKey: "s" }, maxAttempts: 1 } });
+            expect(r.exitCode, r.output).to.equal(2);
+            expect(r.output.split("\n")[0]).to.match(/^--out \S+: summary\.txt is there and npm run drill did not write it/);
+            expect(listing(out)).to.deep.equal(["summary.txt"]);
+            expect(api.requests).to.deep.equal([]);
+        } finally {
+            await api.stop();
+        }
+    });
+    tally.dataLoss++;
     it("scale-test --out with the user's own summary.txt: refused before the test runs", async () => {
         const api = await new FakeKubeApi(new FakeClock()).start();
         try {
@@ -1232,6 +1266,266 @@ describe("bad input (issue 29): no command writes into a file it did not make, o
         expect(r).to.deep.equal({ exitCode: 3, output: `--out ${out}: is there and npm run generate:karpenter did not write it (its first lines lack "// GENERATED by \`npm run generate:karpenter\`"): nothing was written, so it is as it was; move it, or choose another --out` });
         expect(fs.readFileSync(out, "utf8")).to.equal("export const mine = 1;\n");
     });
+});
+
+// ---- Issue 29, part B: the live commands against networks and answers. In-process loopback servers (tests/fakeAwsApi.ts,
+// tests/fakeKubeApi.ts) that accept and never answer, answer /version and then nothing, answer slowly, answer garbage,
+// empty or huge answers, errors by their own codes, throttling; credential plugins that hang, fail or print nothing of
+// use; contexts of a cluster of the stack's name in another region or account. Deadlines are milliseconds here.
+
+const ACCOUNT = "123456789012";
+const STAGING_CLUSTER = "notification-canada-ca-staging-eks-cluster";
+const SCRATCH_CLUSTER = "notify-karpenter-scratch";
+const arnOf = (cluster: string, region = "ca-central-1", account = ACCOUNT) => `arn:aws:eks:${region}:${account}:cluster/${cluster}`;
+/**
+ * What takes seconds live fails here within one: short enough for no case to wait long, long enough for the calls
+ * that are answered (a preflight makes some 25 at once, on two busy cores) never to miss it.
+ */
+const FAST: Partial<Deadlines> = { awsConnectMs: 1000, awsRequestMs: 800, awsCallMs: 1200, kubeRequestMs: 800, execMs: 700, watchIdleMs: 300, maxAnswerBytes: 1_000_000, throttleFirstDelayMs: 1 };
+/** For the cases where nothing is planted on the way: the real deadlines (nothing waits on them), throttling quick. */
+const RELAXED: Partial<Deadlines> = { maxAnswerBytes: 1_000_000, throttleFirstDelayMs: 1 };
+
+/** An account holding the stack's cluster and nothing else: every read answers, and the checks find what they find. */
+function emptyAccount(): FakeAwsState {
+    return { account: ACCOUNT, clusters: { [STAGING_CLUSTER]: { version: "1.31", status: "ACTIVE" } }, addons: {}, logGroups: {}, images: [], subnets: [], securityGroups: [], offerings: [], instanceTypes: [], roles: {}, policies: {}, queues: {}, rules: {}, topics: {}, keys: {}, faults: {} };
+}
+
+/** A kubeconfig of one context `c`: cluster entry `entry` at `server`, its user a token or a credential plugin. */
+function kubeconfig(entry: string, server: string, exec?: { command: string; args: string[] }): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+        clusters: [{ name: entry, server, skipTLSVerify: true }],
+        users: [exec ? { name: "operator", exec: { apiVersion: "client.authentication.k8s.io/v1beta1", ...exec } } : { name: "operator", token: "t" }],
+        contexts: [{ name: "c", cluster: entry, user: "operator" }],
+        currentContext: "c",
+    });
+    return kc;
+}
+
+/** A credential plugin named aws (so messages name it as the kubeconfig does: aws eks get-token) running `body`. */
+function plugin(body: string): string {
+    const file = path.join(tempDir("plugin-"), "aws");
+    fs.writeFileSync(file, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+    return file;
+}
+/** aws eks update-kubeconfig's exec arguments. */
+const getToken = (cluster: string, region = "ca-central-1") => ["--region", region, "eks", "get-token", "--cluster-name", cluster, "--output", "json"];
+const TOKEN = `echo '{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","status":{"token":"k8s-aws-v1.x","expirationTimestamp":"2099-01-01T00:00:00Z"}}'`;
+
+interface LiveWorld {
+    aws?: (s: FakeAwsState) => void;
+    kube?: FakeKubeApiOptions;
+    /** The kubeconfig, from the fake API's URL; the fake's own (context staging) by default. */
+    kubeconfig?: (url: string) => KubeConfig;
+}
+
+/** Runs `command` against fresh fakes set up as `world` says; stops them however it ends. */
+async function live(world: LiveWorld, command: (deps: { aws: FakeAwsApi; kube: FakeKubeApi; kubeConfig: () => KubeConfig }) => Promise<CommandResult>): Promise<CommandResult & { awsRequests: string[]; kubeRequests: string[] }> {
+    const state = emptyAccount();
+    world.aws?.(state);
+    const aws = await new FakeAwsApi(state).start();
+    const kube = await new FakeKubeApi(new FakeClock(), { emptyLists: true, ...world.kube }).start();
+    try {
+        const kubeConfig = () => (world.kubeconfig ? world.kubeconfig(kube.url) : kube.kubeConfig());
+        const r = await command({ aws, kube, kubeConfig });
+        return { ...r, awsRequests: [...aws.requests], kubeRequests: [...kube.requests] };
+    } finally {
+        await aws.stop();
+        await kube.stop();
+    }
+}
+
+const NOW = Date.UTC(2026, 11, 1);
+type Live = Parameters<typeof live>[1];
+const preflightLive = (argv: string[], deadlines = FAST): Live => (x) =>
+    preflight(["--stack", "staging", "--context", "staging", ...argv], { aws: x.aws.clientConfig(), kubeConfig: x.kubeConfig, deadlines, reachTimeoutMs: deadlines.kubeRequestMs ?? 15_000, now: () => NOW, taskQuery: { pollMs: 1, deadlineMs: 1000 } });
+const verifyLive = (context = "staging", deadlines = FAST): Live => (x) => verifyPlacement(["--stack", "staging", "--context", context], { kubeConfig: x.kubeConfig, deadlines });
+const scaleLive = (context = "staging"): Live => (x) => scaleTest(["--stack", "staging", "--context", context, "--out", path.join(tempDir("scale-"), "out")], { kubeConfig: x.kubeConfig, deadlines: FAST, progress: () => undefined });
+const drillLive = (context = "scratch", out = path.join(tempDir("drill-"), "out"), deadlines = FAST): Live => (x) =>
+    drill(["--stack", "scratch", "--context", context, "--out", out], { aws: x.aws.clientConfig(), kubeConfig: x.kubeConfig, deadlines, env: {}, progress: () => undefined });
+/** The drill's kubeconfig: context scratch, the scratch cluster by its ARN. */
+const scratchConfig = (region = "ca-central-1", account = ACCOUNT) => (url: string) => {
+    const kc = kubeconfig(arnOf(SCRATCH_CLUSTER, region, account), url);
+    kc.contexts = [{ name: "scratch", cluster: arnOf(SCRATCH_CLUSTER, region, account), user: "operator" }];
+    kc.setCurrentContext("scratch");
+    return kc;
+};
+/** Context staging, its cluster entry and server as given. */
+const stagingConfig = (entry: string, server?: string, exec?: { command: string; args: string[] }) => (url: string) => {
+    const kc = kubeconfig(entry, server ?? url, exec);
+    kc.contexts = [{ name: "staging", cluster: entry, user: "operator" }];
+    kc.setCurrentContext("staging");
+    return kc;
+};
+const fault = (...faults: Fault[]) => faults;
+const times = (n: number, f: Fault) => Array.from({ length: n }, () => f);
+/** Only /version is answered: the cluster answers its first request and then nothing. */
+const versionThenNothing: FakeKubeApiOptions["fault"] = (_m, p) => (p === "/version" ? undefined : { kind: "hang" });
+
+/** A case: what is planted, the command, and what it must answer (exit code, and a line of its output). */
+type LiveCase = [string, LiveWorld, Live, number, RegExp, ((r: CommandResult & { awsRequests: string[]; kubeRequests: string[] }) => void)?];
+
+function liveCases(klass: "deadline" | "answer" | "errorCode" | "identity", cases: LiveCase[]): void {
+    for (const [what, world, command, exitCode, line, more] of cases) {
+        tally[klass]++;
+        it(what, async function () {
+            this.timeout(30_000);
+            const started = Date.now();
+            const r = await live(world, command);
+            expect(r.exitCode, r.output).to.equal(exitCode);
+            expect(r.output, r.output).to.match(line);
+            expect(r.output).to.not.match(STACK_TRACE);
+            expect(r.output).to.not.match(/Cannot read properties|is not a function|undefined is not/);
+            // Nothing waits for the real deadlines: each case ends within a few of the test's own.
+            expect(Date.now() - started).to.be.below(8000);
+            more?.(r);
+        });
+    }
+}
+
+const noVpnAdvice = (r: CommandResult) => expect(r.output).to.not.include("Client VPN");
+
+describe("bad input (issue 29): every network call has a deadline, and its message names the call", () => {
+    liveCases("deadline", [
+        ["preflight: STS accepts the connection and never answers: exit 3 at the deadline, naming the call", { aws: (s) => (s.faults!["sts:GetCallerIdentity"] = fault({ kind: "hang" })) }, preflightLive(["--only", "ami"]), 3, /^Could not check: sts:GetCallerIdentity: no answer in time \(.*800 ms.*\): AWS, or the way to it, stopped answering$/m],
+        ["preflight: IAM answers a byte at a time for ever: the whole call's deadline ends it", { aws: (s) => (s.faults!["iam:GetRole"] = fault({ kind: "trickle" })) }, preflightLive(["--only", "ami"]), 3, /^Could not check: iam:GetRole \S+: no answer within 1\.2 s, the SDK's retries included/m],
+        ["preflight: a slow answer within the deadline is read, not refused", { aws: (s) => (s.faults!["sts:GetCallerIdentity"] = fault({ kind: "slow", ms: 100 })) }, preflightLive(["--only", "ami"], { ...RELAXED, awsRequestMs: 800 }), 1, /^Preflight of stack staging: .*\(account 123456789012\)/, (r) => expect(r.output).to.not.include("Could not check")],
+        ["preflight: SQS never answers GetQueueUrl: queue-visibility alone NOT RUN, naming the call", { aws: (s) => (s.faults!["sqs:GetQueueUrl"] = fault({ kind: "hang" })) }, preflightLive(["--only", "queue-visibility"]), 3, /^Could not check: sqs:GetQueueUrl \S+: no answer/m],
+        ["preflight: the cluster answers /version, then nothing: the list is named at its deadline, no VPN advice", { kube: { fault: versionThenNothing } }, preflightLive(["--only", "patch-targets"]), 3, /^Could not check: cluster \S+ \(context staging\): list \S+.*: no answer within 0\.8 s$/m, noVpnAdvice],
+        ["preflight: the cluster's lists trickle for ever: the request deadline ends them", { kube: { fault: (_m, p) => (p === "/version" ? undefined : { kind: "trickle" }) } }, preflightLive(["--only", "patch-targets"]), 3, /: list \S+.*: no answer within 0\.8 s$/m, noVpnAdvice],
+        ["preflight: a credential plugin that hangs is killed at its own deadline and named; no VPN advice", { kubeconfig: stagingConfig(arnOf(STAGING_CLUSTER), undefined, { command: plugin("exec sleep 60"), args: getToken(STAGING_CLUSTER) }) }, preflightLive(["--only", "patch-targets"]), 3, /^Could not check: cluster \S+ \(context staging\): aws eks get-token did not answer in 0\.7 s \(the kubeconfig's credential plugin for user operator\)/m, noVpnAdvice],
+        ["verify-placement --context: the pods list never answers: exit 3 naming it", { kube: { fault: (_m, p) => (p === "/api/v1/pods" ? { kind: "hang" } : undefined) } }, verifyLive(), 3, /^Could not check: could not list the nodes and pods of \S+ \(context staging\): list pods: no answer within 0\.8 s$/],
+        ["verify-placement --context: a credential plugin that hangs", { kubeconfig: stagingConfig(arnOf(STAGING_CLUSTER), undefined, { command: plugin("exec sleep 60"), args: getToken(STAGING_CLUSTER) }) }, verifyLive(), 3, /aws eks get-token did not answer in 0\.7 s/],
+        ["scale-test: a cluster that accepts and never answers: could not run, nothing created or written", { kube: { unresponsive: true } }, scaleLive(), 3, /^Could not run: the cluster of context staging did not answer: read namespace \S+: no answer within 0\.8 s$/],
+        ["scale-test: a credential plugin that hangs: could not run, naming it", { kubeconfig: stagingConfig(arnOf(STAGING_CLUSTER), undefined, { command: plugin("exec sleep 60"), args: getToken(STAGING_CLUSTER) }) }, scaleLive(), 3, /aws eks get-token did not answer in 0\.7 s/],
+        ["drill: STS answers a byte at a time: exit 3 before anything starts", { kubeconfig: scratchConfig(), aws: (s) => (s.faults!["sts:GetCallerIdentity"] = fault({ kind: "trickle" })) }, drillLive(), 3, /^Could not run: sts:GetCallerIdentity: no answer within 1\.2 s/, (r) => expect(r.awsRequests.filter((q) => q.startsWith("fis:"))).to.deep.equal([])],
+        ["drill: FIS never answers: exit 3 naming the call, nothing started", { kubeconfig: scratchConfig(), aws: (s) => (s.faults!["fis:ListExperimentTemplates"] = fault({ kind: "hang" })) }, drillLive(), 3, /^Could not run: fis:ListExperimentTemplates: no answer/, (r) => expect(r.awsRequests).to.not.include("fis:StartExperiment")],
+    ]);
+});
+
+describe("bad input (issue 29): every answer is checked before it is read; a malformed one is a cannot-check, never a finding", () => {
+    const noFinding = (r: CommandResult) => expect(r.output).to.not.match(/^(FAIL|WARN) /m);
+    const taskGroup = "/aws/containerinsights/notification-canada-ca-staging-eks-cluster/application";
+    liveCases("answer", [
+        ["preflight: IAM GetRole answers an empty 200: cannot check, not 'the role does not exist'", { aws: (s) => (s.faults!["iam:GetRole"] = fault({ kind: "empty" })) }, preflightLive(["--only", "spot-service-linked-role"]), 3, /^Could not check: iam:GetRole \S+ answered without a Role: cannot check/m, noFinding],
+        ["preflight: STS answers a proxy's HTML page", { aws: (s) => (s.faults!["sts:GetCallerIdentity"] = fault({ kind: "garbage" })) }, preflightLive(["--only", "ami"]), 3, /^Could not check: sts:GetCallerIdentity answered without an Arn: cannot check/m],
+        ["preflight: STS answers 2 MB: refused as it streams in", { aws: (s) => (s.faults!["sts:GetCallerIdentity"] = fault({ kind: "huge", bytes: 2_000_000 })) }, preflightLive(["--only", "ami"]), 3, /^Could not check: sts:GetCallerIdentity: the answer passed 1 MB, far more than any answer of this call: refused unread$/m],
+        ["preflight: SNS GetTopicAttributes answers an empty 200: cannot check, not 'the topic does not exist'", { aws: (s) => (s.faults!["sns:GetTopicAttributes"] = fault({ kind: "empty" }, { kind: "empty" })) }, preflightLive(["--only", "alarm-topics"]), 3, /^Could not check: sns:GetTopicAttributes \S+ answered without Attributes: cannot check/m, noFinding],
+        ["preflight: EKS answers HTML where its JSON belongs", { aws: (s) => (s.faults!["eks:DescribeCluster"] = fault({ kind: "garbage" })) }, preflightLive(["--only", "cluster-version"]), 3, /^Could not check: eks:DescribeCluster \S+: the answer \(HTTP 200\) is not eks's: SyntaxError: .*; a proxy or another server may be answering$/m],
+        ["preflight: EKS DescribeCluster answers {}: cannot check, not 'no such cluster'", { aws: (s) => (s.faults!["eks:DescribeCluster"] = fault({ kind: "empty" })) }, preflightLive(["--only", "cluster-version"]), 3, /eks:DescribeCluster \S+ answered without a cluster: cannot check/, noFinding],
+        ["preflight: EC2 DescribeSubnets answers without its list: cannot check, not 'no subnet'", { aws: (s) => (s.faults!["ec2:DescribeSubnets"] = fault({ kind: "empty" })) }, preflightLive(["--only", "subnets"]), 3, /^Could not check: ec2:DescribeSubnets answered without Subnets: cannot check/m, noFinding],
+        ["preflight: SQS GetQueueUrl answers {}: queue-visibility NOT RUN, not 'no such queue'", { aws: (s) => (s.faults!["sqs:GetQueueUrl"] = fault({ kind: "empty" })) }, preflightLive(["--only", "queue-visibility"]), 3, /^Could not check: sqs:GetQueueUrl \S+ answered without a QueueUrl: cannot check/m, noFinding],
+        ["preflight: Logs Insights answers a query's results without a status", { aws: (s) => { s.logGroups[taskGroup] = []; s.faults!["logs:GetQueryResults"] = fault({ kind: "empty" }); } }, preflightLive(["--only", "task-durations"]), 3, /^Could not check: logs:GetQueryResults \S+ answered without a status: cannot check/m, noFinding],
+        ["preflight: a cluster list without its items: cannot check, not 'nothing there'", { kube: { fault: (_m, p) => (p.endsWith("/deployments") ? { kind: "no-items" } : undefined) } }, preflightLive(["--only", "patch-targets"]), 3, /: list deployments in \S+: the answer has no items list: cannot check/, noFinding],
+        ["preflight: a cluster list holding an object without a name", { kube: { fault: (_m, p) => (p.endsWith("/deployments") ? { kind: "nameless" } : undefined) } }, preflightLive(["--only", "patch-targets"]), 3, /: list deployments in \S+: the answer holds an object without metadata\.name/, noFinding],
+        ["preflight: /version answered with a proxy's page: named, no VPN advice", { kube: { fault: (_m, p) => (p === "/version" ? { kind: "garbage" } : undefined) } }, preflightLive(["--only", "patch-targets"]), 3, /^Could not check: cluster \S+ \(context staging\): GET \/version: the answer has no gitVersion, so it is not the API server's/m, noVpnAdvice],
+        ["verify-placement --context: a 2 MB pods list is refused as it streams in", { kube: { fault: (_m, p) => (p === "/api/v1/pods" ? { kind: "huge", bytes: 2_000_000 } : undefined) } }, verifyLive(), 3, /: list pods: the answer passed 1 MB, far more than any answer of this request: refused unread$/],
+        ["verify-placement --context: a nodes list of HTML", { kube: { fault: (_m, p) => (p === "/api/v1/nodes" ? { kind: "garbage" } : undefined) } }, verifyLive(), 3, /: list nodes: the answer (has no items list|is not the API server's)/],
+        ["verify-placement --context: a pods list without items is no 'nothing on ephemeral nodes'", { kube: { fault: (_m, p) => (p === "/api/v1/pods" ? { kind: "no-items" } : undefined) } }, verifyLive(), 3, /: list pods: the answer has no items list: cannot check/, (r) => expect(r.output).to.not.include("OK:")],
+        ["a credential plugin that prints no JSON", { kubeconfig: stagingConfig(arnOf(STAGING_CLUSTER), undefined, { command: plugin("echo 'Enter MFA code:'"), args: getToken(STAGING_CLUSTER) }) }, verifyLive(), 3, /aws eks get-token printed no ExecCredential JSON \(the kubeconfig's credential plugin for user operator\): "Enter MFA code:"/],
+        ["a credential plugin whose ExecCredential has no token", { kubeconfig: stagingConfig(arnOf(STAGING_CLUSTER), undefined, { command: plugin(`echo '{"kind":"ExecCredential","status":{}}'`), args: getToken(STAGING_CLUSTER) }) }, verifyLive(), 3, /aws eks get-token answered no token and no client certificate/],
+        ["drill: ListExperimentTemplates answers {}: cannot check, not 'no template, run pulumi up'", { kubeconfig: scratchConfig(), aws: (s) => (s.faults!["fis:ListExperimentTemplates"] = fault({ kind: "empty" })) }, drillLive(), 3, /^Could not run: fis:ListExperimentTemplates answered without experimentTemplates: cannot check/],
+        [
+            "drill: GetExperimentTemplate answers {}: cannot check (it was a TypeError)",
+            {
+                kubeconfig: scratchConfig(),
+                aws: (s) => {
+                    s.fis = { templates: [{ id: "EXT1", tags: { Name: drillNames(SCRATCH_CLUSTER).template, [STACK_TAG]: "scratch" }, template: {} }], timeline: { running: 1, actionStart: 2 }, instances: [] };
+                    s.faults!["fis:GetExperimentTemplate"] = fault({ kind: "empty" });
+                },
+            },
+            drillLive(),
+            3,
+            /^Could not run: fis:GetExperimentTemplate EXT1 answered without an experimentTemplate: cannot check/,
+        ],
+    ]);
+});
+
+describe("bad input (issue 29): errors are told apart by their own code, throttling is retried, git's reasons are git's", () => {
+    const error = (status: number, code: string, message: string): Fault => ({ kind: "error", status, code, message });
+    const expired = error(403, "ExpiredToken", "The security token included in the request is expired");
+    liveCases("errorCode", [
+        ["preflight: STS ExpiredToken (HTTP 403) is expired credentials, not a missing permission", { aws: (s) => (s.faults!["sts:GetCallerIdentity"] = fault(expired)) }, preflightLive(["--only", "ami"]), 3, /^Could not check: sts:GetCallerIdentity: HTTP 403 ExpiredToken: The security token included in the request is expired: the credentials expired: log in again/m, (r) => expect(r.output).to.not.include("lack")],
+        ["preflight: SQS ExpiredTokenException (JSON, HTTP 400)", { aws: (s) => (s.faults!["sqs:GetQueueUrl"] = fault(error(400, "ExpiredTokenException", "The security token included in the request is expired"))) }, preflightLive(["--only", "queue-visibility"]), 3, /sqs:GetQueueUrl \S+: HTTP 400 ExpiredTokenException: .*: the credentials expired: log in again/],
+        ["preflight: IAM SignatureDoesNotMatch (HTTP 403) is wrong credentials", { aws: (s) => (s.faults!["iam:GetRole"] = times(2, error(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided."))) }, preflightLive(["--only", "ami"]), 3, /iam:GetRole \S+: HTTP 403 SignatureDoesNotMatch: .*: the credentials are wrong/, (r) => expect(r.output).to.not.include("lack")],
+        ["preflight: STS InvalidClientTokenId is wrong credentials", { aws: (s) => (s.faults!["sts:GetCallerIdentity"] = fault(error(403, "InvalidClientTokenId", "The security token included in the request is invalid."))) }, preflightLive(["--only", "ami"]), 3, /HTTP 403 InvalidClientTokenId: .*: the credentials are wrong/],
+        ["preflight: EC2 AuthFailure is wrong credentials", { aws: (s) => (s.faults!["ec2:DescribeSubnets"] = fault(error(401, "AuthFailure", "AWS was not able to validate the provided access credentials"))) }, preflightLive(["--only", "subnets"]), 3, /ec2:DescribeSubnets: HTTP 401 AuthFailure: .*: the credentials are wrong/],
+        ["preflight: IAM AccessDenied names the action the credentials lack", { aws: (s) => (s.faults!["iam:GetRole"] = times(3, error(403, "AccessDenied", "User is not authorized to perform: iam:GetRole"))) }, preflightLive(["--only", "ami"]), 3, /iam:GetRole \S+: HTTP 403 AccessDenied: .* \(the credentials lack iam:GetRole; docs\/preflight\.md lists the read permissions\)/],
+        [
+            "preflight: IAM Throttling twice, then answered: retried with backoff, checked as if nothing happened",
+            { aws: (s) => (s.faults!["iam:GetRole"] = times(2, error(400, "Throttling", "Rate exceeded"))) },
+            preflightLive(["--only", "spot-service-linked-role"], RELAXED),
+            1,
+            /^FAIL  spot-service-linked-role +AWSServiceRoleForEC2Spot does not exist/m,
+            (r) => expect(r.output).to.not.include("Could not check"),
+        ],
+        ["preflight: EKS TooManyRequestsException (HTTP 429) four times, then answered", { aws: (s) => (s.faults!["eks:DescribeCluster"] = times(4, error(429, "TooManyRequestsException", "Too Many Requests"))) }, preflightLive(["--only", "cluster-version"], RELAXED), 0, /^OK +cluster-version/m, (r) => expect(r.awsRequests.filter((q) => q === "eks:DescribeCluster")).to.have.length(5)],
+        ["preflight: EC2 RequestLimitExceeded past the retries: said, with how often", { aws: (s) => (s.faults!["ec2:DescribeSubnets"] = times(5, error(503, "RequestLimitExceeded", "Request limit exceeded."))) }, preflightLive(["--only", "subnets"]), 3, /^Could not check: ec2:DescribeSubnets: HTTP 503 RequestLimitExceeded: Request limit exceeded\.: throttled 5 times, over 0\.015 s of waiting: AWS limits the rate of these calls/m],
+        ["preflight: a credential plugin's own failure (aws: ExpiredToken) is shown as it said it, not as the VPN", { kubeconfig: stagingConfig(arnOf(STAGING_CLUSTER), undefined, { command: plugin("echo 'An error occurred (ExpiredToken) when calling the AssumeRole operation: The security token included in the request is expired' >&2; exit 255"), args: getToken(STAGING_CLUSTER) }) }, preflightLive(["--only", "patch-targets"]), 3, /aws eks get-token failed \(the kubeconfig's credential plugin for user operator, exit 255\): An error occurred \(ExpiredToken\) when calling the AssumeRole operation/, noVpnAdvice],
+        ["drill: FIS ThrottlingException (HTTP 429) twice: retried, and the drill goes on (it crashed)", { kubeconfig: scratchConfig(), aws: (s) => (s.faults!["fis:ListExperimentTemplates"] = times(2, error(429, "ThrottlingException", "Rate exceeded"))) }, drillLive("scratch", undefined, RELAXED), 1, /^Refused: no FIS experiment template tagged/, (r) => expect(r.awsRequests.filter((q) => q === "fis:ListExperimentTemplates")).to.have.length(3)],
+        ["drill: FIS throttled past the retries: could not run, said", { kubeconfig: scratchConfig(), aws: (s) => (s.faults!["fis:ListExperimentTemplates"] = times(5, error(429, "ThrottlingException", "Rate exceeded"))) }, drillLive(), 3, /^Could not run: fis:ListExperimentTemplates: HTTP 429 ThrottlingException: Rate exceeded: throttled 5 times/],
+        ["drill: FIS HTTP 500 before the start: could not run, not a stack trace", { kubeconfig: scratchConfig(), aws: (s) => (s.faults!["fis:ListExperimentTemplates"] = fault(error(500, "InternalServerException", "Internal error"))) }, drillLive(), 3, /^Could not run: fis:ListExperimentTemplates: HTTP 500 InternalServerException: Internal error$/],
+        ["drill: STS ExpiredToken: expired credentials", { kubeconfig: scratchConfig(), aws: (s) => (s.faults!["sts:GetCallerIdentity"] = fault(expired)) }, drillLive(), 3, /^Could not run: sts:GetCallerIdentity: HTTP 403 ExpiredToken: .*: the credentials expired: log in again/],
+    ]);
+
+    const committed = () => {
+        const dir = tempDir("git-reasons-");
+        for (const f of ["Pulumi.yaml", "Pulumi.staging.yaml"]) fs.copyFileSync(path.join(PROJECT_DIR, f), path.join(dir, f));
+        return { dir, git: gitRepo(dir) };
+    };
+    tally.errorCode++;
+    it("plan --diff-against in a repository git refuses (dubious ownership): git's reason, as git said it (it said 'in no git repository')", async function () {
+        this.timeout(60_000);
+        const { dir } = committed();
+        const before = process.env.GIT_TEST_ASSUME_DIFFERENT_OWNER;
+        process.env.GIT_TEST_ASSUME_DIFFERENT_OWNER = "1";
+        try {
+            const r = await plan(["--stack", "staging", "--diff-against", "HEAD"], dir);
+            expect(r.exitCode, r.output).to.equal(3);
+            expect(r.output).to.match(new RegExp(`^Could not check: --diff-against HEAD: git cannot read the repository at ${dir}: fatal: detected dubious ownership in repository at '${dir}' .*safe\\.directory`));
+        } finally {
+            if (before === undefined) delete process.env.GIT_TEST_ASSUME_DIFFERENT_OWNER;
+            else process.env.GIT_TEST_ASSUME_DIFFERENT_OWNER = before;
+        }
+    });
+    tally.errorCode++;
+    it("plan --diff-against HEAD~1 in a shallow clone (CI's checkout): says the clone is shallow (it said 'not a commit of this repository')", async function () {
+        this.timeout(60_000);
+        const { dir, git } = committed();
+        fs.appendFileSync(path.join(dir, "Pulumi.staging.yaml"), "# a second commit\n");
+        git("commit", "-q", "-am", "second");
+        const shallow = path.join(tempDir("shallow-"), "clone");
+        const cloned = spawnSync("git", ["clone", "-q", "--depth", "1", `file://${dir}`, shallow], { encoding: "utf8" });
+        expect(cloned.status, cloned.stderr).to.equal(0);
+        const r = await plan(["--stack", "staging", "--diff-against", "HEAD~1"], shallow);
+        expect(r.exitCode, r.output).to.equal(2);
+        expect(r.output.split("\n")[0]).to.equal(
+            '--diff-against: "HEAD~1" is not a commit of this repository (git rev-parse: fatal: Needed a single revision); this clone is shallow (git rev-parse --is-shallow-repository), so older commits are not in it: git fetch --unshallow, or check out with fetch-depth: 0, a plan directory (with preview.json) or last',
+        );
+    });
+});
+
+describe("bad input (issue 29): a cluster is matched by region and account as well as name", () => {
+    const refusedBefore = (r: { awsRequests: string[]; kubeRequests: string[] }) => {
+        expect(r.kubeRequests, "no cluster request").to.deep.equal([]);
+        expect(r.awsRequests.filter((q) => !q.startsWith("sts:")), "no AWS read but the caller's identity").to.deep.equal([]);
+    };
+    const otherRegion = stagingConfig(arnOf(STAGING_CLUSTER, "us-east-1"));
+    liveCases("identity", [
+        ["preflight: a context for the stack's cluster name in us-east-1 (its ARN): refused, naming both regions", { kubeconfig: otherRegion }, preflightLive([]), 2, /^--context staging is cluster "arn:aws:eks:us-east-1:123456789012:cluster\/notification-canada-ca-staging-eks-cluster" \(\S+\), in us-east-1 \(the context's cluster ARN\), not the stack's cluster notification-canada-ca-staging-eks-cluster in ca-central-1 \(notify-karpenter:cluster\.region\): a cluster of the same name in another region; refusing to touch it$/m, refusedBefore],
+        ["preflight: a context for the stack's cluster name in account 999999999999 (its ARN), the credentials account 123456789012: refused, naming both", { kubeconfig: stagingConfig(arnOf(STAGING_CLUSTER, "ca-central-1", "999999999999")) }, preflightLive([]), 2, /, of account 999999999999 \(the context's cluster ARN\), but the AWS credentials are account 123456789012 \(sts:GetCallerIdentity\): a cluster of the same name in another account, or the wrong credentials; refusing to touch it$/m, refusedBefore],
+        ["preflight: a context named as the cluster, whose server is an EKS endpoint in eu-west-1", { kubeconfig: stagingConfig(STAGING_CLUSTER, "https://ABCDEF0123456789.gr7.eu-west-1.eks.amazonaws.com") }, preflightLive([]), 2, /, in eu-west-1 \(its server ABCDEF0123456789\.gr7\.eu-west-1\.eks\.amazonaws\.com\), not the stack's cluster/, refusedBefore],
+        ["preflight: a context whose credential plugin asks for a token of us-west-2", { kubeconfig: stagingConfig(STAGING_CLUSTER, undefined, { command: plugin(TOKEN), args: getToken(STAGING_CLUSTER, "us-west-2") }) }, preflightLive([]), 2, /, in us-west-2 \(its credential plugin \(aws eks get-token\)\), not the stack's cluster/, refusedBefore],
+        ["preflight: a context whose credential plugin names another cluster", { kubeconfig: stagingConfig(arnOf(STAGING_CLUSTER), undefined, { command: plugin(TOKEN), args: getToken("notification-canada-ca-production-eks-cluster") }) }, preflightLive([]), 2, /, but its credential plugin \(aws eks get-token\) names cluster notification-canada-ca-production-eks-cluster, not the stack's cluster notification-canada-ca-staging-eks-cluster/, refusedBefore],
+        ["preflight: the context of the stack's cluster, its plugin's token, region and account agreeing: read", { kubeconfig: stagingConfig(arnOf(STAGING_CLUSTER), undefined, { command: plugin(TOKEN), args: getToken(STAGING_CLUSTER) }) }, preflightLive(["--only", "patch-targets,ami"], RELAXED), 1, /^Preflight of stack staging: cluster \S+ in ca-central-1 \(account 123456789012\), context staging/, (r) => expect(r.output).to.not.include("Could not check")],
+        ["drill: the scratch cluster's name in us-east-1: refused before any call, nothing started", { kubeconfig: scratchConfig("us-east-1") }, drillLive(), 2, /^--context scratch is cluster "arn:aws:eks:us-east-1:\d+:cluster\/notify-karpenter-scratch" .*in us-east-1 .*not the stack's cluster notify-karpenter-scratch in ca-central-1/, (r) => expect(r.awsRequests).to.deep.equal([])],
+        ["drill: the scratch cluster's name in another account: refused after STS, before FIS", { kubeconfig: scratchConfig("ca-central-1", "999999999999") }, drillLive(), 2, /of account 999999999999 \(the context's cluster ARN\), but the AWS credentials are account 123456789012/, (r) => expect(r.awsRequests).to.deep.equal(["sts:GetCallerIdentity"])],
+        ["scale-test: the stack's cluster name in us-east-1: refused before any request", { kubeconfig: otherRegion }, scaleLive(), 2, /in us-east-1 \(the context's cluster ARN\), not the stack's cluster .* in ca-central-1/, refusedBefore],
+        ["scale-test: a plugin assuming a role of another account than the context's ARN", { kubeconfig: stagingConfig(arnOf(STAGING_CLUSTER), undefined, { command: plugin(TOKEN), args: [...getToken(STAGING_CLUSTER), "--role-arn", "arn:aws:iam::999999999999:role/notify-admin"] }) }, scaleLive(), 2, /: the context's cluster ARN says account 123456789012, its credential plugin \(aws eks get-token\)'s role says account 999999999999; refusing to touch it$/m, refusedBefore],
+        ["verify-placement: eksctl's name for the stack's cluster in us-west-2", { kubeconfig: stagingConfig(`${STAGING_CLUSTER}.us-west-2.eksctl.io`) }, verifyLive(), 2, /in us-west-2 \(the context's eksctl cluster name\), not the stack's cluster/, refusedBefore],
+        ["verify-placement: the stack's cluster name in us-east-1 (its ARN)", { kubeconfig: otherRegion }, verifyLive(), 2, /in us-east-1 \(the context's cluster ARN\)/, refusedBefore],
+        ["verify-placement: eksctl's name in the stack's region, its plugin agreeing: read", { kubeconfig: stagingConfig(`${STAGING_CLUSTER}.ca-central-1.eksctl.io`, undefined, { command: plugin(TOKEN), args: getToken(STAGING_CLUSTER) }) }, verifyLive("staging", RELAXED), 0, /^Pods on the ephemeral nodes of notification-canada-ca-staging-eks-cluster \(context staging\): 0 nodes/],
+    ]);
 });
 
 describe("bad input: the count", () => {

@@ -152,7 +152,7 @@ describe("what an edit changes (npm run plan -- --stack <s> --diff-against <git 
         const dir = repository();
         const unknown = await plan(["--stack", "staging", "--diff-against", "no-such-branch"], dir);
         expect(unknown.exitCode).to.equal(2);
-        expect(unknown.output.split("\n")[0]).to.equal('--diff-against: "no-such-branch" is not a commit of this repository (git rev-parse), a plan directory (with preview.json) or last');
+        expect(unknown.output.split("\n")[0]).to.equal('--diff-against: "no-such-branch" is not a commit of this repository (git rev-parse: fatal: Needed a single revision), a plan directory (with preview.json) or last');
         expect((await plan(["--stack", "staging", "--diff-against", "--help-me"], dir)).output.split("\n")[0]).to.equal("--diff-against needs a value: <git ref | plan directory | last>");
         fs.copyFileSync(path.join(dir, "Pulumi.staging.yaml"), path.join(dir, "Pulumi.production.yaml"));
         const missing = await plan(["--stack", "production", "--diff-against", "HEAD"], dir);
@@ -169,7 +169,7 @@ describe("what an edit changes (npm run plan -- --stack <s> --diff-against <git 
         // Outside any repository, a ref means nothing.
         const bare = tempDir("no-repo-");
         fs.copyFileSync(path.join(PROJECT_DIR, "Pulumi.staging.yaml"), path.join(bare, "Pulumi.staging.yaml"));
-        expect((await plan(["--stack", "staging", "--diff-against", "HEAD"], bare)).output.split("\n")[0]).to.equal(`--diff-against HEAD: ${bare} is in no git repository; give a plan directory or last instead`);
+        expect((await plan(["--stack", "staging", "--diff-against", "HEAD"], bare)).output.split("\n")[0]).to.equal(`--diff-against HEAD: ${bare} is in no git repository (git: fatal: not a git repository (or any of the parent directories): .git); give a plan directory or last instead`);
     });
 
     it("last (the plan in --out) or a plan directory: compares with that plan's preview.json and leaves it as it was", async () => {

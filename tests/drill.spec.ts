@@ -17,11 +17,13 @@ import { GC_NOTIFY_WORKER_SCRIPT, UNDER_A_SHELL, workerBudget } from "../ops/dri
 import { policyAllows } from "../ops/preflightChecks.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { type StackConfig, drillWorkerGraceSeconds } from "../stacks/config.ts";
-import { FakeAwsApi, type FakeAwsState, type FakeQueue } from "./fakeAwsApi.ts";
+import { FakeAwsApi, type FakeAwsState, type FakeQueue, type Fault } from "./fakeAwsApi.ts";
+import type { Deadlines } from "../ops/deadlines.ts";
 import { FakeClock, FakeKubeApi, type FakeKubeApiOptions, type Step, iso } from "./fakeKubeApi.ts";
 import { FakeNotifyApi } from "./fakeNotifyApi.ts";
 import { buildStack, configErrorOf, customResources, patchSections, stackConfig } from "./helpers.ts";
 import { readSeries, tempDir } from "./opsHelpers.ts";
+import { documentedFields } from "./jsonSchemaDoc.ts";
 
 const ACCOUNT = "123456789012";
 const SCRATCH = "notify-karpenter-scratch";
@@ -668,8 +670,10 @@ async function harness(opts: ScenarioOptions = {}, change: (s: ReturnType<typeof
     return { kube, aws, clock: sc.clock, signals: new EventEmitter(), progress: [], out: tempDir("drill-"), env: {} };
 }
 
-const run = (h: Harness, argv: string[], progress?: (line: string) => void) =>
-    drill(argv, { kubeConfig: () => kubeConfig(h.kube), aws: h.aws.clientConfig(), clock: h.clock, signals: h.signals, env: h.env, progress: progress ?? ((l) => h.progress.push(l)) });
+/** The deadlines of these runs: the real ones (nothing waits on them), a throttled call retried at once. */
+const DEADLINES: Partial<Deadlines> = { throttleFirstDelayMs: 1 };
+const run = (h: Harness, argv: string[], progress?: (line: string) => void, deadlines = DEADLINES, clock: { now(): number; sleep(ms: number): Promise<void> } = h.clock) =>
+    drill(argv, { kubeConfig: () => kubeConfig(h.kube), aws: h.aws.clientConfig(), clock, signals: h.signals, env: h.env, progress: progress ?? ((l) => h.progress.push(l)), deadlines });
 const SCRATCH_ARGS = (h: Harness) => ["--stack", "scratch", "--context", "scratch", "--out", h.out];
 const STAGING_ARGS = (h: Harness) => ["--stack", "staging", "--context", "staging", "--out", h.out];
 
@@ -827,7 +831,7 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
             if (/^\[ +1[0-9]\.?[0-9]? s\] interruption/.test(l)) hh.aws.state.deny = ["sqs:GetQueueAttributes", "sqs:ReceiveMessage"];
         });
         expect(r.exitCode).to.equal(1);
-        expect(r.output).to.match(/^Result: FAILED: sqs:(ReceiveMessage|GetQueueAttributes): HTTP 400 AccessDeniedException: User is not authorized to perform: sqs:\w+ \(docs\/drill\.md lists the permissions\)$/m);
+        expect(r.output).to.match(/^Result: FAILED: sqs:(ReceiveMessage|GetQueueAttributes)( \S+)?: HTTP 400 AccessDeniedException: User is not authorized to perform: sqs:\w+ \(the credentials lack sqs:\w+; docs\/drill\.md lists the permissions\)$/m);
         expect(r.output).to.include("Cleanup: stopped experiment EXP1abcdef");
         expect(hh.kube.namespaces.size).to.equal(0);
     });
@@ -895,19 +899,95 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
         h = await harness({}, (s) => (s.aws.deny = ["fis:ListExperimentTemplates"]));
         const denied = await run(h, SCRATCH_ARGS(h));
         expect(denied.exitCode).to.equal(3);
-        expect(denied.output).to.match(/^Could not run: fis:ListExperimentTemplates: HTTP 403 AccessDeniedException: User is not authorized to perform: fis:ListExperimentTemplates \(docs\/drill\.md lists the permissions\)$/);
+        expect(denied.output).to.match(/^Could not run: fis:ListExperimentTemplates: HTTP 403 AccessDeniedException: User is not authorized to perform: fis:ListExperimentTemplates \(the credentials lack fis:ListExperimentTemplates; docs\/drill\.md lists the permissions\)$/);
         h.aws.state.deny = [];
         await h.aws.stop();
         const noAws = await run(h, SCRATCH_ARGS(h));
         expect(noAws.exitCode).to.equal(3);
-        expect(noAws.output).to.match(/^Could not run: fis:ListExperimentTemplates: .*ECONNREFUSED/);
+        expect(noAws.output).to.match(/^Could not run: sts:GetCallerIdentity: .*ECONNREFUSED/);
         await h.aws.start();
         await h.kube.stop();
         const noKube = await run(h, SCRATCH_ARGS(h));
         expect(noKube.exitCode).to.equal(3);
-        expect(noKube.output).to.match(/^Could not run: the cluster of context scratch did not answer: .*ECONNREFUSED/);
+        expect(noKube.output).to.match(/^Could not run: the cluster of context scratch did not answer: list nodes: fetch failed: .*ECONNREFUSED/);
         expect(fs.readdirSync(h.out)).to.deep.equal([]);
         await h.kube.start();
+    });
+
+    it("--json: the run in the documented schema (docs/json-output.md); a refusal and a usage error are JSON too", async () => {
+        h = await harness();
+        const r = await run(h, [...SCRATCH_ARGS(h), "--json"]);
+        expect(r).to.deep.include({ exitCode: 0, format: "json" });
+        const report = JSON.parse(r.output);
+        expect(Object.keys(report), "docs/json-output.md's table for drill").to.deep.equal(documentedFields("drill"));
+        expect(report).to.deep.include({ schemaVersion: 1, command: "drill", stack: "scratch", exitCode: 0, cluster: SCRATCH, workload: "synthetic", result: { ok: true, message: "OK" } });
+        expect(report.experiment).to.deep.include({ id: "EXP1abcdef", templateId: "EXTdrill1", status: "completed", instances: ["i-0aaa"] });
+        expect(report.checks.map((c: { name: string }) => c.name)).to.include.members(["experiment", "reaction", "replaced", "messages"]);
+        expect(report.cleanup).to.include(`Cleanup: deleted namespace ${DRILL_NAMESPACE}`);
+        expect(report.files.map((f: string) => path.basename(f))).to.deep.equal(["timeline.csv", "pods.csv", "messages.csv", "chart.svg", "summary.txt"]);
+        const refused = await run(h, ["--stack", "production", "--context", "scratch", "--production", "--json"]);
+        expect(refused).to.deep.include({ exitCode: 1, format: "json" });
+        expect(JSON.parse(refused.output)).to.deep.include({ command: "drill", stack: "production", exitCode: 1, error: "Refused: notify-karpenter:drill.enabled is false for stack production: the stack has no FIS template to start" });
+        const unknown = await run(h, ["--stack", "scratch", "--json"]);
+        expect(unknown).to.deep.include({ exitCode: 2, format: "json" });
+        expect(JSON.parse(unknown.output).error).to.match(/^--context is required/);
+    });
+
+    it("FIS throttling during the interruption (GetExperiment: ThrottlingException twice) is retried: the drill completes as if nothing happened (it stopped the run)", async () => {
+        const throttled: Fault = { kind: "error", status: 429, code: "ThrottlingException", message: "Rate exceeded" };
+        h = await harness({}, (s) => (s.aws.faults = { "fis:GetExperiment": [throttled, throttled] }));
+        const r = await run(h, SCRATCH_ARGS(h));
+        expect(r.exitCode, r.output).to.equal(0);
+        expect(r.output.split("\n")).to.include("Result: OK");
+        expect(h.aws.requests.filter((q) => q === "fis:GetExperiment").length).to.be.greaterThan(3);
+    });
+
+    it("StartExperiment answered without an experiment ID: the run stops, says how to find and stop what may have started, and cleans up what it made", async () => {
+        h = await harness({}, (s) => (s.aws.faults = { "fis:StartExperiment": [{ kind: "empty" }] }));
+        const r = await run(h, SCRATCH_ARGS(h));
+        expect(r.exitCode, r.output).to.equal(1);
+        expect(r.output).to.include(
+            "Result: FAILED: fis:StartExperiment answered without an experiment ID: an experiment of template EXTdrill1 may have started, and this run cannot follow or stop it: find it with aws fis list-experiments (tag notify-karpenter:stack=scratch) and stop it with aws fis stop-experiment --id <id>",
+        );
+        expect(r.output).to.include(`Cleanup: deleted namespace ${DRILL_NAMESPACE}`);
+        expect(r.output).to.match(/^Cleanup: deleted queue \S+-work$/m);
+        expect(h.kube.namespaces.size).to.equal(0);
+        // What was seen is written, and recorded as the drill's.
+        expect(JSON.parse(fs.readFileSync(path.join(h.out, ".notify-karpenter-drill.json"), "utf8"))).to.deep.include({ writtenBy: "npm run drill", stack: "scratch" });
+    });
+
+    it("DescribeAlarms answered without MetricAlarms: could not run (not 'the alarms do not exist'), nothing created", async () => {
+        h = await harness({}, (s) => (s.aws.faults = { "monitoring:DescribeAlarms": [{ kind: "empty" }] }));
+        const r = await run(h, SCRATCH_ARGS(h));
+        expect(r).to.deep.equal({ exitCode: 3, output: `Could not run: cloudwatch:DescribeAlarms answered without MetricAlarms: cannot check (an empty or cut answer is not read as "none")` });
+        expect(h.aws.requests).to.not.include("fis:StartExperiment");
+    });
+
+    it("the cluster answers nothing to the list of the pool's nodes: could not run at the request deadline, naming the list; nothing started", async () => {
+        h = await harness({}, (s) => (s.kubeOpts.fault = (method, p, watch) => (method === "GET" && p === "/api/v1/nodes" && !watch ? { kind: "hang" } : undefined)));
+        const r = await run(h, SCRATCH_ARGS(h), undefined, { ...DEADLINES, kubeRequestMs: 300 });
+        expect(r).to.deep.equal({ exitCode: 3, output: "Could not run: the cluster of context scratch did not answer: list nodes: no answer within 0.3 s" });
+        expect(h.aws.requests).to.not.include("fis:StartExperiment");
+    });
+
+    it("a watch that gives nothing (no event, bookmark or end) stops the drill at its deadline, and what it made is removed", async () => {
+        h = await harness({}, (s) => {
+            s.kubeOpts.fault = (_m, p, watch) => (watch && p === "/apis/karpenter.sh/v1/nodeclaims" ? { kind: "silent" } : undefined);
+            // The API server's bookmarks keep the quiet watches that are alive alive.
+            s.kubeOpts.bookmarkEveryMs = 20;
+        });
+        // The fake clock moves a second a tick; here each tick takes a millisecond of real time too, for the watch's
+        // deadline (real time: it watches a connection) to pass while the run waits for its workers.
+        const hh = h;
+        const clock = { now: () => hh.clock.now(), sleep: async (ms: number) => {
+                await hh.clock.sleep(ms);
+                await new Promise((resolve) => setTimeout(resolve, 1));
+            },
+        };
+        const r = await run(h, SCRATCH_ARGS(h), undefined, { ...DEADLINES, watchIdleMs: 150 }, clock);
+        expect(r.exitCode, r.output).to.equal(1);
+        expect(r.output).to.match(/^Result: FAILED: the NodeClaims watch failed: watch \/apis\/karpenter\.sh\/v1\/nodeclaims \(karpenter\.sh\/nodepool=notify-karpenter\): no event, bookmark or end for 0\.15 s \(the API server was asked to end it after 240 s\): the connection or the server stopped answering$/m);
+        expect(h.kube.namespaces.size).to.equal(0);
     });
 
     it("live: counts the displaced GC Notify worker's tasks from its Celery lines in CloudWatch Logs (one ended, one received again by another worker); reads the queues' depth; no synthetic workload", async () => {

@@ -80,6 +80,11 @@ export interface FakeAwsState {
     keys: Record<string, { KeyId: string; KeyManager: "AWS" | "CUSTOMER"; policy: string }>;
     /** "service:Action" calls answered 403 (access denied), as the service words it. */
     deny?: string[];
+    /**
+     * What the next calls of a "service:Action" meet instead of their answer, one fault a call, in order (the call
+     * after the last is answered): the ways a network and a server fail that the commands must survive.
+     */
+    faults?: Record<string, Fault[]>;
     /** The clock of FIS experiments, queue visibility and timestamps (epoch ms); Date.now by default. */
     now?: () => number;
     fis?: FakeFis;
@@ -101,6 +106,16 @@ export interface FakeFis {
     /** Every experiment started, by ID: when, and when a StopExperiment came. */
     experiments?: Record<string, { templateId: string; started: number; stopped?: number; tags: Tags }>;
 }
+
+/**
+ * hang: the request is read and never answered; trickle: 200, then a byte every 10 ms, never ending; slow: the real
+ * answer after `ms`; garbage: 200 with a proxy's HTML page; empty: 200 with no body; huge: 200 with `bytes` of body;
+ * error: the service's own error (in its protocol's form) with this status and code.
+ */
+export type Fault = { kind: "hang" } | { kind: "trickle" } | { kind: "slow"; ms: number } | { kind: "garbage" } | { kind: "empty" } | { kind: "huge"; bytes: number } | { kind: "error"; status: number; code: string; message: string };
+
+/** How each protocol words an error and what its answers are (for faults). */
+type Protocol = "query" | "ec2" | "json" | "rest";
 
 export interface FakeQueue {
     attributes: Record<string, string>;
@@ -172,12 +187,73 @@ export class FakeAwsApi {
         return (this.state.deny ?? []).includes(`${service}:${action}`);
     }
 
+    /** Answers with the next planted fault of service:action, if any (true: answered, or left hanging). */
+    private fault(service: string, action: string, protocol: Protocol, res: http.ServerResponse): boolean {
+        const f = this.state.faults?.[`${service}:${action}`]?.shift();
+        if (!f) return false;
+        const type = protocol === "json" || protocol === "rest" ? "application/x-amz-json-1.1" : "text/xml";
+        switch (f.kind) {
+            case "hang":
+                return true;
+            case "slow": {
+                // The answer as it would be, held back: its head and body go out `ms` later, in order.
+                const [head, end] = [res.writeHead.bind(res), res.end.bind(res)];
+                (res as any).writeHead = (...a: any[]) => (setTimeout(() => (head as any)(...a), f.ms), res);
+                (res as any).end = (...a: any[]) => (setTimeout(() => (end as any)(...a), f.ms), res);
+                return false;
+            }
+            case "trickle": {
+                res.writeHead(200, { "Content-Type": type });
+                const timer = setInterval(() => (res.destroyed ? clearInterval(timer) : res.write(" ")), 10);
+                res.on("close", () => clearInterval(timer));
+                return true;
+            }
+            case "garbage":
+                res.writeHead(200, { "Content-Type": "text/html" });
+                res.end("<html><head><title>Proxy Authorization Required</title></head><body>Sign in to continue</body></html>");
+                return true;
+            case "empty":
+                res.writeHead(200, { "Content-Type": type, "x-amzn-RequestId": "req-1" });
+                res.end();
+                return true;
+            case "huge": {
+                res.writeHead(200, { "Content-Type": type });
+                const chunk = Buffer.alloc(65_536, " ");
+                let left = f.bytes;
+                const more = () => {
+                    while (left > 0 && !res.destroyed) {
+                        left -= chunk.length;
+                        if (!res.write(chunk)) return void res.once("drain", more);
+                    }
+                    res.end();
+                };
+                more();
+                return true;
+            }
+            case "error": {
+                const xmlns = "https://iam.amazonaws.com/doc/2010-05-08/";
+                if (protocol === "query") {
+                    res.writeHead(f.status, { "Content-Type": "text/xml" });
+                    res.end(`<ErrorResponse xmlns="${xmlns}"><Error><Type>Sender</Type><Code>${f.code}</Code><Message>${esc(f.message)}</Message></Error><RequestId>req-1</RequestId></ErrorResponse>`);
+                } else if (protocol === "ec2") {
+                    res.writeHead(f.status, { "Content-Type": "text/xml" });
+                    res.end(`<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>${f.code}</Code><Message>${esc(f.message)}</Message></Error></Errors><RequestID>req-1</RequestID></Response>`);
+                } else if (protocol === "json") {
+                    res.writeHead(f.status, { "Content-Type": "application/x-amz-json-1.1", "x-amzn-RequestId": "req-1" });
+                    res.end(JSON.stringify({ __type: f.code, message: f.message }));
+                } else restError(res, f.status, f.code, f.message);
+                return true;
+            }
+        }
+    }
+
     // ---- EKS: REST JSON
     private eks(method: string, url: URL, res: http.ServerResponse): void {
         const path = url.pathname;
         const m = /^\/clusters\/([^/]+)(\/addons(?:\/([^/]+))?)?$/.exec(path);
         const action = m?.[3] ? "DescribeAddon" : m?.[2] ? "ListAddons" : "DescribeCluster";
         if (this.denied("eks", action)) return restError(res, 403, "AccessDeniedException", `User is not authorized to perform: eks:${action}`);
+        if (this.fault("eks", action, "rest", res)) return;
         if (!m || method !== "GET") return restError(res, 404, "NotFoundException", `no route ${method} ${path}`);
         const [cluster, addon] = [decodeURIComponent(m[1]), m[3] && decodeURIComponent(m[3])];
         const c = this.state.clusters[cluster];
@@ -228,6 +304,7 @@ export class FakeAwsApi {
             res.end(JSON.stringify({ __type: type, message }));
         };
         if (this.denied(service, action)) return fail("AccessDeniedException", `User is not authorized to perform: ${service}:${action}`);
+        if (this.fault(service, action, "json", res)) return;
         const ok = (body: object) => jsonReply(res, 200, body);
         switch (`${service}:${action}`) {
             case "sqs:GetQueueUrl":
@@ -407,6 +484,7 @@ export class FakeAwsApi {
                     ? "StopExperiment"
                     : "GetExperiment";
         if (this.denied("fis", action)) return restError(res, 403, "AccessDeniedException", `User is not authorized to perform: fis:${action}`);
+        if (this.fault("fis", action, "rest", res)) return;
         const id = m?.[2] && decodeURIComponent(m[2]);
         const seconds = (ms: number) => ms / 1000;
         const experiment = (eid: string) => {
@@ -506,6 +584,7 @@ export class FakeAwsApi {
             const code = ec2 ? "UnauthorizedOperation" : service === "sns" ? "AuthorizationError" : "AccessDenied";
             return fail(403, code, `User is not authorized to perform: ${service}:${action}`);
         }
+        if (this.fault(service, action, ec2 ? "ec2" : "query", res)) return;
         // EC2 wraps everything in <ActionResponse> with a requestId; awsQuery in <ActionResponse><ActionResult>.
         const ok = (inner: string) => {
             res.writeHead(200, { "Content-Type": "text/xml" });

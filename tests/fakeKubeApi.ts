@@ -92,7 +92,24 @@ export interface FakeKubeApiOptions {
      * client (a private EKS endpoint without the VPN: the SYN goes unanswered until the client gives up).
      */
     unresponsive?: boolean;
+    /**
+     * What a request meets instead of its answer, asked at each request (undefined: it is answered): the ways a
+     * network and a server fail that the commands must survive.
+     */
+    fault?: (method: string, path: string, watch: boolean) => KubeFault | undefined;
+    /** A list path neither the resources nor `collections` serve answers an empty List (not 404), as a cluster without such objects. */
+    emptyLists?: boolean;
+    /** A watch asked with allowWatchBookmarks gets a BOOKMARK this often (real milliseconds), as the API server sends them. */
+    bookmarkEveryMs?: number;
 }
+
+/**
+ * hang: the request is read and never answered; trickle: 200, then a byte every 10 ms, never ending; garbage: 200 with
+ * a proxy's HTML page; huge: 200 with `bytes` of JSON-looking body; no-items: 200 with a List without items; nameless:
+ * 200 with a List holding an object without metadata; silent: 200 and then nothing (a watch that never sends an event);
+ * bad-event: a watch whose one event's object has no metadata.
+ */
+export type KubeFault = { kind: "hang" | "trickle" | "garbage" | "no-items" | "nameless" | "silent" | "bad-event" } | { kind: "huge"; bytes: number };
 
 interface Watcher {
     resource: Resource;
@@ -138,6 +155,7 @@ export class FakeKubeApi {
 
     async stop(): Promise<void> {
         for (const w of this.watchers) w.res.destroy();
+        for (const res of this.faulted) res.destroy();
         this.server.closeAllConnections();
         await new Promise((resolve) => this.server.close(resolve));
     }
@@ -300,6 +318,8 @@ export class FakeKubeApi {
         const url = new URL(req.url ?? "/", "http://fake");
         this.requests.push(`${req.method} ${url.pathname}`);
         if (this.opts.unresponsive) return;
+        const fault = this.opts.fault?.(req.method ?? "GET", url.pathname, url.searchParams.get("watch") === "true");
+        if (fault) return this.answerFault(fault, res);
         let body = "";
         req.on("data", (chunk) => (body += chunk));
         req.on("end", () => {
@@ -307,6 +327,50 @@ export class FakeKubeApi {
             this.route(req.method ?? "GET", url, body ? JSON.parse(body) : undefined, res, req.headers["content-type"]);
         });
     }
+
+    /** What a planted fault answers. */
+    private answerFault(f: KubeFault, res: http.ServerResponse): void {
+        this.faulted.push(res);
+        switch (f.kind) {
+            case "hang":
+                return;
+            case "trickle": {
+                res.writeHead(200, { "Content-Type": "application/json" });
+                const timer = setInterval(() => (res.destroyed ? clearInterval(timer) : res.write(" ")), 10);
+                res.on("close", () => clearInterval(timer));
+                return;
+            }
+            case "garbage":
+                res.writeHead(200, { "Content-Type": "text/html" });
+                return void res.end("<html><head><title>Proxy Authorization Required</title></head><body>Sign in to continue</body></html>");
+            case "huge": {
+                res.writeHead(200, { "Content-Type": "application/json" });
+                const chunk = Buffer.alloc(65_536, " ");
+                let left = f.bytes;
+                const more = () => {
+                    while (left > 0 && !res.destroyed) {
+                        left -= chunk.length;
+                        if (!res.write(chunk)) return void res.once("drain", more);
+                    }
+                    res.end();
+                };
+                return more();
+            }
+            case "no-items":
+                return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) } });
+            case "nameless":
+                return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) }, items: [{ kind: "Pod", spec: { nodeName: "n" } }] });
+            case "silent":
+                res.writeHead(200, { "Content-Type": "application/json" });
+                return void res.flushHeaders();
+            case "bad-event":
+                res.writeHead(200, { "Content-Type": "application/json" });
+                return void res.write(JSON.stringify({ type: "ADDED", object: { kind: "Pod", spec: {} } }) + "\n");
+        }
+    }
+
+    /** Answers a fault left open (hung, silent, trickling): stop() ends them. */
+    private readonly faulted: http.ServerResponse[] = [];
 
     /** A JSON merge patch of a pod's metadata (RFC 7386; null removes a key), as `kubectl annotate` sends. */
     private patchPod(namespace: string, name: string, body: any, contentType: string | undefined, res: http.ServerResponse): void {
@@ -383,7 +447,7 @@ export class FakeKubeApi {
             if (refused) return status(res, refused, refused === 401 ? "Unauthorized" : `cannot list ${resource}`);
             const selector = parseSelector(url.searchParams.get("labelSelector"));
             const w: Watcher = { resource, namespace: namespaced ? m[1] : undefined, selector, res };
-            if (url.searchParams.get("watch") === "true") return this.startWatch(w, url.searchParams.get("resourceVersion"));
+            if (url.searchParams.get("watch") === "true") return this.startWatch(w, url.searchParams.get("resourceVersion"), url.searchParams.get("allowWatchBookmarks") === "true");
             // The one field selector the cluster commands use.
             const phase = /^status\.phase=(\w+)$/.exec(url.searchParams.get("fieldSelector") ?? "")?.[1];
             const items = [...this.objects[resource].values()].filter((o) => matches(w, resource, o) && (phase === undefined || o.status?.phase === phase));
@@ -399,13 +463,18 @@ export class FakeKubeApi {
             const items = collection.filter((o) => labelsMatch(selector, o));
             return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) }, items });
         }
+        if (this.opts.emptyLists && method === "GET") return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) }, items: [] });
         status(res, 404, `the fake API does not serve ${method} ${p}`);
     }
 
     /** Without a version: the current objects as ADDED, then changes; with one: every change after it. */
-    private startWatch(w: Watcher, since: string | null): void {
+    private startWatch(w: Watcher, since: string | null, bookmarks = false): void {
         w.res.writeHead(200, { "Content-Type": "application/json" });
         w.res.flushHeaders();
+        if (bookmarks && this.opts.bookmarkEveryMs) {
+            const timer = setInterval(() => void write(w.res, { type: "BOOKMARK", object: { kind: "Bookmark", apiVersion: "v1", metadata: { resourceVersion: String(this.version) } } }), this.opts.bookmarkEveryMs);
+            w.res.on("close", () => clearInterval(timer));
+        }
         const backlog =
             since === null
                 ? [...this.objects[w.resource].values()].filter((o) => matches(w, w.resource, o)).map((object) => ({ type: "ADDED", object }))

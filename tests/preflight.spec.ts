@@ -1058,10 +1058,13 @@ describe("npm run preflight", function () {
         expect(partial.notRead).to.have.length(1);
         expect(partial.notRead[0]).to.deep.include({ half: "cluster", checks: CHECKS.map(([id]) => id).filter((id) => CHECK_NEEDS[id] !== "aws") });
         expect(partial.summary.notRun).to.equal(partial.notRead[0].checks.length);
-        // A refused config is JSON too; a usage error stays text.
+        // A refused config is JSON too, and so is a usage error (issue 29: it stayed text).
         const refused = await run(goodWorld(cfg), ["--stack", "staging", "--json"], { stackFile: (yaml) => yaml.replace(/replicas: 2/, "replicas: two") });
         expect(JSON.parse(refused.output)).to.deep.include({ schemaVersion: 1, command: "preflight", exitCode: 1 });
-        expect((await run(goodWorld(cfg), ["--stack", "staging", "--json", "--only", "nope"])).output).to.match(/^--only: unknown check "nope"/);
+        const unknown = await run(goodWorld(cfg), ["--stack", "staging", "--json", "--only", "nope"]);
+        expect(unknown).to.deep.include({ exitCode: 2, format: "json" });
+        expect(JSON.parse(unknown.output)).to.deep.include({ schemaVersion: 1, command: "preflight", stack: "staging", exitCode: 2 });
+        expect(JSON.parse(unknown.output).error).to.match(/^--only: unknown check "nope"/);
     });
 
     it("exits 3 without AWS credentials (the default chain finds none)", async () => {

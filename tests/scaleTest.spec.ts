@@ -11,6 +11,7 @@ import { stackConfig } from "./helpers.ts";
 import { readSeries, tempDir } from "./opsHelpers.ts";
 import { documentedFields } from "./jsonSchemaDoc.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
+import type { Deadlines } from "../ops/deadlines.ts";
 
 const POOL = { "karpenter.sh/nodepool": "notify-karpenter" };
 
@@ -213,7 +214,8 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
             `Cleanup: deleted namespace ${ns}`,
             `Wrote ${["pods.csv", "timeline.csv", "chart.svg", "summary.txt"].map((f) => path.join(h.out, f)).join(", ")}`,
         ]);
-        // The API calls, in order: namespace, Deployment, four watches, scale up, scale down, the node watch resumed, cleanup.
+        // The API calls, in order: namespace, Deployment, four watches, scale up, scale down, the node watch resumed, the
+        // list of the nodes that checks the watch saw them all, cleanup.
         const calls = h.api.requests.filter((q) => q !== `GET /api/v1/namespaces/${ns}`);
         expect(calls).to.deep.equal([
             "POST /api/v1/namespaces",
@@ -224,6 +226,7 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
             "GET /apis/karpenter.sh/v1/nodeclaims",
             `PUT /apis/apps/v1/namespaces/${ns}/deployments/celery-scale-test/scale`,
             `PUT /apis/apps/v1/namespaces/${ns}/deployments/celery-scale-test/scale`,
+            "GET /api/v1/nodes",
             "GET /api/v1/nodes",
             `DELETE /api/v1/namespaces/${ns}`,
         ]);
@@ -373,6 +376,53 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
         expect(fs.readFileSync(path.join(h.out, "pods.csv"), "utf8").trim().split("\r\n")).to.have.length(7);
     });
 
+    /** A clock whose ticks also take a millisecond of real time: a watch's deadline (real time) passes while the run waits. */
+    const slowClock = (h: Harness) => ({
+        now: () => h.clock.now(),
+        sleep: async (ms: number) => {
+            await h.clock.sleep(ms);
+            await new Promise((resolve) => setTimeout(resolve, 1));
+        },
+    });
+    const runWith = (h: Harness, deadlines: Partial<Deadlines>) =>
+        scaleTest(["--stack", "staging", "--context", "staging", "--pods", "6", "--out", h.out], { kubeConfig: () => h.api.kubeConfig(), clock: slowClock(h), progress: (l) => h.progress.push(l), signals: h.signals, deadlines });
+
+    it("a watch answered and then silent (no event, bookmark or end) fails the test at its deadline, naming it; the namespace is still deleted (it waited on)", async () => {
+        // The API server's bookmarks keep the live watches going; the nodes watch alone says nothing.
+        h = await harness({ ...burst(), bookmarkEveryMs: 20, fault: (_m, p, watch) => (watch && p === "/api/v1/nodes" ? { kind: "silent" } : undefined) });
+        const r = await runWith(h, { watchIdleMs: 50 });
+        expect(r.exitCode, r.output).to.equal(1);
+        expect(r.output).to.include(
+            "Result: FAILED: the nodes watch failed: watch /api/v1/nodes (notification-canada-ca/ephemeral=true): no event, bookmark or end for 0.05 s (the API server was asked to end it after 240 s): the connection or the server stopped answering",
+        );
+        expect(r.output).to.include("Cleanup: deleted namespace notify-karpenter-scale-test-20261130-051000");
+        expect(h.api.namespaces.size).to.equal(0);
+    });
+
+    it("a watch silent for less than its deadline proves no scale-down: the nodes a list shows are not the nodes it saw (it said OK)", async () => {
+        h = await harness({ ...burst(), fault: (_m, p, watch) => (watch && p === "/api/v1/nodes" ? { kind: "silent" } : undefined) });
+        const r = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "6", "--out", h.out]);
+        expect(r.exitCode, r.output).to.equal(1);
+        expect(r.output).to.match(/^Result: FAILED: the nodes watch and a list of the nodes disagree \(watched: none; listed: \S+.*\): the watch missed changes, so the scale-down is not proved$/m);
+        expect(h.api.namespaces.size).to.equal(0);
+    });
+
+    it("a watch event whose object has no name fails the test, naming the watch (client-node dropped it unread)", async () => {
+        h = await harness({ ...burst(), fault: (_m, p, watch) => (watch && p === "/apis/karpenter.sh/v1/nodeclaims" ? { kind: "bad-event" } : undefined) });
+        const r = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "6", "--out", h.out]);
+        expect(r.exitCode, r.output).to.equal(1);
+        expect(r.output).to.match(/^Result: FAILED: the NodeClaims watch failed: watch \/apis\/karpenter\.sh\/v1\/nodeclaims \(karpenter\.sh\/nodepool=notify-karpenter\): an event ADDED without metadata\.name \(\{"kind":"Pod","spec":\{\}\}\)$/m);
+        expect(h.api.namespaces.size).to.equal(0);
+    });
+
+    it("a watch request never answered: the test fails at the request deadline, naming it, and the namespace is deleted", async () => {
+        h = await harness({ ...burst(), fault: (_m, p, watch) => (watch && p.endsWith("/pods") && p.startsWith("/api/v1/namespaces/") ? { kind: "hang" } : undefined) });
+        const r = await runWith(h, { kubeRequestMs: 300 });
+        expect(r.exitCode, r.output).to.equal(1);
+        expect(r.output).to.include("Result: FAILED: watch /api/v1/namespaces/notify-karpenter-scale-test-20261130-051000/pods: no answer within 0.3 s");
+        expect(r.output).to.include("Cleanup: deleted namespace notify-karpenter-scale-test-20261130-051000");
+    });
+
     it("a Deployment the API refuses fails the test, and the namespace is still deleted", async () => {
         h = await harness({ ...burst(), createDeploymentStatus: 403 });
         const r = await run(h, ["--stack", "staging", "--context", "staging", "--pods", "6", "--out", h.out]);
@@ -430,7 +480,7 @@ describe("npm run scale-test, against a fake Kubernetes API replaying watch even
         const out = tempDir("scale-unreachable-");
         const r = await scaleTest(["--stack", "staging", "--context", "staging", "--out", out], { kubeConfig: () => kc });
         expect(r.exitCode).to.equal(3);
-        expect(r.output).to.match(/^Could not run: the cluster of context staging did not answer: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
+        expect(r.output).to.match(/^Could not run: the cluster of context staging did not answer: read namespace notify-karpenter-scale-test-\S+: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
         expect(fs.readdirSync(out)).to.deep.equal([]);
     });
 

@@ -549,7 +549,7 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
     for (const [code, reason] of [
         [401, "HTTP 401 Unauthorized: the API server refused the credentials (expired token or SSO session? aws eks update-kubeconfig, aws sso login)"],
         [403, "HTTP 403 Forbidden: the user may not list nodes and pods in all namespaces"],
-        [503, "HTTP 503 from the API server"],
+        [503, "list nodes: HTTP 503 (cannot list nodes)"],
     ] as const) {
         it(`exits 3, not 1, when the API answers ${code}: nothing was checked`, async () => {
             api = await new FakeKubeApi(new FakeClock(), { listStatus: code }).start();
@@ -564,7 +564,7 @@ describe("npm run verify-placement --context (live cluster, fake API)", () => {
         await api.stop();
         const down = await verifyPlacement(["--stack", "staging", "--context", "staging"], { kubeConfig: () => kc });
         expect(down.exitCode).to.equal(3);
-        expect(down.output).to.match(/^Could not check: could not list the nodes and pods of notification-canada-ca-staging-eks-cluster \(context staging\): fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
+        expect(down.output).to.match(/^Could not check: could not list the nodes and pods of notification-canada-ca-staging-eks-cluster \(context staging\): list (nodes|pods): fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
         const unreadable = await verifyPlacement(["--stack", "staging", "--context", "staging"], {
             kubeConfig: () => {
                 throw new Error("/root/.kube/config: bad indentation of a mapping entry (3:5)");
