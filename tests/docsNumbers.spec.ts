@@ -57,15 +57,6 @@ const usd = (n: number, digits = 2) => n.toFixed(digits);
 const cap = (o: Outputs, stack: string) => o.capacity[stack].json;
 
 const CLAIMS: Claim[] = [
-    // README.md
-    { file: "README.md", pattern: /feeds (\d+) bad inputs/, what: "bad inputs", command: "npm test (tests/badInput.spec.ts)", now: (o) => [o.badInputs] },
-    {
-        file: "README.md",
-        pattern: /\(production: USD ([0-9.]+)\s+against\s+([0-9.]+)\)/,
-        what: "production's day, configured and back to baseline",
-        command: capacities("production"),
-        now: (o) => [usd(cap(o, "production").daily.configured.perDay), usd(cap(o, "production").daily.backToBaseline.perDay)],
-    },
     {
         file: "docs/configuration-notes.md",
         pattern: /It feeds (\d+) bad inputs \(the count it prints/,
