@@ -1,7 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import { scriptFiles } from "./inClusterScript.ts";
 import * as pulumi from "@pulumi/pulumi";
-import { DEPLOYMENT_LABEL, NOT_ON_KARPENTER_NODES } from "./celeryWorkloadPlacement.ts";
+import { DEPLOYMENT_LABEL, NOT_ON_KARPENTER_NODES, serviceAccountUser } from "./models/celeryPlacement.ts";
 
 const SCRIPT = "deletionCostAnnotator.js";
 /** The annotation the ReplicaSet controller reads (kubernetes pkg/controller/controller_utils.go, PodDeletionCost). */
@@ -33,12 +33,6 @@ export function scaleDownOrderProblems(a: BurstScaleDownOrderArgs): string[] {
     if (a.namespace === a.podNamespace) problems.push(`namespace ${a.namespace}: the annotator must not run among the pods it may patch`);
     return problems;
 }
-
-/** The service account's user name, as the API server puts it in admission requests. */
-export const serviceAccountUser = (namespace: string, name: string) => `system:serviceaccount:${namespace}:${name}`;
-
-/** The name the stack gives the annotator (its component, Deployment and ServiceAccount). */
-export const ANNOTATOR_NAME = "burst-scale-down-order";
 
 /**
  * Karpenter v1.14.1 counts a pod whose deletion cost is at most this as nothing when it decides whether a node is

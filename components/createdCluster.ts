@@ -3,16 +3,8 @@ import * as awsx from "@pulumi/awsx";
 import * as eks from "@pulumi/eks";
 import * as pulumi from "@pulumi/pulumi";
 import { type ClusterFacts, clusterFacts, lookedUpAttributes } from "./models/clusterFacts.ts";
-import { NODE_ROLE_POLICIES, dnsSuffix } from "./karpenterController.ts";
-
-/** Name of the stable node group; EKS labels its nodes with it and with their capacity type. */
-const STABLE_NODE_GROUP = "stable";
-
-/** The labels EKS puts on the stable nodes: the stack's `stableNodeSelector` must pick from these. */
-export const STABLE_NODE_LABELS: Record<string, string> = {
-    "eks.amazonaws.com/capacityType": "ON_DEMAND",
-    "eks.amazonaws.com/nodegroup": STABLE_NODE_GROUP,
-};
+import { STABLE_NODE_GROUP } from "./models/scheduling.ts";
+import { NODE_ROLE_POLICIES, dnsSuffix } from "./models/controllerPolicy.ts";
 
 export interface CreatedClusterArgs {
     /** The EKS cluster name; also the value of every `karpenter.sh/discovery` tag. */

@@ -2,10 +2,10 @@
 // holds, how many nodes the peak needs and whether the NodePool limits allow them, how fast a burst ramps up, and
 // what the burst capacity costs with Karpenter and spot against a static on-demand group, under the NodePool's
 // disruption policy and budgets. Pure functions of config.
-import { type DisruptionBudget, type NodeResources, nodeResources, quantityValue } from "../components/ephemeralNodePool.ts";
+import { type DisruptionBudget, type NodeResources, nodeResources, quantityValue } from "../components/models/nodePool.ts";
 import { SPAN_FROM, type DailyWindow, forbiddenInSpan, localWindow, windowMinutes, yearDays } from "../components/models/disruptionBudgets.ts";
 import { type CapacityConfig, type StackConfig, approvedInstanceTypes, durationSeconds, protectedWindows } from "../stacks/config.ts";
-import { markClearanceSeconds, recycleWindow } from "../components/nodeRecycler.ts";
+import { markClearanceSeconds, recycleWindow } from "../components/models/recycleWindow.ts";
 
 export interface CapacityInputs {
     instanceTypes: string[];

@@ -1,7 +1,7 @@
 // The capacity and cost model of a stack, once ops/capacityCli.ts has read the flags: the report, its files and JSON.
 import * as path from "path";
-import { VM_MEMORY_OVERHEAD, instanceShape } from "../components/ephemeralNodePool.ts";
-import { type StackConfig } from "../stacks/config.ts";
+import { VM_MEMORY_OVERHEAD, instanceShape } from "../components/models/nodePool.ts";
+import type { StackConfig } from "../stacks/config.ts";
 import { MODEL_YEAR, utcClock } from "../components/models/disruptionBudgets.ts";
 import { type CapacityReport, type Daily, type PolicyDay, capacityInputs, capacityReport } from "./capacity.ts";
 import { type CommandResult, EXIT, isResult, usage, valueOf } from "../cli/args.ts";

@@ -15,7 +15,7 @@
 // `ignored` (:73-75), `<exc>` when rejected (:78-80), `retry: <exc>` (:83-85). GC Notify's workers run --loglevel=INFO.
 import { CloudWatchLogsClient, FilterLogEventsCommand } from "@aws-sdk/client-cloudwatch-logs";
 import { MAX_FILTER_PATTERN } from "../components/models/filterPattern.ts";
-import { type Clock } from "./scaleTest.ts";
+import type { Clock } from "./scaleTest.ts";
 
 /**
  * The longest visibility timeout of the queues GC Notify's burst workers read (310 s, notification-api 72e3ae1e

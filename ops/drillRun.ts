@@ -16,13 +16,14 @@ import { FisClient, GetExperimentCommand, GetExperimentTemplateCommand, ListExpe
 import { CreateQueueCommand, DeleteMessageCommand, DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, ReceiveMessageCommand, SQSClient, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
 import * as k8s from "@kubernetes/client-node";
-import { HEADROOM_DEPLOYMENT, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS } from "../components/celeryWorkloadPlacement.ts";
+import { HEADROOM_DEPLOYMENT, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS } from "../components/models/celeryPlacement.ts";
 import { KARPENTER_METRICS, PROMETHEUS_NAMESPACE, SPOT_INTERRUPTED_REASON } from "../components/models/karpenterSignals.ts";
-import { alarmNames, heartbeatMetric } from "../components/karpenterAlarms.ts";
-import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT, EKS_CLUSTER_NAME_TAG, NODEPOOL_TAG, NOTICE_BEFORE_INTERRUPTION_SECONDS, SPOT_INSTANCE_RESOURCE_TYPE, SPOT_INSTANCES_TARGET_KEY, SPOT_INTERRUPTION_ACTION, drillNames, isoDurationSeconds } from "../components/spotInterruptionDrill.ts";
+import { alarmNames } from "../components/models/alarmRules.ts";
+import { heartbeatMetric } from "../components/models/karpenterSignals.ts";
+import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT, EKS_CLUSTER_NAME_TAG, NODEPOOL_TAG, NOTICE_BEFORE_INTERRUPTION_SECONDS, SPOT_INSTANCE_RESOURCE_TYPE, SPOT_INSTANCES_TARGET_KEY, SPOT_INTERRUPTION_ACTION, drillNames, isoDurationSeconds } from "../components/models/fis.ts";
 import { MAX_DRILL_NODES } from "../components/models/fis.ts";
 import { type StackConfig, type SyntheticProfile, syntheticMessages } from "../stacks/config.ts";
-import { STACK_TAG } from "../stacks/createStack.ts";
+import { STACK_TAG } from "../stacks/stackNames.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { type CommandLine, type CommandResult, EXIT, integerFlag, isResult, usage, valueOf } from "../cli/args.ts";
 import { jsonText } from "../cli/output.ts";
@@ -38,7 +39,7 @@ import { type Deadlines, deadlinesOf } from "./deadlines.ts";
 import { type Clock, systemClock } from "./scaleTest.ts";
 import { lineChart, steps } from "../cli/svg.ts";
 import { plural } from "../cli/table.ts";
-import { apiError } from "./verifyPlacementRun.ts";
+import { apiError } from "./kube.ts";
 import { DRILL, type DrillDeps, type Signal } from "./drill.ts";
 
 export { workerDeployment } from "./drillWorkload.ts";

@@ -3,8 +3,8 @@
 // workers' strictest. ops/drill.ts creates them; nothing here talks to a cluster.
 import * as fs from "fs";
 import * as path from "path";
-import { burstPodTemplate, celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
-import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT } from "../components/spotInterruptionDrill.ts";
+import { burstPodTemplate, celeryPreStop } from "../components/models/celeryPlacement.ts";
+import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT } from "../components/models/fis.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig, type SyntheticProfile, drillWorkerGraceSeconds } from "../stacks/config.ts";
 

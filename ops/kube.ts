@@ -600,3 +600,18 @@ export function listerOf(kc: KubeConfig, d: Deadlines): ListObjects {
         return listItems(what, answer);
     };
 }
+/** An API client error in one line: HTTP refusals by status, connection failures by their reason. */
+export function apiError(e: unknown): string {
+    const err = e as { code?: number | string; message?: string };
+    if (err?.code === 401) return "HTTP 401 Unauthorized: the API server refused the credentials (expired token or SSO session? aws eks update-kubeconfig, aws sso login)";
+    if (err?.code === 403) return "HTTP 403 Forbidden: the user may not list nodes and pods in all namespaces";
+    // A request of ops/kube.ts says what it asked and what came back (no answer in time, a bad answer, a plugin's failure).
+    if (e instanceof KubeCallError) return e.message;
+    // The client's message for other statuses says no more than the status.
+    if (typeof err?.code === "number") return `HTTP ${err.code} from the API server`;
+    // client-node 2.x calls fetch, whose error says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND,
+    // a certificate) is its cause.
+    const cause = (e as { cause?: unknown })?.cause;
+    return cause ? `${messageOf(e)}: ${messageOf(cause)}` : messageOf(e);
+}
+const messageOf = (e: unknown) => (e as Error)?.message ?? String(e);

@@ -3,30 +3,21 @@
 import * as fs from "fs";
 import * as path from "path";
 import { gunzipSync } from "zlib";
-import { CloudWatchLogsClient, DescribeLogGroupsCommand, FilterLogEventsCommand, GetQueryResultsCommand, StartQueryCommand, StopQueryCommand } from "@aws-sdk/client-cloudwatch-logs";
-import { DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client, paginateDescribeInstanceTypeOfferings, paginateDescribeInstanceTypes } from "@aws-sdk/client-ec2";
-import { DescribeAddonCommand, DescribeClusterCommand, EKSClient, paginateListAddons } from "@aws-sdk/client-eks";
-import { DescribeRuleCommand, EventBridgeClient, ListTagsForResourceCommand } from "@aws-sdk/client-eventbridge";
-import { GetPolicyCommand, GetRoleCommand, IAMClient } from "@aws-sdk/client-iam";
-import { DescribeKeyCommand, GetKeyPolicyCommand, KMSClient } from "@aws-sdk/client-kms";
-import { GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, SNSClient } from "@aws-sdk/client-sns";
-import { GetQueueAttributesCommand, GetQueueUrlCommand, ListQueueTagsCommand, SQSClient } from "@aws-sdk/client-sqs";
-import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
-import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames, releaseDescription } from "../components/karpenterController.ts";
+import { CONTROLLER_RELEASE, CRD_RELEASE, controllerNames, releaseDescription } from "../components/models/controllerPolicy.ts";
 import { type DailyWindow, localWindow } from "../components/models/disruptionBudgets.ts";
-import { CELERY_PRESTOP_SCRIPT, DEPLOYMENT_LABEL, HOOK_MARGIN_SECONDS, NIDHOGG_RELEASE, burstBudgetName, burstGraceSeconds, burstPodTemplate, headroomDeployment, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
-import { quantityValue } from "../components/ephemeralNodePool.ts";
+import { CELERY_PRESTOP_SCRIPT, DEPLOYMENT_LABEL, HOOK_MARGIN_SECONDS, NIDHOGG_RELEASE, burstBudgetName, burstGraceSeconds, burstPodTemplate, headroomDeployment, nidhoggValues } from "../components/models/celeryPlacement.ts";
+import { quantityValue } from "../components/models/nodePool.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig, approvedInstanceTypes } from "../stacks/config.ts";
-import { STACK_TAG } from "../stacks/createStack.ts";
+import { STACK_TAG } from "../stacks/stackNames.ts";
 import { PROJECT, PROJECT_DIR } from "../stacks/stackNames.ts";
-import { ANNOTATOR_NAME, serviceAccountUser } from "../components/burstScaleDownOrder.ts";
+import { ANNOTATOR_NAME, serviceAccountUser } from "../components/models/celeryPlacement.ts";
 import { CAPACITY_TYPE_KEY, CELERY_PRESTOP_TEMPLATE_FILE, type ChartDifference, GC_NOTIFY_PRESTOP, GC_NOTIFY_WORKLOADS, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts.ts";
 import { type CommandResult, EXIT, didYouMean, integerFlag, isResult, usage, valueOf } from "../cli/args.ts";
 import { loadStack } from "../stacks/validatedConfig.ts";
 import { elapsed, jsonText, progress } from "../cli/output.ts";
-import { VersionApi } from "@kubernetes/client-node";
 import { CI_ACCESS_DIR, PREVIEW_GROUP, PREVIEW_READ_ACCESS, ciAccessFileNames } from "../plan/ciAccess.ts";
+import { VersionApi } from "@kubernetes/client-node";
 import { type KubeConfig, KubeCallError, type KubeObject, type ListObjects, apiClient, kubeError as kubeCallError, listerOf, loadKubeConfig, useContext } from "./kube.ts";
 import { AwsCallError, awsCall, awsClientConfig, guarded, need as needField } from "./awsCalls.ts";
 import { type Deadlines, deadlinesOf } from "./deadlines.ts";
@@ -1048,6 +1039,7 @@ function clientOf<C extends { middlewareStack: { add: (m: any, o: any) => void }
 
 /** The caller's account and partition (STS GetCallerIdentity, which needs no permission). */
 export async function callerIdentity(cfg: StackConfig, r: AwsReads): Promise<{ account: string; partition: string; arn: string }> {
+    const { STSClient, GetCallerIdentityCommand } = await import("@aws-sdk/client-sts");
     const sts = clientOf(STSClient, cfg, r);
     try {
         const me = (await reader(r.deadlines)("sts:GetCallerIdentity", () => sts.send(new GetCallerIdentityCommand({}))))!;
@@ -1063,6 +1055,26 @@ export async function callerIdentity(cfg: StackConfig, r: AwsReads): Promise<{ a
 /** Reads the AWS facts; throws CannotCheck when a call is refused or the endpoint unreachable. `me`: the caller, when already read. */
 export async function gatherAws(cfg: StackConfig, r: AwsReads, now: number, me?: { account: string; partition: string }): Promise<AwsFacts> {
     const call = reader(r.deadlines);
+    // Each SDK client is loaded when the reads that need it run, not when preflight starts (or prints its usage).
+    const [
+        { EKSClient, DescribeAddonCommand, DescribeClusterCommand, paginateListAddons },
+        { EC2Client, DescribeImagesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, paginateDescribeInstanceTypeOfferings, paginateDescribeInstanceTypes },
+        { IAMClient, GetPolicyCommand, GetRoleCommand },
+        { SQSClient, GetQueueUrlCommand, ListQueueTagsCommand },
+        { SNSClient, GetTopicAttributesCommand, ListSubscriptionsByTopicCommand },
+        { KMSClient, DescribeKeyCommand, GetKeyPolicyCommand },
+        { CloudWatchLogsClient, DescribeLogGroupsCommand, FilterLogEventsCommand },
+        { EventBridgeClient, DescribeRuleCommand, ListTagsForResourceCommand },
+    ] = await Promise.all([
+        import("@aws-sdk/client-eks"),
+        import("@aws-sdk/client-ec2"),
+        import("@aws-sdk/client-iam"),
+        import("@aws-sdk/client-sqs"),
+        import("@aws-sdk/client-sns"),
+        import("@aws-sdk/client-kms"),
+        import("@aws-sdk/client-cloudwatch-logs"),
+        import("@aws-sdk/client-eventbridge"),
+    ]);
     const [eks, ec2, iam, sqs, sns, kms, logs, events] = [clientOf(EKSClient, cfg, r), clientOf(EC2Client, cfg, r), clientOf(IAMClient, cfg, r), clientOf(SQSClient, cfg, r), clientOf(SNSClient, cfg, r), clientOf(KMSClient, cfg, r), clientOf(CloudWatchLogsClient, cfg, r), clientOf(EventBridgeClient, cfg, r)];
     try {
         const { partition, account } = me ?? (await callerIdentity(cfg, r));
@@ -1254,6 +1266,7 @@ export async function gatherQueues(cfg: StackConfig, r: AwsReads): Promise<Queue
     const b = cfg.placement.burst;
     const names = [...new Set(b.deployments.flatMap((d) => (d.queues ?? []).map((q) => b.queuePrefix + q)))];
     const call = reader(r.deadlines);
+    const { SQSClient, GetQueueUrlCommand, GetQueueAttributesCommand } = await import("@aws-sdk/client-sqs");
     const sqs = clientOf(SQSClient, cfg, r);
     try {
         return await Promise.all(
@@ -1323,6 +1336,7 @@ export const TASK_QUERY_TIMING: QueryTiming = { pollMs: 1000, deadlineMs: 120_00
 export async function gatherTaskDurations(cfg: StackConfig, r: AwsReads, now: number, hours: number, timing: QueryTiming): Promise<TaskDurationFacts> {
     const group = cfg.alarms.logGroupName;
     const call = reader(r.deadlines);
+    const { CloudWatchLogsClient, GetQueryResultsCommand, StartQueryCommand, StopQueryCommand } = await import("@aws-sdk/client-cloudwatch-logs");
     const logs = clientOf(CloudWatchLogsClient, cfg, r);
     try {
         let refusal: { message: string; name: string } | undefined;

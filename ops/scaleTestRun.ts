@@ -10,7 +10,7 @@
 // budgets allow Underutilized outside sending hours). What is measured is that Karpenter removes the nodes
 // the test left empty; the nodes that stay are listed with the pods that keep them.
 import * as path from "path";
-import { burstGraceSeconds, burstPodTemplate, headroomDeployment } from "../components/celeryWorkloadPlacement.ts";
+import { burstGraceSeconds, burstPodTemplate, headroomDeployment } from "../components/models/celeryPlacement.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { type StackConfig, durationSeconds } from "../stacks/config.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
@@ -22,7 +22,7 @@ import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, Wa
 import { checkedKubeConfig } from "./kubeconfigFile.ts";
 import { deadlinesOf } from "./deadlines.ts";
 import { lineChart, steps } from "../cli/svg.ts";
-import { apiError } from "./verifyPlacementRun.ts";
+import { apiError } from "./kube.ts";
 import { plural } from "../cli/table.ts";
 import { outFilesProblem, writeFiles } from "../cli/outDir.ts";
 import type { CommandLine } from "../cli/args.ts";

@@ -9,17 +9,16 @@ import * as path from "path";
 import { InputFileError, readInputFile, readStream } from "../cli/inputFile.ts";
 import { parseAllDocuments } from "yaml";
 import { type NodeModel, type PodScheduling, type Taint, schedulingProblems, tolerates } from "../components/models/scheduling.ts";
-import { renderNodePool } from "../components/ephemeralNodePool.ts";
+import { renderNodePool } from "../components/models/nodePool.ts";
 import { nodePoolArgs, placementArgs } from "../stacks/componentArgs.ts";
-import { type StackConfig } from "../stacks/config.ts";
+import type { StackConfig } from "../stacks/config.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { type EphemeralNodes, type KubeObject as Manifest, type PodTemplate, apiServerProblems, ephemeralNodesOf, holdsPodTemplate, patchedScheduling, podTemplatesOf, uncheckedTemplatesOf } from "../plan/placementCheck.ts";
-import { type CeleryWorkloadPlacementArgs, type NodeDaemonSet, burstPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
+import { type CeleryWorkloadPlacementArgs, type NodeDaemonSet, burstPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/models/celeryPlacement.ts";
 import { type CommandResult, EXIT, inForm, isResult, outputMode, usage, valueOf } from "../cli/args.ts";
 import { loadStack } from "../stacks/validatedConfig.ts";
 import { elapsed, jsonText, progress } from "../cli/output.ts";
-import { type KubeConfig, KubeCallError, type KubeObject, clusterOf, useContext } from "./kube.ts";
-import { checkedKubeConfig } from "./kubeconfigFile.ts";
+import type { KubeConfig, KubeObject } from "./kube.ts";
 import { type Deadlines, deadlinesOf } from "./deadlines.ts";
 import { plural } from "../cli/table.ts";
 import { type ChartDifference, chartDifferences, valuesFilePath } from "../plan/gcNotifyCharts.ts";
@@ -275,7 +274,7 @@ export async function runVerifyPlacement(line: CommandLine, deps: VerifyDeps, co
     if (isResult(cfg)) return inForm(cfg, mode.json, "verify-placement", valueOf(line, "stack"));
     let result: CommandResult;
     try {
-        result = manifests !== undefined ? await verifyManifests(cfg, manifests, namespace, mode, deps.stdin) : await verifyLive(cfg, context!, deps.kubeConfig ?? checkedKubeConfig, mode, deadlinesOf(deps.deadlines));
+        result = manifests !== undefined ? await verifyManifests(cfg, manifests, namespace, mode, deps.stdin) : await verifyLive(cfg, context!, deps.kubeConfig, mode, deadlinesOf(deps.deadlines));
     } catch (e) {
         // Whatever else went wrong, nothing was judged: never let it pass for a finding.
         result = cannotCheck(`${(e as Error).message ?? e}`);
@@ -596,10 +595,12 @@ function walkManifests(target: string): { files: string[]; chart?: string } {
     return { files: found.sort().map((f) => path.join(target, f)), chart };
 }
 
-async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => KubeConfig, mode: OutputMode, d: Deadlines): Promise<CommandResult> {
+async function verifyLive(cfg: StackConfig, context: string, kubeConfig: (() => KubeConfig) | undefined, mode: OutputMode, d: Deadlines): Promise<CommandResult> {
+    // The Kubernetes client only for a cluster: a file needs none.
+    const { apiError, clusterOf, useContext } = await import("./kube.ts");
     let kc: KubeConfig;
     try {
-        kc = kubeConfig();
+        kc = (kubeConfig ?? (await import("./kubeconfigFile.ts")).checkedKubeConfig)();
     } catch (e) {
         return cannotCheck(`could not load the kubeconfig: ${messageOf(e)}`);
     }
@@ -655,20 +656,5 @@ async function verifyLive(cfg: StackConfig, context: string, kubeConfig: () => K
     }
     lines.push(verdict);
     return { exitCode, output: lines.join("\n") };
-}
-
-/** An API client error in one line: HTTP refusals by status, connection failures by their reason. */
-export function apiError(e: unknown): string {
-    const err = e as { code?: number | string; message?: string };
-    if (err?.code === 401) return "HTTP 401 Unauthorized: the API server refused the credentials (expired token or SSO session? aws eks update-kubeconfig, aws sso login)";
-    if (err?.code === 403) return "HTTP 403 Forbidden: the user may not list nodes and pods in all namespaces";
-    // A request of ops/kube.ts says what it asked and what came back (no answer in time, a bad answer, a plugin's failure).
-    if (e instanceof KubeCallError) return e.message;
-    // The client's message for other statuses says no more than the status.
-    if (typeof err?.code === "number") return `HTTP ${err.code} from the API server`;
-    // client-node 2.x calls fetch, whose error says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND,
-    // a certificate) is its cause.
-    const cause = (e as { cause?: unknown })?.cause;
-    return cause ? `${messageOf(e)}: ${messageOf(cause)}` : messageOf(e);
 }
 

@@ -1,8 +1,8 @@
 // What GC Notify changes so that a burst worker loses no task when its node goes, with this stack's numbers: the
 // notify-celery template change that lets the chart render the program's preStop hook (now), and the changes to
 // notification-api that would let the patch go (later). docs/celery-shutdown.md has the evidence behind each.
-import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstDrainSeconds, burstGraceSeconds } from "../components/celeryWorkloadPlacement.ts";
-import { type StackConfig } from "../stacks/config.ts";
+import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstDrainSeconds, burstGraceSeconds } from "../components/models/celeryPlacement.ts";
+import type { StackConfig } from "../stacks/config.ts";
 import { CELERY_PRESTOP_TEMPLATE, CELERY_PRESTOP_TEMPLATE_FILE, GC_NOTIFY_MANIFESTS, GC_NOTIFY_WORKLOADS, valuesFilePath } from "./gcNotifyCharts.ts";
 
 /** The handover file, by its path under the plan directory; none when the stack has no burst worker. */

@@ -11,11 +11,11 @@
 //   as the helmfile apply roles are mapped (authentication mode CONFIG_MAP, GC Notify's: no access_config);
 // - notify-karpenter-<s>-access-entries.tf -> aws/eks/ instead, when the cluster's mode is API or API_AND_CONFIG_MAP;
 // - preview-policy.json, up-policy.json (and drill-policy.json): the policies as IAM reads them, for review.
-import { NODE_ROLE_POLICIES, controllerNames } from "../components/karpenterController.ts";
-import { PREVIEW_GROUP } from "../components/previewReadAccess.ts";
-import { SPOT_INTERRUPTION_ACTION, drillNames } from "../components/spotInterruptionDrill.ts";
-import { type StackConfig } from "../stacks/config.ts";
-import { type RecordedResource } from "./offlineRuntime.ts";
+import { NODE_ROLE_POLICIES, controllerNames } from "../components/models/controllerPolicy.ts";
+import { PREVIEW_GROUP } from "../components/models/previewAccess.ts";
+import { SPOT_INTERRUPTION_ACTION, drillNames } from "../components/models/fis.ts";
+import type { StackConfig } from "../stacks/config.ts";
+import type { RecordedResource } from "./offlineRuntime.ts";
 
 export { PREVIEW_GROUP };
 

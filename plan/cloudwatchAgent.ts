@@ -2,7 +2,7 @@
 // metrics reach CloudWatch, where the metrics heartbeat, the NodePool-limit, spot-interruption and stuck-node alarms
 // read them.
 import { cloudwatchAgentKarpenterConfig } from "../components/models/karpenterSignals.ts";
-import { type StackConfig } from "../stacks/config.ts";
+import type { StackConfig } from "../stacks/config.ts";
 
 /** The chart's `controller.metrics.port` default (aws/karpenter-provider-aws v1.14.1 charts/karpenter/values.yaml:167); the program leaves it. */
 const METRICS_PORT = 8080;

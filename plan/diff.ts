@@ -1,6 +1,6 @@
 // Compares the offline plans of two stacks: the resources present in only one of them (there should be none, since
 // the stacks run the same code) and every input that differs, so a reviewer sees that they differ only in values.
-import { type RecordedResource } from "./offlineRuntime.ts";
+import type { RecordedResource } from "./offlineRuntime.ts";
 
 export interface StackPlan {
     stack: string;

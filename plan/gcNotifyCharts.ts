@@ -8,7 +8,7 @@
 // for the releases, the chart or override named beside each) and checked by rendering the charts with a real Helm
 // (docs/migration.md, step 1).
 import { stringify } from "yaml";
-import { type CeleryWorkloadPlacementArgs, burstPodTemplate, daemonSetPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
+import { type CeleryWorkloadPlacementArgs, burstPodTemplate, daemonSetPodTemplate, stablePodTemplate, startupTaintFor, waitsFor } from "../components/models/celeryPlacement.ts";
 import { type Taint, type Toleration, tolerates } from "../components/models/scheduling.ts";
 
 export const GC_NOTIFY_MANIFESTS = "cds-snc/notification-manifests@609853e2";

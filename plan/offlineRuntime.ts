@@ -3,7 +3,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { MockMonitor } from "@pulumi/pulumi/runtime/mocks.js";
 import * as settings from "@pulumi/pulumi/runtime/settings.js";
-import { collectConfigWarnings } from "../stacks/validatedConfig.ts";
+import { collectConfigWarnings } from "../stacks/programConfig.ts";
 import { readStackConfig } from "../stacks/stackFile.ts";
 import { PROJECT } from "../stacks/stackNames.ts";
 

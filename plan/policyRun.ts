@@ -2,8 +2,8 @@
 // resource, each stack policy once on all of them. The offline plan runs the pack on its recording with it, and the
 // policy tests on hand-built resources, so both see exactly what `pulumi preview --policy-pack` would report.
 import { createRequire } from "node:module";
-import { type EnforcementLevel, type Policies, type PolicyPackConfig, type PolicyResource, type ReportViolation, type ResourceValidationArgs, type StackValidationArgs } from "@pulumi/policy";
-import { type RecordedResource } from "./offlineRuntime.ts";
+import type { EnforcementLevel, Policies, PolicyPackConfig, PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs } from "@pulumi/policy";
+import type { RecordedResource } from "./offlineRuntime.ts";
 // Modules without types (or an internal of one), loaded as CommonJS.
 const require = createRequire(import.meta.url);
 

@@ -2,7 +2,7 @@
 // Kubernetes object as YAML, and a short summary.
 import { stringify } from "yaml";
 import { PROJECT } from "../stacks/stackNames.ts";
-import { type RecordedResource } from "./offlineRuntime.ts";
+import type { RecordedResource } from "./offlineRuntime.ts";
 import { ephemeralNodesOf, placementFindings, podTemplatesOf } from "./placementCheck.ts";
 
 const HELM_RELEASE = "kubernetes:helm.sh/v3:Release";

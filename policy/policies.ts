@@ -6,8 +6,8 @@
 // preview" as advisory, so a mandatory policy never fails on a value it cannot see yet; it runs on `pulumi up`.
 // Policies must therefore read values directly, never catch errors around a read, and never treat "unreadable" as
 // "missing".
-import { type PolicyPackConfig, type ReportViolation, type ResourceValidation, type ResourceValidationArgs, type ResourceValidationPolicy, type StackValidationPolicy } from "@pulumi/policy";
-import { type PolicyConfigJSONSchema } from "@pulumi/policy/schema.js";
+import type { PolicyPackConfig, ReportViolation, ResourceValidation, ResourceValidationArgs, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
+import type { PolicyConfigJSONSchema } from "@pulumi/policy/schema.js";
 // The scheduler's own toleration rule, shared with the plan's placement check and verify-placement.
 import { tolerates } from "../components/models/scheduling.ts";
 

@@ -3,7 +3,7 @@ import * as awsx from "@pulumi/awsx";
 import * as eks from "@pulumi/eks";
 import { type ClusterFacts, clusterFacts, lookedUpAttributes } from "../components/models/clusterFacts.ts";
 import { CreatedCluster } from "../components/createdCluster.ts";
-import { type ClusterConfig } from "./config.ts";
+import type { ClusterConfig } from "./config.ts";
 
 /** The cluster the stack installs on, by `cluster.mode`: looked up, or created with its VPC. */
 export function clusterFor(cfg: ClusterConfig, provider: aws.Provider): ClusterFacts {

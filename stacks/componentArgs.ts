@@ -1,12 +1,13 @@
 // Maps validated config onto component arguments. Config validation renders the node pool through the same
 // mapping, so what is validated is exactly what is deployed.
-import * as k8s from "@pulumi/kubernetes";
-import * as pulumi from "@pulumi/pulumi";
-import { type BurstDeployment, type CeleryWorkloadPlacementArgs, burstGraceSeconds, startupTaintFor, waitsFor } from "../components/celeryWorkloadPlacement.ts";
-import { type EphemeralNodePoolArgs } from "../components/ephemeralNodePool.ts";
-import { type NodeRecyclerArgs, markClearanceSeconds, recycleWindow } from "../components/nodeRecycler.ts";
-import { type SpotInterruptionDrillArgs } from "../components/spotInterruptionDrill.ts";
-import { alarmNames } from "../components/karpenterAlarms.ts";
+import type * as k8s from "@pulumi/kubernetes";
+import type * as pulumi from "@pulumi/pulumi";
+import { type BurstDeployment, type CeleryWorkloadPlacementArgs, burstGraceSeconds, startupTaintFor, waitsFor } from "../components/models/celeryPlacement.ts";
+import type { EphemeralNodePoolArgs } from "../components/models/nodePool.ts";
+import type { NodeRecyclerArgs } from "../components/nodeRecycler.ts";
+import { markClearanceSeconds, recycleWindow } from "../components/models/recycleWindow.ts";
+import type { SpotInterruptionDrillArgs } from "../components/spotInterruptionDrill.ts";
+import { alarmNames } from "../components/models/alarmRules.ts";
 import { type StackConfig, approvedInstanceTypes, durationSeconds, protectedWindows } from "./config.ts";
 
 export function nodePoolArgs(cfg: StackConfig, nodeRoleName: pulumi.Input<string>, dependsOn?: pulumi.Resource[]): EphemeralNodePoolArgs {

@@ -1,21 +1,20 @@
 // The config schema: every key of a stack file, what it allows, and the rules across keys. Each stack's config is read
 // once (stacks/validatedConfig.ts, the only reader of Pulumi config) into one typed, validated object; components
 // receive plain values from it and never see config keys.
-import * as pulumi from "@pulumi/pulumi";
-import { type ConfigWarning, fitsCeleryPod, nodeResources, quantityValue } from "../components/ephemeralNodePool.ts";
+import { type ConfigWarning, fitsCeleryPod, nodeResources, quantityValue } from "../components/models/nodePool.ts";
 import { WARNING_IDS } from "./warnings.ts";
 import { disruptionProblems, isTimeZone } from "../components/models/disruptionBudgets.ts";
-import { type ProtectedWindow, markClearanceSeconds, recycleWindow } from "../components/nodeRecycler.ts";
-import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/karpenterAlarms.ts";
-import { STABLE_NODE_LABELS } from "../components/createdCluster.ts";
-import { controllerNameProblems } from "../components/karpenterController.ts";
-import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, burstGraceSeconds, waitsFor } from "../components/celeryWorkloadPlacement.ts";
+import { type ProtectedWindow, markClearanceSeconds, recycleWindow } from "../components/models/recycleWindow.ts";
+import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/models/alarmRules.ts";
+import { STABLE_NODE_LABELS } from "../components/models/scheduling.ts";
+import { controllerNameProblems } from "../components/models/controllerPolicy.ts";
+import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, burstGraceSeconds, waitsFor } from "../components/models/celeryPlacement.ts";
 import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema.ts";
 import { cron, durationAtLeast, durationSeconds } from "./schema.ts";
 import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/models/instanceTypes.ts";
 import { regionProblem, zoneProblems } from "./awsRegions.ts";
 import { MAX_DRILL_NODES } from "../components/models/fis.ts";
-import { drillNameProblems, durationBeforeInterruptionProblem } from "../components/spotInterruptionDrill.ts";
+import { drillNameProblems, durationBeforeInterruptionProblem } from "../components/models/fis.ts";
 import { KARPENTER_VERSION } from "../components/karpenter/version.ts";
 
 const tagValue = text("a tag value of at most 256 characters", /^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u, 256);
@@ -1133,11 +1132,13 @@ export type ClusterConfig = StackConfig["cluster"];
 export type CapacityConfig = NonNullable<StackConfig["capacity"]>;
 
 /**
- * Raised for invalid config; its message lists every problem, one per line. A RunError, so that `pulumi preview`
- * and `up` print the message alone, without the stack trace (@pulumi/pulumi cmd/run/run.js: "Always hide the stack
- * for RunErrors").
+ * Raised for invalid config; its message lists every problem, one per line. A RunError to the Pulumi SDK, so that
+ * `pulumi preview` and `up` print the message alone, without the stack trace (@pulumi/pulumi cmd/run/run.js: "Always
+ * hide the stack for RunErrors"). The SDK knows a RunError by this member (errors.js RunError.isInstance, made to work
+ * across copies of the SDK), so that reading config loads no Pulumi.
  */
-export class ConfigError extends pulumi.RunError {
+export class ConfigError extends Error {
+    readonly __pulumiRunError = true;
     readonly stack: string;
     readonly issues: Issue[];
     constructor(stack: string, issues: Issue[], project: string) {

@@ -1,7 +1,7 @@
 // docs/configuration.md from the config schema that validates the stack files (stacks/config.ts): every key, its
 // default and what it allows. `npm run docs:config` writes it; tests/configReference.spec.ts fails when the two differ.
 import { capacitySchema, stackSchema } from "./config.ts";
-import { type Optional, type Schema } from "./schema.ts";
+import type { Optional, Schema } from "./schema.ts";
 
 interface Row {
     key: string;

@@ -3,7 +3,8 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { interruptionRules } from "../components/models/controllerPolicy.ts";
-import { ANNOTATOR_NAME, BurstScaleDownOrder } from "../components/burstScaleDownOrder.ts";
+import { ANNOTATOR_NAME } from "../components/models/celeryPlacement.ts";
+import { BurstScaleDownOrder } from "../components/burstScaleDownOrder.ts";
 import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement.ts";
 import { EphemeralNodePool } from "../components/ephemeralNodePool.ts";
 import { KarpenterAlarms } from "../components/karpenterAlarms.ts";
@@ -15,9 +16,7 @@ import { drillArgs, drillStopAlarmNames, nodePoolArgs, nodeRecyclerArgs, placeme
 import { clusterFor } from "./cluster.ts";
 import { type StackConfig, durationSeconds } from "./config.ts";
 import { checkedKubeconfig, logGroupArn, nodeAmiId } from "./lookups.ts";
-
-/** The tag (through the provider's defaultTags) that marks every AWS resource as this stack's. */
-export const STACK_TAG = "notify-karpenter:stack";
+import { STACK_TAG } from "./stackNames.ts";
 
 export function createStack(cfg: StackConfig) {
     const awsProvider = new aws.Provider("aws", {

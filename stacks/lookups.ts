@@ -2,8 +2,8 @@
 // fails with one line naming what is wrong instead of `up` failing halfway (or, worse, succeeding into a broken state).
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { type ClusterFacts } from "../components/models/clusterFacts.ts";
-import { type StackConfig } from "./config.ts";
+import type { ClusterFacts } from "../components/models/clusterFacts.ts";
+import type { StackConfig } from "./config.ts";
 
 /** ValidatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1) from Kubernetes 1.30 (KEP-3488). */
 export const MIN_KUBERNETES_MINOR = 30;

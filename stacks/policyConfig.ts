@@ -1,6 +1,6 @@
 // The policy pack's config for a stack, derived from its validated config: one source of truth for what the
 // policies enforce. `npm run plan` writes it to plan-out/<stack>/policy-config.json for `--policy-pack-config`.
-import { type PolicyPackConfig } from "@pulumi/policy";
+import type { PolicyPackConfig } from "@pulumi/policy";
 import { type StackFacts, packConfig } from "../policy/policies.ts";
 import { type StackConfig, approvedInstanceTypes } from "./config.ts";
 

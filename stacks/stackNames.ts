@@ -39,3 +39,6 @@ export function knownStacks(dir = PROJECT_DIR): string[] {
         .filter((s): s is string => !!s && stackNameProblem(s) === undefined)
         .sort();
 }
+
+/** The tag (through the provider's defaultTags) that marks every AWS resource as this stack's. */
+export const STACK_TAG = "notify-karpenter:stack";

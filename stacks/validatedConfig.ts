@@ -1,14 +1,12 @@
 // A stack's config, validated twice: against the schema (stacks/config.ts), then by rendering the Karpenter objects and
 // placement it configures through the same mapping the program deploys (stacks/componentArgs.ts), so what is
 // validated is exactly what is deployed. Kept apart from both so that neither imports the other's caller. It also
-// gathers the config's warnings (stacks/warnings.ts), less those the stack file acknowledges.
-import * as pulumi from "@pulumi/pulumi";
-import { INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, placementProblems } from "../components/celeryWorkloadPlacement.ts";
-import { type ConfigWarning, nodePoolFindings, nodePoolProblems } from "../components/ephemeralNodePool.ts";
+// gathers the config's warnings (stacks/warnings.ts), less those the stack file acknowledges. It loads no Pulumi:
+// the commands read a stack file through it (loadStack); the program reads its config through stacks/programConfig.ts.
+import { INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, placementProblems } from "../components/models/celeryPlacement.ts";
+import { type ConfigWarning, nodePoolFindings, nodePoolProblems } from "../components/models/nodePool.ts";
 import { burstDeployments, nodePoolArgs, placementArgs } from "./componentArgs.ts";
-import { ConfigError, type StackConfig, StackFileError, capacityWarnings, configSections, parseConfigSchema } from "./config.ts";
-import { CONFIG_KEY_NAMESPACES, PULUMI_CONFIG_KEYS, foreignConfigKeys } from "./configKeys.ts";
-import { warningLine } from "./warnings.ts";
+import { ConfigError, type StackConfig, capacityWarnings, configSections, parseConfigSchema } from "./config.ts";
 import { type Command, type CommandResult, EXIT, usage } from "../cli/args.ts";
 import { readStackConfig } from "./stackFile.ts";
 import { PROJECT, PROJECT_DIR, knownStacks, unknownStackMessage } from "./stackNames.ts";
@@ -81,32 +79,6 @@ function spotNoticeWarnings(cfg: StackConfig, project: string): ConfigWarning[] 
             message: `${project}:placement.burst: ${names} need${over.length === 1 ? "s" : ""} a longer grace period than the ${room} s a spot interruption leaves (${SPOT_NOTICE_SECONDS} s notice less ${INTERRUPTION_REACTION_SECONDS} s for Karpenter to evict): a task still running when EC2 takes the node is killed, and with GC Notify's early acknowledgement it is lost unless GC Notify's own recovery runs it again. Consolidation, drift, the recycler and scale-down wait for it. To act: shorter tasks or acks_late upstream (docs/celery-shutdown.md), or acknowledge with the recovery you rely on`,
         },
     ];
-}
-
-/** Where loadConfig reports warnings; runOffline (plan/offlineRuntime.ts) collects them instead of Pulumi's log. */
-let warningSink: (line: string) => void = (line) => void pulumi.log.warn(line);
-
-/** Sends loadConfig's warnings to `sink` until the returned function restores the previous one. */
-export function collectConfigWarnings(sink: (line: string) => void): () => void {
-    const previous = warningSink;
-    warningSink = sink;
-    return () => {
-        warningSink = previous;
-    };
-}
-
-/** Reads the current stack's config (all keys in this project's namespace) and validates it; reports its warnings once. */
-export function loadConfig(): StackConfig {
-    const all = pulumi.runtime.allConfig();
-    const foreign = foreignConfigKeys(all);
-    if (foreign.length) {
-        // The same rule as the stack file reader's (stacks/stackFile.ts), for pulumi preview and up, which see config alone.
-        const where = `${CONFIG_KEY_NAMESPACES.join(", ")}; pulumi: keys ${PULUMI_CONFIG_KEYS.join(", ")}`;
-        throw new StackFileError(pulumi.getStack(), foreign.map((k) => `${pulumi.getStack()}: ${k} is read by nothing here (namespaces ${where}): a misspelt namespace loses its section without a word`).join("\n"));
-    }
-    const cfg = parseStackConfig(pulumi.getStack(), configSections(all, pulumi.getProject()), pulumi.getProject());
-    for (const w of cfg.warnings) warningSink(warningLine(w));
-    return cfg;
 }
 
 /** The stack's validated config from `Pulumi.<stack>.yaml`, or the result to return: usage for an unknown stack, `invalidExit` (1 by default) for bad config. */

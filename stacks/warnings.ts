@@ -2,7 +2,7 @@
 // something; each says what it costs and what to do, and is reported once per run: by `pulumi preview`/`up` through
 // Pulumi's log, by `npm run plan` in its summary. A stack file may acknowledge a known, accepted one
 // (notify-karpenter:acknowledged, with the reason), which is then quiet.
-import { NODE_POOL_WARNINGS } from "../components/ephemeralNodePool.ts";
+import { NODE_POOL_WARNINGS } from "../components/models/nodePool.ts";
 
 /** Each warning's id and what it means; the ids `notify-karpenter:acknowledged` may name. */
 export const WARNINGS: Record<string, string> = {

@@ -8,7 +8,7 @@ import * as path from "path";
 import { execFileSync, spawnSync } from "child_process";
 import { parseDocument } from "yaml";
 import { PassThrough } from "stream";
-import { type CommandResult } from "../cli/args.ts";
+import type { CommandResult } from "../cli/args.ts";
 import { PLAN_RECORD } from "../plan/planRun.ts";
 import { goResolve, parseStackFile } from "../stacks/stackFile.ts";
 import { docsConfig } from "../scripts/config-reference.ts";
@@ -32,8 +32,8 @@ import { FakeAwsApi, type FakeAwsState, type Fault } from "./fakeAwsApi.ts";
 import { tempDir } from "./opsHelpers.ts";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Deadlines } from "../ops/deadlines.ts";
-import { drillNames } from "../components/spotInterruptionDrill.ts";
-import { STACK_TAG } from "../stacks/createStack.ts";
+import { drillNames } from "../components/models/fis.ts";
+import { STACK_TAG } from "../stacks/stackNames.ts";
 
 const STACK = "production";
 /** Maps whose keys are free (tags, labels, prices): an extra key is allowed there. */

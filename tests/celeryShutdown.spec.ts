@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { parseAllDocuments } from "yaml";
-import { type BurstDeployment, DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstGraceSeconds, burstPodTemplate, celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
+import { type BurstDeployment, DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstGraceSeconds, burstPodTemplate, celeryPreStop } from "../components/models/celeryPlacement.ts";
 import { GC_NOTIFY_PRESTOP } from "../plan/gcNotifyCharts.ts";
 import { burstDeployments, placementArgs } from "../stacks/componentArgs.ts";
 import { durationSeconds } from "../stacks/config.ts";

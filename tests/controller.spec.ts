@@ -1,8 +1,8 @@
 import { expect } from "chai";
 import { PLACEHOLDERS, runOffline } from "../plan/offlineRuntime.ts";
-import { loadConfig } from "../stacks/validatedConfig.ts";
+import { loadConfig } from "../stacks/programConfig.ts";
 import { createStack } from "../stacks/createStack.ts";
-import { RELEASE_HISTORY, releaseDescription } from "../components/karpenterController.ts";
+import { RELEASE_HISTORY, releaseDescription } from "../components/models/controllerPolicy.ts";
 import { CHART_VALUE_KEYS } from "./chartValueKeys.ts";
 import { STACKS, buildStack, customResources, parseJson, patchSections } from "./helpers.ts";
 

@@ -37,7 +37,7 @@
 import * as crypto from "crypto";
 import * as http from "http";
 import { filterPatternMatches } from "../components/models/filterPattern.ts";
-import { type AddressInfo } from "net";
+import type { AddressInfo } from "net";
 
 export type Tags = Record<string, string>;
 

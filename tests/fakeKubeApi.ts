@@ -5,7 +5,7 @@
 // sequence of watch events, released by a fake clock rather than wall time, so a test replays a 30-minute scale test
 // in milliseconds and every time it reads is exact.
 import * as http from "http";
-import { type AddressInfo } from "net";
+import type { AddressInfo } from "net";
 import { KubeConfig } from "@kubernetes/client-node";
 
 export type Resource = "pods" | "nodes" | "nodeclaims";

@@ -5,7 +5,7 @@
 // (app/authentication/auth.py). A test-key notification goes created → sending → delivered on the test's clock.
 import * as crypto from "crypto";
 import * as http from "http";
-import { type AddressInfo } from "net";
+import type { AddressInfo } from "net";
 
 export interface FakeNotifyOptions {
     /** The one key the API takes. */

@@ -5,7 +5,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { plan } from "../plan/cli.ts";
 import { CELERY_PRESTOP_TEMPLATE, GC_NOTIFY_RELEASES, chartDifferences, gcNotifyValues } from "../plan/gcNotifyCharts.ts";
 import { celeryHandoverFiles } from "../plan/celeryHandover.ts";
-import { celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
+import { celeryPreStop } from "../components/models/celeryPlacement.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { STACKS, stackConfig } from "./helpers.ts";
 import { tempDir } from "./opsHelpers.ts";

@@ -1,7 +1,8 @@
 // Shared test helpers: build a stack offline from its real stack file, with optional config changes.
 import { expect } from "chai";
 import { ConfigError, type StackConfig, configSections } from "../stacks/config.ts";
-import { loadConfig, parseStackConfig } from "../stacks/validatedConfig.ts";
+import { loadConfig } from "../stacks/programConfig.ts";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
 import { createStack } from "../stacks/createStack.ts";
 import { PROJECT } from "../stacks/stackNames.ts";
 import { type RecordedResource, runOffline } from "../plan/offlineRuntime.ts";

@@ -1,6 +1,7 @@
 // The modules form no import circle, and each layer imports only from itself and the layers below.
 import { expect } from "chai";
 import * as fs from "fs";
+import { isBuiltin } from "module";
 import * as path from "path";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
 
@@ -29,6 +30,46 @@ function importsOf(file: string): string[] {
  */
 const LAYERS = ["cli", "components", "policy", "stacks", "plan", "ops", "scripts", "index.ts", "tests"];
 const layerOf = (file: string) => LAYERS.indexOf(path.relative(PROJECT_DIR, file).split(path.sep)[0]);
+
+/** The packages `file` loads when Node runs it: its static imports and theirs, less type-only ones and Node's own. */
+function packagesLoadedBy(file: string, seen = new Set<string>(), packages = new Set<string>()): Set<string> {
+    if (seen.has(file)) return packages;
+    seen.add(file);
+    const text = fs.readFileSync(file, "utf8").replace(/\/\*[\s\S]*?\*\//g, "");
+    for (const m of text.matchAll(/^(?:import|export)\s+(type\s)?([^;"]*?from\s+)?"([^"]+)";/gm)) {
+        // `import type …` and `import { type A, type B } …` are erased: nothing is loaded.
+        if (m[1] || /^\{\s*(type\s+\w+\s*,?\s*)+\}\s*from/.test(m[2]?.replace(/^import\s+/, "") ?? "")) continue;
+        const spec = m[3];
+        if (spec.startsWith(".")) packagesLoadedBy(path.resolve(path.dirname(file), spec), seen, packages);
+        else if (!spec.startsWith("node:") && !isBuiltin(spec)) packages.add(spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/"));
+    }
+    return packages;
+}
+
+/** Packages that cost a command most of its start-up (docs/development.md, "How a command starts"). */
+const HEAVY = /^@pulumi\/|^@aws-sdk\/|^@kubernetes\/client-node$/;
+const heavyLoadedBy = (file: string) => [...packagesLoadedBy(path.join(PROJECT_DIR, file))].filter((p) => HEAVY.test(p)).sort();
+
+describe("what a command loads", () => {
+    it("every npm script's entry reads its flags (and prints --help) before it loads Pulumi, an AWS SDK client or @kubernetes/client-node", () => {
+        const scripts = JSON.parse(fs.readFileSync(path.join(PROJECT_DIR, "package.json"), "utf8")).scripts as Record<string, string>;
+        const entries = Object.values(scripts).flatMap((s) => /^node --import \S+ (\S+\.ts)$/.exec(s)?.[1] ?? []);
+        expect(entries.length).to.be.greaterThan(8);
+        expect(Object.fromEntries(entries.map((e) => [e, heavyLoadedBy(e)]).filter(([, p]) => p.length))).to.deep.equal({});
+        // The check sees a package when there is one: the program's entry loads the Pulumi SDKs.
+        expect(heavyLoadedBy("index.ts")).to.include("@pulumi/pulumi");
+    });
+
+    it("verify-placement, capacity, scale-test, preflight and the drill load no Pulumi, and preflight loads each AWS client with the reads that need it", () => {
+        for (const run of ["ops/verifyPlacementRun.ts", "ops/capacityRun.ts", "ops/scaleTestRun.ts", "ops/preflightChecks.ts", "ops/drillRun.ts"]) {
+            expect(heavyLoadedBy(run).filter((p) => p.startsWith("@pulumi/")), run).to.deep.equal([]);
+        }
+        // verify-placement on a file reads no cluster; preflight imports each @aws-sdk client inside the gatherer
+        // that sends its requests (ops/preflightChecks.ts callerIdentity, gatherAws, gatherQueues, gatherTaskDurations).
+        expect(heavyLoadedBy("ops/verifyPlacementRun.ts")).to.deep.equal([]);
+        expect(heavyLoadedBy("ops/preflightChecks.ts")).to.deep.equal(["@kubernetes/client-node"]);
+    });
+});
 
 describe("module structure", () => {
     it("imports only downwards: cli, components, policy, stacks, plan, ops, then scripts and the entry", () => {

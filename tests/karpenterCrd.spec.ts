@@ -10,7 +10,7 @@ import { stringify } from "yaml";
 import { type CelRule, celCheck, isTransitionRule } from "../components/karpenter/cel.ts";
 import { CRDS, type GeneratedCrd, KARPENTER_CRD_VERSION } from "../components/karpenter/generated/crds.ts";
 import { compileCached, type KarpenterObject, toJsonSchema, validateKarpenterObject } from "../components/karpenter/validate.ts";
-import { renderNodePool } from "../components/ephemeralNodePool.ts";
+import { renderNodePool } from "../components/models/nodePool.ts";
 import { nodePoolArgs } from "../stacks/componentArgs.ts";
 import { KARPENTER_VERSION } from "../components/karpenter/version.ts";
 import { CRD_FILES } from "../components/karpenter/generate.ts";

@@ -4,12 +4,13 @@ import { expect } from "chai";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { CeleryWorkloadPlacement, batches } from "../components/celeryWorkloadPlacement.ts";
+import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement.ts";
+import { batches } from "../components/models/celeryPlacement.ts";
 import { plan } from "../plan/cli.ts";
 import { type InvokeAnswer, InvokeFailure, PLACEHOLDERS, PreviewError, duplicateUrnMessage, runOffline } from "../plan/offlineRuntime.ts";
 import { PROJECT } from "../stacks/stackNames.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
-import { loadConfig } from "../stacks/validatedConfig.ts";
+import { loadConfig } from "../stacks/programConfig.ts";
 import { createStack } from "../stacks/createStack.ts";
 import { BURST_DEPLOYMENTS, buildStack, configErrorOf, patchSections, stackConfig } from "./helpers.ts";
 

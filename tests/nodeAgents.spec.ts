@@ -2,7 +2,7 @@
 // which are only allowed, and the EKS add-on the program must not patch.
 import { expect } from "chai";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
-import { nidhoggValues, waitsFor } from "../components/celeryWorkloadPlacement.ts";
+import { nidhoggValues, waitsFor } from "../components/models/celeryPlacement.ts";
 import { nodePoolArgs, placementArgs } from "../stacks/componentArgs.ts";
 import { errorOf, rawConfig, section, stackConfig } from "./helpers.ts";
 

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { type EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolFindings, nodePoolWarnings, quantityValue, renderNodePool } from "../components/ephemeralNodePool.ts";
+import { type EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolFindings, nodePoolWarnings, quantityValue, renderNodePool } from "../components/models/nodePool.ts";
 import { type KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate.ts";
 import { nodePoolArgs } from "../stacks/componentArgs.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";

@@ -1,10 +1,11 @@
 import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
-import { CeleryWorkloadPlacement, DEPLOYMENT_LABEL, admissionPolicySpec, celeryPreStop } from "../components/celeryWorkloadPlacement.ts";
+import { CeleryWorkloadPlacement } from "../components/celeryWorkloadPlacement.ts";
+import { DEPLOYMENT_LABEL, admissionPolicySpec, celeryPreStop } from "../components/models/celeryPlacement.ts";
 import { type NodeModel, requireInEveryTerm, schedulingProblems } from "../components/models/scheduling.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
 import { nodePoolArgs, placementArgs } from "../stacks/componentArgs.ts";
-import { renderNodePool } from "../components/ephemeralNodePool.ts";
+import { renderNodePool } from "../components/models/nodePool.ts";
 import { runOffline } from "../plan/offlineRuntime.ts";
 import { summary } from "../plan/render.ts";
 import { ephemeralNodesOf, podTemplatesOf } from "../plan/placementCheck.ts";

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { type ResourceValidationPolicy } from "@pulumi/policy";
+import type { ResourceValidationPolicy } from "@pulumi/policy";
 import * as fs from "fs";
 import * as path from "path";
 import { parseAllDocuments } from "yaml";

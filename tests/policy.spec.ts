@@ -1,9 +1,10 @@
 import { createRequire } from "node:module";
 import { expect } from "chai";
-import { type ResourceValidationPolicy, type StackValidationPolicy } from "@pulumi/policy";
+import type { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { controllerPolicies, interruptionQueuePolicy } from "../components/models/controllerPolicy.ts";
-import { renderNodePool } from "../components/ephemeralNodePool.ts";
-import { NODE_ROLE_POLICIES, controllerValues } from "../components/karpenterController.ts";
+import { renderNodePool } from "../components/models/nodePool.ts";
+import { NODE_ROLE_POLICIES } from "../components/models/controllerPolicy.ts";
+import { controllerValues } from "../components/karpenterController.ts";
 import { type PolicyInput, policyInputs, runPolicies } from "../plan/policyRun.ts";
 import * as pack from "../policy/policies.ts";
 import { nodePoolArgs } from "../stacks/componentArgs.ts";

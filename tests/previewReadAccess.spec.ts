@@ -3,10 +3,11 @@
 // plan's aws-auth mapping and access entry give the role, and enough to read back every object the stack manages
 // (a refresh) and every list preflight makes.
 import { expect } from "chai";
-import { PREVIEW_GROUP, PreviewReadAccess } from "../components/previewReadAccess.ts";
+import { PREVIEW_GROUP } from "../components/models/previewAccess.ts";
+import { PreviewReadAccess } from "../components/previewReadAccess.ts";
 import { HELMFILE_RELEASES } from "../ops/preflightChecks.ts";
-import { type ReadKind } from "../ops/kube.ts";
-import { NIDHOGG_RELEASE } from "../components/celeryWorkloadPlacement.ts";
+import type { ReadKind } from "../ops/kube.ts";
+import { NIDHOGG_RELEASE } from "../components/models/celeryPlacement.ts";
 import { PREVIEW_GROUP as MAPPED_GROUP } from "../plan/ciAccess.ts";
 import { type RecordedResource, runOffline } from "../plan/offlineRuntime.ts";
 import { STACKS, buildStack, stackConfig } from "./helpers.ts";

@@ -7,7 +7,7 @@ import * as crypto from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { parse, stringify } from "yaml";
-import { instanceShape } from "../components/ephemeralNodePool.ts";
+import { instanceShape } from "../components/models/nodePool.ts";
 import { INSTANCE_TYPE_SOURCE, instanceTypeFacts } from "../components/models/instanceTypes.ts";
 import { capacity } from "../ops/capacityCli.ts";
 import { outDirProblem } from "../cli/outDir.ts";
@@ -16,7 +16,7 @@ import { plan } from "../plan/cli.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { ConfigError } from "../stacks/config.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
-import { type ResourceValidationPolicy } from "@pulumi/policy";
+import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { errorOf, rawConfig, section } from "./helpers.ts";
 import { tempDir } from "./opsHelpers.ts";
 

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { EventEmitter } from "events";
 import * as fs from "fs";
 import * as path from "path";
-import { burstPodTemplate } from "../components/celeryWorkloadPlacement.ts";
+import { burstPodTemplate } from "../components/models/celeryPlacement.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
 import { Recorder, percentile, scaleDownState, testDeployment } from "../ops/scaleTestRun.ts";
 import { scaleTest } from "../ops/scaleTest.ts";

@@ -10,7 +10,8 @@ import { PROJECT } from "../stacks/stackNames.ts";
 import { readStackConfig } from "../stacks/stackFile.ts";
 import { createStack } from "../stacks/createStack.ts";
 import { clusterFor } from "../stacks/cluster.ts";
-import { loadConfig, parseStackConfig } from "../stacks/validatedConfig.ts";
+import { loadConfig } from "../stacks/programConfig.ts";
+import { parseStackConfig } from "../stacks/validatedConfig.ts";
 import { buildStack, configErrorOf, customResources, errorOf, parseJson, patchSections, rawConfig, section, stackConfig } from "./helpers.ts";
 import { tempDir } from "./opsHelpers.ts";
 

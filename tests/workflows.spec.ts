@@ -9,7 +9,7 @@ import { lintWorkflows, workflowFiles } from "../scripts/lint-workflows.ts";
 import { configSections, durationSeconds } from "../stacks/config.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
 import { placementArgs } from "../stacks/componentArgs.ts";
-import { NIDHOGG_CONFIG_CHECKSUM, RELOADER_AUTO_ANNOTATION, nidhoggValues } from "../components/celeryWorkloadPlacement.ts";
+import { NIDHOGG_CONFIG_CHECKSUM, RELOADER_AUTO_ANNOTATION, nidhoggValues } from "../components/models/celeryPlacement.ts";
 import { ciEnvironments } from "../plan/ciAccess.ts";
 import { tempDir } from "./opsHelpers.ts";
 

@@ -1,6 +1,7 @@
 // The Karpenter controller's IAM policies, statement for statement as in the v1.14.1 getting-started
-// CloudFormation template (website/.../getting-started-with-karpenter/cloudformation.yaml). Kept as plain data so
-// tests can compare it with the reference and a reviewer can diff it on a Karpenter upgrade.
+// CloudFormation template (website/.../getting-started-with-karpenter/cloudformation.yaml), its fixed AWS names and
+// Helm releases. Kept as plain data, without Pulumi, so that tests can compare it with the reference, a reviewer can
+// diff it on a Karpenter upgrade, and config validation and the commands read it without loading the SDKs.
 
 export interface PolicyContext {
     partition: string;
@@ -248,3 +249,63 @@ export const interruptionRules = [
         detailType: "EC2 Capacity Reservation Instance Interruption Warning",
     },
 ] as const;
+/** AWS limits on the fixed names this component creates. */
+const NAME_LIMITS = { "IAM role": 64, "SQS queue": 80, "EventBridge rule": 64, "IAM policy": 128 } as const;
+
+/** The fixed AWS names derived from a prefix, with the AWS limit that applies to each. */
+export function controllerNames(prefix: string) {
+    const policyKeys: ControllerPolicyKey[] = ["node-lifecycle", "iam-integration", "eks-integration", "interruption", "zonal-shift", "resource-discovery"];
+    return {
+        controllerRole: `${prefix}-karpenter`,
+        nodeRole: `${prefix}-karpenter-node`,
+        queue: `${prefix}-karpenter`,
+        rules: Object.fromEntries(interruptionRules.map((r) => [r.key, `${prefix}-${r.suffix}`])) as Record<string, string>,
+        policies: Object.fromEntries(policyKeys.map((k) => [k, `${prefix}-karpenter-${k}`])) as Record<ControllerPolicyKey, string>,
+    };
+}
+
+/** Each derived name that AWS would reject, as a sentence; empty when the prefix is fine. */
+export function controllerNameProblems(prefix: string): string[] {
+    const n = controllerNames(prefix);
+    const named: [keyof typeof NAME_LIMITS, string][] = [
+        ["IAM role", n.controllerRole],
+        ["IAM role", n.nodeRole],
+        ["SQS queue", n.queue],
+        ...Object.values(n.rules).map((r): [keyof typeof NAME_LIMITS, string] => ["EventBridge rule", r]),
+        ...Object.values(n.policies).map((p): [keyof typeof NAME_LIMITS, string] => ["IAM policy", p]),
+    ];
+    return named
+        .filter(([kind, name]) => name.length > NAME_LIMITS[kind])
+        .map(([kind, name]) => `gives the ${kind} name "${name}" ${name.length} characters; AWS allows at most ${NAME_LIMITS[kind]}`);
+}
+
+/** AWS managed policies of a node role, as in the reference template; a created cluster's stable nodes get the same. */
+export const NODE_ROLE_POLICIES = ["AmazonEKS_CNI_Policy", "AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonSSMManagedInstanceCore"];
+
+/** Helm release names, in the controller's namespace; the chart names the controller Deployment after its release. */
+export const CRD_RELEASE = "karpenter-crd";
+
+export const CONTROLLER_RELEASE = "karpenter";
+
+/**
+ * Revisions Helm keeps of each of the program's releases (one Secret `sh.helm.release.v1.<release>.v<n>` each).
+ * pulumi-kubernetes passes `maxHistory` to Helm's upgrade only, and unset it is 0, no limit (v4.32.0
+ * provider/pkg/provider/helm_release.go:743-746); Helm then prunes the oldest at each upgrade and rollback
+ * (helm v3.20.2 pkg/action/upgrade.go:170, pkg/storage/storage.go:62-64). Ten is enough to `helm rollback` by hand.
+ */
+export const RELEASE_HISTORY = 10;
+
+/**
+ * What the program's Karpenter releases carry as their description in Helm's release record (`helm history`; the
+ * release Secret's `info.description`), so a release left in the cluster, such as the retained `karpenter-crd` after
+ * `pulumi destroy`, can be told apart from one GC Notify's helmfile installed. Helm stores it on install and on every
+ * successful upgrade (helm v3.20.2 pkg/action/install.go:486-487, upgrade.go:367-368; pulumi-kubernetes v4.32.0
+ * helm_release.go:623,748); a failed upgrade or a rollback replaces it with Helm's own text for that revision.
+ */
+export function releaseDescription(project: string, stack: string): string {
+    return `managed by Pulumi stack ${project}/${stack}`;
+}
+
+export function dnsSuffix(partition: string): string {
+    return partition === "aws-cn" ? "amazonaws.com.cn" : "amazonaws.com";
+}

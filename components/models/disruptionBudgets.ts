@@ -3,7 +3,7 @@
 // Underutilized and Drifted throughout both windows, an expireAfter that never lands a node in sending hours, whatever
 // minute it was launched), by the recycler's schedule and by the capacity model (when nodes kept after a burst go).
 import { type CronReader, cronFiresOnDay, parseCron } from "./cron.ts";
-import { type DisruptionBudget } from "../ephemeralNodePool.ts";
+import type { DisruptionBudget } from "./nodePool.ts";
 
 export type DisruptionReason = "Underutilized" | "Empty" | "Drifted";
 

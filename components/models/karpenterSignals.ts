@@ -1,6 +1,7 @@
 // What Karpenter v1.14.1 writes and exports when it cannot provision, as CloudWatch sees it. Facts from the source at
 // tag v1.14.1: kubernetes-sigs/karpenter (K) and aws/karpenter-provider-aws (A); GC Notify's log and metric pipeline
 // from cds-snc/notification-manifests (M, 609853e2).
+import type * as pulumi from "@pulumi/pulumi";
 import { MAX_FILTER_PATTERN, parseJsonPattern } from "./filterPattern.ts";
 
 /**
@@ -241,4 +242,23 @@ export function cloudwatchAgentKarpenterConfig(t: ScrapeTarget) {
             ...STUCK_KINDS.map(condition),
         ],
     };
+}
+
+/** A CloudWatch metric an alarm or the drill reads. */
+export type Metric = { namespace: string; metricName: string; statistic: string; dimensions?: Record<string, pulumi.Input<string>> };
+
+/** The metrics heartbeat: samples of the leader's cpu limit gauge for this NodePool (one per scrape). */
+export function heartbeatMetric(cluster: string, nodePool: string): Metric {
+    return {
+        namespace: PROMETHEUS_NAMESPACE,
+        metricName: KARPENTER_METRICS.nodePoolLimit,
+        statistic: "SampleCount",
+        dimensions: { ClusterName: cluster, nodepool: nodePool, resource_type: "cpu" },
+    };
+}
+
+/** The longest a NodeClaim of the pool has not initialized, or a node of the pool has been NotReady, in seconds. */
+export function stuckMetric(cluster: string, nodePool: string, kind: StuckKind): Metric {
+    const c = STUCK_CONDITIONS[kind];
+    return { namespace: PROMETHEUS_NAMESPACE, metricName: c.metric, statistic: "Maximum", dimensions: { ClusterName: cluster, [NODEPOOL_CONDITION_LABEL]: nodePool, type: c.type } };
 }

@@ -125,3 +125,12 @@ export function schedulingProblems(pod: PodScheduling, node: NodeModel): string[
     }
     return problems;
 }
+
+/** Name of a created cluster's stable node group (components/createdCluster.ts); EKS labels its nodes with it and with their capacity type. */
+export const STABLE_NODE_GROUP = "stable";
+
+/** The labels EKS puts on the stable nodes: the stack's `stableNodeSelector` must pick from these. */
+export const STABLE_NODE_LABELS: Record<string, string> = {
+    "eks.amazonaws.com/capacityType": "ON_DEMAND",
+    "eks.amazonaws.com/nodegroup": STABLE_NODE_GROUP,
+};
