@@ -251,7 +251,9 @@ export const CHART_FEATURE_GATES: Record<string, Record<string, boolean>> = {
  * gate on it writes controller.kubernetes.io/pod-deletion-cost on every ReplicaSet pod of Karpenter's nodes without
  * regard for a value someone else set (refs/pull/2894/head pkg/controllers/pod/deletioncost/annotation.go:97-101),
  * and clears it on nodes beyond the NodePool's Underutilized budget (ranking.go:76-89): GC Notify's budget is 0 in
- * sending hours. It and the scale-down annotator would overwrite each other.
+ * sending hours. It and the scale-down annotator would overwrite each other. With the gate off the PR only reads
+ * karpenter.sh/disruption-cost first and falls back to pod-deletion-cost (pkg/utils/disruption/disruption.go:48-94 in
+ * the PR), so nothing changes for the annotator.
  */
 export const UPSTREAM_DELETION_COST_GATE = "PodDeletionCostManagement";
 

@@ -4,7 +4,9 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { REFERENCE_FILE, docsConfig } from "../scripts/config-reference.ts";
+import { DEFAULT_RULES } from "../components/karpenterAlarms.ts";
 import { configReference } from "../stacks/configReference.ts";
+import { WARNINGS } from "../stacks/warnings.ts";
 import { rawConfig } from "./helpers.ts";
 
 /** Every key path a stack file sets, in the reference's notation (`[]` for list items). */
@@ -29,6 +31,24 @@ describe("configuration reference (docs/configuration.md)", () => {
             expect(set.filter((k) => !documented.has(k) && !documented.has(k.replace(/\.[^.]+$/, "")))).to.deep.equal([]);
         });
     }
+
+    it("shows the alarm rules as one table, a row per rule with the defaults the alarms use", () => {
+        const text = configReference();
+        for (const [kind, rule] of Object.entries(DEFAULT_RULES)) {
+            const row = new RegExp(`^\\| \`alarms\\.${kind}\` \\| (.*) \\|$`, "m").exec(text);
+            expect(row, `alarms.${kind}`).to.not.equal(null);
+            const cells = row![1].split(" | ").map((c) => JSON.parse(/^`([^`]*)`/.exec(c)![1]));
+            expect(cells, `alarms.${kind}`).to.deep.equal([rule.period, rule.evaluationPeriods, rule.datapointsToAlarm, rule.threshold, rule.notify]);
+        }
+        // No rule's keys repeat as rows of their own, and an object whose keys show their defaults does not repeat them as JSON.
+        expect(text).to.not.match(/^\| `alarms\.\w+\.period` \|/m);
+        expect(text).to.match(/^\| `lifecycle` \| its keys' defaults \|/m);
+    });
+
+    it("lists every warning an acknowledgment may name, with what it means", () => {
+        const text = configReference();
+        for (const [id, meaning] of Object.entries(WARNINGS)) expect(text, id).to.include(`| \`${id}\` | ${meaning}`);
+    });
 
     it("--check says when the file is stale and writes nothing", async () => {
         const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "config-ref-")), "configuration.md");

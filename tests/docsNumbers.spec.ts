@@ -216,13 +216,13 @@ const CLAIMS: Claim[] = [
         command: capacities("scratch"),
         now: (o) => [cap(o, "scratch").peak.headroomPods, Number(cap(o, "scratch").limits.cpu), cap(o, "scratch").limits.allowedNodes],
     },
-    // docs/scale-test.md (its example summaries: tests/scaleTest.spec.ts)
+    // docs/configuring.md (scale-test.md's example summaries: tests/scaleTest.spec.ts)
     {
-        file: "docs/scale-test.md",
-        pattern: /\(`placement\.headroom\.pods`, (\d+) in staging and (\d+) in production\)/,
-        what: "headroom pods: staging, production",
-        command: `${capacities("staging")}, ${capacities("production")}`,
-        now: (o) => [cap(o, "staging").peak.headroomPods, cap(o, "production").peak.headroomPods],
+        file: "docs/configuring.md",
+        pattern: /\*\*Headroom\*\* \(`placement\.headroom\.pods`\): (\d+) in staging, (\d+) in production \(one HPA step\), (\d+) in scratch/,
+        what: "headroom pods: staging, production, scratch",
+        command: STACKS.map(capacities).join(", "),
+        now: (o) => STACKS.map((s) => cap(o, s).peak.headroomPods),
     },
     // docs/preflight.md
     {
