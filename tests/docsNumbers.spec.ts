@@ -247,7 +247,7 @@ const CLAIMS: Claim[] = [
         command: "npm run preflight",
         now: () => [TASK_QUERY_TIMING.deadlineMs / 60_000],
     },
-    // The live commands' deadlines (ops/deadlines.ts), where docs/json-output.md ("Networks, answers and clusters") lists them and the commands' pages say them.
+    // The live commands' deadlines (ops/deadlines.ts), where docs/json-output.md ("Networks, answers and clusters") lists them and preflight.md and scale-test.md say them.
     {
         file: "docs/json-output.md",
         pattern: /\| an AWS connection \| (\d+) s \|[^\n]*\n\| an AWS connection that goes silent \| (\d+) s \|[^\n]*\n\| an AWS call, the SDK's own retries included \| (\d+) s \| `iam:GetRole <name>: no answer within (\d+) s/,
@@ -299,22 +299,6 @@ const CLAIMS: Claim[] = [
         what: "preflight: the plugin's deadline (twice), a list's (twice), an AWS call's",
         command: "ops/deadlines.ts DEADLINES",
         now: () => [DEADLINES.execMs / 1000, DEADLINES.execMs / 1000, DEADLINES.kubeRequestMs / 1000, DEADLINES.kubeRequestMs / 1000, DEADLINES.awsCallMs / 1000],
-    },
-    {
-        file: "docs/drill.md",
-        pattern: /is retried, (\d+) tries in all over (\d+) s, before it counts as a failure\. The deadlines: each AWS\s+call (\d+) s \(its connection (\d+) s, a silent connection (\d+) s\), each Kubernetes request (\d+) s, a watch without an event or\s+a bookmark (\d+) s, the kubeconfig's credential plugin (\d+) s/,
-        what: "the drill: throttling tries and waits, then every deadline",
-        command: "ops/deadlines.ts DEADLINES",
-        now: () => [
-            DEADLINES.throttleAttempts,
-            Array.from({ length: DEADLINES.throttleAttempts - 1 }, (_, i) => (DEADLINES.throttleFirstDelayMs * 2 ** i) / 1000).reduce((a, b) => a + b, 0),
-            DEADLINES.awsCallMs / 1000,
-            DEADLINES.awsConnectMs / 1000,
-            DEADLINES.awsRequestMs / 1000,
-            DEADLINES.kubeRequestMs / 1000,
-            DEADLINES.watchIdleMs / 1000,
-            DEADLINES.execMs / 1000,
-        ],
     },
     {
         file: "docs/scale-test.md",
