@@ -247,7 +247,7 @@ const CLAIMS: Claim[] = [
         command: "npm run preflight",
         now: () => [TASK_QUERY_TIMING.deadlineMs / 60_000],
     },
-    // The live commands' deadlines (ops/deadlines.ts), where docs/json-output.md ("Networks, answers and clusters") lists them and preflight.md and scale-test.md say them.
+    // The live commands' deadlines (ops/deadlines.ts), where docs/json-output.md ("Networks, answers and clusters") lists them, and scale-test.md's watches.
     {
         file: "docs/json-output.md",
         pattern: /\| an AWS connection \| (\d+) s \|[^\n]*\n\| an AWS connection that goes silent \| (\d+) s \|[^\n]*\n\| an AWS call, the SDK's own retries included \| (\d+) s \| `iam:GetRole <name>: no answer within (\d+) s/,
@@ -292,13 +292,6 @@ const CLAIMS: Claim[] = [
             const waits = Array.from({ length: DEADLINES.throttleAttempts - 1 }, (_, i) => (DEADLINES.throttleFirstDelayMs * 2 ** i) / 1000);
             return [DEADLINES.throttleAttempts, ...waits, DEADLINES.throttleAttempts, waits.reduce((a, b) => a + b, 0)];
         },
-    },
-    {
-        file: "docs/preflight.md",
-        pattern: /one that hangs is stopped after (\d+) s with its own line \(`aws eks get-token did not answer in (\d+) s`\), never\s+the VPN's advice\. After the first request, each of the cluster's lists has (\d+) s and is named when it passes them\s+\(`list pods: no answer within (\d+) s`: an API server that answered `\/version` and then stopped\); each AWS call has\s+(\d+) s, the SDK's retries included/,
-        what: "preflight: the plugin's deadline (twice), a list's (twice), an AWS call's",
-        command: "ops/deadlines.ts DEADLINES",
-        now: () => [DEADLINES.execMs / 1000, DEADLINES.execMs / 1000, DEADLINES.kubeRequestMs / 1000, DEADLINES.kubeRequestMs / 1000, DEADLINES.awsCallMs / 1000],
     },
     {
         file: "docs/scale-test.md",
