@@ -247,44 +247,44 @@ const CLAIMS: Claim[] = [
         command: "npm run preflight",
         now: () => [TASK_QUERY_TIMING.deadlineMs / 60_000],
     },
-    // The live commands' deadlines (ops/deadlines.ts), where docs/operations.md lists them and the commands' pages say them.
+    // The live commands' deadlines (ops/deadlines.ts), where docs/json-output.md ("Networks, answers and clusters") lists them, and scale-test.md's watches.
     {
-        file: "docs/operations.md",
+        file: "docs/json-output.md",
         pattern: /\| an AWS connection \| (\d+) s \|[^\n]*\n\| an AWS connection that goes silent \| (\d+) s \|[^\n]*\n\| an AWS call, the SDK's own retries included \| (\d+) s \| `iam:GetRole <name>: no answer within (\d+) s/,
         what: "AWS deadlines: connection, silence, the whole call (twice)",
         command: "ops/deadlines.ts DEADLINES",
         now: () => [DEADLINES.awsConnectMs / 1000, DEADLINES.awsRequestMs / 1000, DEADLINES.awsCallMs / 1000, DEADLINES.awsCallMs / 1000],
     },
     {
-        file: "docs/operations.md",
+        file: "docs/json-output.md",
         pattern: /\| a Kubernetes request, to the last byte of its answer \| (\d+) s \| `list pods: no answer within (\d+) s` \|/,
         what: "a Kubernetes request's deadline",
         command: "ops/deadlines.ts DEADLINES",
         now: () => [DEADLINES.kubeRequestMs / 1000, DEADLINES.kubeRequestMs / 1000],
     },
     {
-        file: "docs/operations.md",
+        file: "docs/json-output.md",
         pattern: /the API server is asked to end each after (\d+) s; it is then resumed\) \| (\d+) s \| `the nodes watch failed: watch \/api\/v1\/nodes \(\.\.\.\): no event, bookmark or end for (\d+) s`/,
         what: "watches: the server's end, the deadline without an event (twice)",
         command: "ops/deadlines.ts DEADLINES",
         now: () => [DEADLINES.watchServerSeconds, DEADLINES.watchIdleMs / 1000, DEADLINES.watchIdleMs / 1000],
     },
     {
-        file: "docs/operations.md",
+        file: "docs/json-output.md",
         pattern: /run by the command itself \| (\d+) s \| `aws eks get-token did not answer in (\d+) s/,
         what: "the credential plugin's deadline",
         command: "ops/deadlines.ts DEADLINES",
         now: () => [DEADLINES.execMs / 1000, DEADLINES.execMs / 1000],
     },
     {
-        file: "docs/operations.md",
+        file: "docs/json-output.md",
         pattern: /Preflight's first cluster request has (\d+) s \(\[preflight\.md\]\(preflight\.md\)\)\. An answer is read up to (\d+) MB as it\s+arrives, and refused past that \(`the answer passed (\d+) MB/,
         what: "preflight's first request; the largest answer read (twice)",
         command: "ops/deadlines.ts DEADLINES, REACH_TIMEOUT_MS",
         now: () => [REACH_TIMEOUT_MS / 1000, DEADLINES.maxAnswerBytes / 1e6, DEADLINES.maxAnswerBytes / 1e6],
     },
     {
-        file: "docs/operations.md",
+        file: "docs/json-output.md",
         pattern: /is tried (\d+) times in all, waiting (\d+), (\d+), (\d+) and (\d+) s\s+between tries, then said: `fis:ListExperimentTemplates: HTTP 429 ThrottlingException: Rate exceeded: throttled (\d+)\s+times, over (\d+) s of waiting/,
         what: "throttling: tries, the waits, as the line says them",
         command: "ops/deadlines.ts DEADLINES",
@@ -292,29 +292,6 @@ const CLAIMS: Claim[] = [
             const waits = Array.from({ length: DEADLINES.throttleAttempts - 1 }, (_, i) => (DEADLINES.throttleFirstDelayMs * 2 ** i) / 1000);
             return [DEADLINES.throttleAttempts, ...waits, DEADLINES.throttleAttempts, waits.reduce((a, b) => a + b, 0)];
         },
-    },
-    {
-        file: "docs/preflight.md",
-        pattern: /one that hangs is stopped after (\d+) s with its own line \(`aws eks get-token did not answer in (\d+) s`\), never\s+the VPN's advice\. After the first request, each of the cluster's lists has (\d+) s and is named when it passes them\s+\(`list pods: no answer within (\d+) s`: an API server that answered `\/version` and then stopped\); each AWS call has\s+(\d+) s, the SDK's retries included/,
-        what: "preflight: the plugin's deadline (twice), a list's (twice), an AWS call's",
-        command: "ops/deadlines.ts DEADLINES",
-        now: () => [DEADLINES.execMs / 1000, DEADLINES.execMs / 1000, DEADLINES.kubeRequestMs / 1000, DEADLINES.kubeRequestMs / 1000, DEADLINES.awsCallMs / 1000],
-    },
-    {
-        file: "docs/drill.md",
-        pattern: /is retried, (\d+) tries in all over (\d+) s, before it counts as a failure\. The deadlines: each AWS\s+call (\d+) s \(its connection (\d+) s, a silent connection (\d+) s\), each Kubernetes request (\d+) s, a watch without an event or\s+a bookmark (\d+) s, the kubeconfig's credential plugin (\d+) s/,
-        what: "the drill: throttling tries and waits, then every deadline",
-        command: "ops/deadlines.ts DEADLINES",
-        now: () => [
-            DEADLINES.throttleAttempts,
-            Array.from({ length: DEADLINES.throttleAttempts - 1 }, (_, i) => (DEADLINES.throttleFirstDelayMs * 2 ** i) / 1000).reduce((a, b) => a + b, 0),
-            DEADLINES.awsCallMs / 1000,
-            DEADLINES.awsConnectMs / 1000,
-            DEADLINES.awsRequestMs / 1000,
-            DEADLINES.kubeRequestMs / 1000,
-            DEADLINES.watchIdleMs / 1000,
-            DEADLINES.execMs / 1000,
-        ],
     },
     {
         file: "docs/scale-test.md",

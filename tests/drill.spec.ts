@@ -690,6 +690,27 @@ function asStaging(s: ReturnType<typeof scenario>): void {
     s.aws.cloudwatch!.alarms = Object.fromEntries(t.stopConditions.map((c: any) => [c.value.split(":alarm:")[1], "OK"]));
 }
 
+/**
+ * The lines of docs/drill.md's example (the fenced block that starts with the report's first line) that `printed`
+ * lacks, in order: a line "..." stands for lines left out, and "…" in a line for text that varies from run to run.
+ */
+function docExampleNotPrinted(printed: string[]): string[] {
+    const doc = fs.readFileSync(path.join(PROJECT_DIR, "docs", "drill.md"), "utf8");
+    const block = /^```\n(Spot interruption drill of stack [\s\S]*?)^```$/m.exec(doc);
+    if (!block) return ["docs/drill.md: the example is gone"];
+    const escape = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const missing: string[] = [];
+    let at = 0;
+    for (const line of block[1].trimEnd().split("\n")) {
+        if (line.trim() === "...") continue;
+        const pattern = new RegExp(`^${line.split("…").map(escape).join(".*?")}$`);
+        const found = printed.findIndex((p, i) => i >= at && pattern.test(p));
+        if (found < 0) missing.push(line);
+        else at = found + 1;
+    }
+    return missing;
+}
+
 /** Every AWS call the drill made in these tests, to hold docs/drill.md's list of permissions to them. */
 const calls = new Set<string>();
 
@@ -768,6 +789,8 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
         expect(series.map((s) => s.name)).to.deep.equal(["displaced pods running", "replacements running", "pool nodes", "messages outstanding"]);
         expect(series[2].values.map(([, y]) => y)).to.include.members([2, 3]);
         expect(fs.readFileSync(path.join(h.out, "summary.txt"), "utf8")).to.include("Result: OK");
+        // docs/drill.md quotes this run: each line of its example is printed, in that order.
+        expect(docExampleNotPrinted(lines), "lines of docs/drill.md's example this replay no longer prints (in this order)").to.deep.equal([]);
     });
 
     it("--hook gc-notify reproduces the loss: GC Notify's own hook kills each displaced worker 10 s after SIGTERM (exit 137, before its grace), and the tasks it had started (acknowledged) are lost", async () => {
