@@ -4,7 +4,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { REFERENCE_FILE, docsConfig } from "../scripts/config-reference.ts";
-import { DEFAULT_RULES } from "../components/karpenterAlarms.ts";
+import { DEFAULT_RULES } from "../components/models/alarmRules.ts";
 import { configReference } from "../stacks/configReference.ts";
 import { WARNINGS } from "../stacks/warnings.ts";
 import { rawConfig } from "./helpers.ts";

@@ -222,7 +222,7 @@ export interface ConfigWarning {
     message: string;
 }
 
-/** The ids nodePoolFindings may give, with what each means (docs/configuring.md lists them). */
+/** The ids nodePoolFindings may give, with what each means (docs/configuration.md lists them, from stacks/warnings.ts). */
 export const NODE_POOL_WARNINGS: Record<string, string> = {
     "spot-to-spot-inert": "controller.spotToSpotConsolidation is on, but the pool's consolidation never replaces a node",
     "spot-to-spot-single-node": "a lone spot node of the smallest approved size is never replaced by a cheaper one: fewer than 15 approved types of that size",
