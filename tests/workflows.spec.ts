@@ -17,7 +17,12 @@ const WORKFLOWS = ["drift.yml", "main.yml", "pull-request.yml", "pulumi.yml"];
 /** GitHub's status functions while a run is being cancelled (docs.github.com, "Workflow cancellation reference"). */
 const CANCELLING = { success: false, failure: false, cancelled: true };
 const REUSABLE = "./.github/workflows/pulumi.yml";
-const workflow = (name: string) => parse(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8"));
+/** A workflow file, parsed once; each caller gets its own copy to read or break. */
+const parsedWorkflows = new Map<string, any>();
+const workflow = (name: string) => {
+    if (!parsedWorkflows.has(name)) parsedWorkflows.set(name, parse(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8")));
+    return structuredClone(parsedWorkflows.get(name));
+};
 const allWorkflows = () => Object.fromEntries(WORKFLOWS.map((n) => [n, workflow(n)]));
 const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x));
 
