@@ -288,8 +288,20 @@ export function readStackConfig(stack: string, dir = PROJECT_DIR): Record<string
         if (e instanceof InputFileError && e.code === "missing") throw new StackFileError(stack, `no stack file ${name}: known stacks are ${knownStacks(dir).join(", ")}`);
         throw new StackFileError(stack, (e as Error).message);
     }
-    const parsed = parseStackFile(text, PROJECT);
+    const parsed = parsedStackFile(text);
     if (parsed.problems.length) throw new StackFileError(stack, parsed.problems.map((p) => `${name}:${p.line}:${p.col}: ${p.message}`).join("\n"));
     if (!parsed.config) throw new StackFileError(stack, `${name}: must be a YAML map with a "config" map of keys to values, as pulumi config writes it`);
-    return parsed.config;
+    return { ...parsed.config };
+}
+
+/** Stack files by text, parsed: a command reads its stack file more than once (its config, its program, its plan). */
+const parsedStackFiles = new Map<string, ReturnType<typeof parseStackFile>>();
+function parsedStackFile(text: string): ReturnType<typeof parseStackFile> {
+    let parsed = parsedStackFiles.get(text);
+    if (!parsed) {
+        parsed = parseStackFile(text, PROJECT);
+        if (parsedStackFiles.size >= 8) parsedStackFiles.delete(parsedStackFiles.keys().next().value!);
+        parsedStackFiles.set(text, parsed);
+    }
+    return parsed;
 }

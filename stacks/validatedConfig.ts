@@ -3,6 +3,7 @@
 // validated is exactly what is deployed. Kept apart from both so that neither imports the other's caller. It also
 // gathers the config's warnings (stacks/warnings.ts), less those the stack file acknowledges. It loads no Pulumi:
 // the commands read a stack file through it (loadStack); the program reads its config through stacks/programConfig.ts.
+import { isDeepStrictEqual } from "util";
 import { INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, placementProblems } from "../components/models/celeryPlacement.ts";
 import { type ConfigWarning, nodePoolFindings, nodePoolProblems } from "../components/models/nodePool.ts";
 import { burstDeployments, nodePoolArgs, placementArgs } from "./componentArgs.ts";
@@ -11,8 +12,27 @@ import { type Command, type CommandResult, EXIT, usage } from "../cli/args.ts";
 import { readStackConfig } from "./stackFile.ts";
 import { PROJECT, PROJECT_DIR, knownStacks, unknownStackMessage } from "./stackNames.ts";
 
+/**
+ * Configs validated in this process, by stack, project and raw config as JSON: a command validates its stack's config
+ * more than once (its flags' checks, its plan, its program), and validation walks a year of minutes. Only a raw config
+ * that is plain JSON (no undefined, NaN or Date, which JSON would blur) is kept; each caller gets a copy.
+ */
+const validated = new Map<string, StackConfig>();
+
 /** A stack's validated config; throws a ConfigError naming the stack and each full key path. */
 export function parseStackConfig(stack: string, raw: Record<string, unknown>, project = "notify-karpenter"): StackConfig {
+    const key = JSON.stringify([stack, project, raw]);
+    const cached = validated.get(key);
+    if (cached) return structuredClone(cached);
+    const cfg = validateStackConfig(stack, raw, project);
+    if (isDeepStrictEqual(JSON.parse(key)[2], raw)) {
+        if (validated.size >= 32) validated.delete(validated.keys().next().value!);
+        validated.set(key, structuredClone(cfg));
+    }
+    return cfg;
+}
+
+function validateStackConfig(stack: string, raw: Record<string, unknown>, project: string): StackConfig {
     const cfg = parseConfigSchema(stack, raw, project);
     // The Karpenter objects this config renders, checked against the v1.14.1 schema and CEL rules.
     const objectIssues = [

