@@ -295,7 +295,7 @@ const CLAIMS: Claim[] = [
     },
     {
         file: "docs/scale-test.md",
-        pattern: /server closes \(asked after (\d+) s\) are resumed from the last resource version; a watch error, or a watch that gives\s+no event, bookmark or end for (\d+) s/,
+        pattern: /server closes \(asked after (\d+) s\) resume\s+from the last resource version; a watch error, a watch silent for (\d+) s/,
         what: "scale-test: the watches' end and deadline",
         command: "ops/deadlines.ts DEADLINES",
         now: () => [DEADLINES.watchServerSeconds, DEADLINES.watchIdleMs / 1000],
