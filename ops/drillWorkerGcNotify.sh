@@ -44,18 +44,27 @@ work() {
     aws sqs send-message --queue-url "$DONE_QUEUE_URL" --message-body "$n $HOSTNAME $started $finished" > /dev/null \
         && log INFO "Task drill.work[$n] succeeded in ${seconds}s: None"
 }
-running() { jobs -rp | wc -l; }
+# The tasks still running, counted without a fork (the loop asks several times a second, and bash 4.2 has no wait -n).
+threads=()
+running() {
+    local pid alive=()
+    # ${a[@]+...}: bash before 4.4 calls an empty array unbound under set -u.
+    for pid in ${threads[@]+"${threads[@]}"}; do kill -0 "$pid" 2> /dev/null && alive+=("$pid"); done
+    threads=(${alive[@]+"${alive[@]}"})
+    return 0
+}
 
 echo "$worker" > "$pidfile"
 log INFO "celery@$HOSTNAME ready: $CONCURRENCY threads, up to $prefetch messages held, early acknowledgement, tasks of ${TASK_SECONDS// /, } s"
 while :; do
-    while [ ${#held[@]} -gt 0 ] && [ "$(running)" -lt "$CONCURRENCY" ]; do
+    while [ ${#held[@]} -gt 0 ] && running && [ ${#threads[@]} -lt "$CONCURRENCY" ]; do
         entry=${held[0]}
         held=("${held[@]:1}")
         work "${entry%%$'\t'*}" "${entry#*$'\t'}" &
+        threads+=($!)
     done
     if [ "$stopping" = 1 ]; then
-        [ ${#held[@]} -eq 0 ] && [ "$(running)" -eq 0 ] && break
+        [ ${#held[@]} -eq 0 ] && running && [ ${#threads[@]} -eq 0 ] && break
         sleep 0.2
         continue
     fi
@@ -66,7 +75,8 @@ while :; do
     fi
     # Long-poll only when idle: a busy worker comes back to start the next held message within a second.
     wait=${RECEIVE_WAIT_SECONDS:-5}
-    [ ${#held[@]} -gt 0 ] || [ "$(running)" -gt 0 ] && wait=1
+    running
+    [ ${#held[@]} -gt 0 ] || [ ${#threads[@]} -gt 0 ] && wait=1
     out=$(aws sqs receive-message --queue-url "$WORK_QUEUE_URL" --max-number-of-messages $((room < 10 ? room : 10)) \
         --wait-time-seconds "$wait" --output text --query 'Messages[].[ReceiptHandle,Body]') || { log ERROR "receive failed"; sleep 1; continue; }
     [ -z "$out" ] || [ "$out" = "None" ] && continue

@@ -286,13 +286,13 @@ describe("the synthetic workers, as processes", function () {
         const pidfile = path.join(q.dir, "celery.pid");
         // Tasks of 0.2 s and `longTask` s in turn: each thread's share of the 6 it may hold takes about 1.5 × longTask.
         const env = { ...q.env, HOSTNAME: "drill-worker-a", TASK_SECONDS: `0.2 ${longTask}`, CONCURRENCY: "2", PREFETCH_MULTIPLIER: "2", RECEIVE_WAIT_SECONDS: "0", CELERY_PIDFILE: pidfile };
-        const worker = spawn("/bin/bash", ["-c", ...UNDER_A_SHELL, GC_NOTIFY_WORKER_SCRIPT], { env });
+        const worker = spawn("/bin/bash", ["-c", ...UNDER_A_SHELL, GC_NOTIFY_WORKER_SCRIPT], { env, stdio: ["ignore", "pipe", "pipe"] });
         let log = "";
         worker.stdout.on("data", (c) => (log += c));
         const end = exited(worker);
         await waitFor(() => fs.existsSync(pidfile) && q.inFlight().length >= 4 && q.queued().length <= 6);
         const [file, ...args] = hook(pidfile);
-        const h = spawn(file, args, { env: { PATH: process.env.PATH, CELERY_PIDFILE: pidfile, CELERY_PRESTOP_LOG: path.join(q.dir, "hook.log") } });
+        const h = spawn(file, args, { env: { PATH: process.env.PATH, CELERY_PIDFILE: pidfile, CELERY_PRESTOP_LOG: path.join(q.dir, "hook.log") }, stdio: "ignore" });
         const [w] = await Promise.all([end, exited(h)]);
         // A thread of a killed worker might still be asleep: wait past the longest task before counting.
         if (w.code !== 0) await new Promise((r) => setTimeout(r, longTask * 1000 + 500));
