@@ -318,7 +318,7 @@ function credentialProblems(pulumiYml: any, longestUpMinutes: number): string[] 
  * nidhogg releases (Helm's 300 s default: they set no timeout) and the annotator Deployment (the provider's 10
  * minutes); the controller's atomic rollback, which waits up to its timeout again (helm v3.20.2 pkg/action/upgrade.go
  * failRelease); plus 20 minutes for the job's setup (install, build, plan, VPN, preflight, the preview again with its
- * refresh of every resource).
+ * refresh of every resource): an estimate, to correct from the first real runs.
  */
 const SETUP_MINUTES = 20;
 function longestUpMinutes(stack: string): number {
