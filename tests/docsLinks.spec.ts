@@ -58,4 +58,9 @@ describe("the docs' links and questions", () => {
         const without = PAGES.filter((page) => !/^# .+\n\n\*\*This page answers:\*\* [^\n]+(\n[^\n]+)*\?\n\n/.test(read(page)));
         expect(without).to.deep.equal([]);
     });
+
+    it("docs/ stays under 300 KB: each fact in the page that owns it, linked from the others (issue 30: it was 332 KB)", () => {
+        const bytes = PAGES.filter((p) => p.startsWith("docs/")).reduce((sum, p) => sum + fs.statSync(path.join(PROJECT_DIR, p)).size, 0);
+        expect(bytes).to.be.below(300_000);
+    });
 });
