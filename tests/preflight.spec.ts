@@ -302,6 +302,13 @@ async function runOnCluster(cfg: StackConfig, world: World): Promise<{ exitCode:
     }
 }
 
+/** Each stack's program, built once under the recording mocks: the tests here only read its resources and calls. */
+const builtStacks = new Map<string, ReturnType<typeof buildStack>>();
+function builtStack(stack: string): ReturnType<typeof buildStack> {
+    if (!builtStacks.has(stack)) builtStacks.set(stack, buildStack(stack));
+    return builtStacks.get(stack)!;
+}
+
 const linesOf = (output: string, status: string) => output.split("\n").filter((l) => l.startsWith(status.padEnd(4) + "  "));
 const checkOf = (l: string) => l.slice(6).trim().split(/\s+/)[0];
 /** The checks a report names with a status ("NOT RUN" included), in order, without repeats. */
@@ -1309,7 +1316,7 @@ describe("npm run preflight", function () {
         });
 
         it("the import command's name, parent and provider are the plan's (npm run plan: preview.json)", async () => {
-            const rec = await buildStack("staging");
+            const rec = await builtStack("staging");
             const crd = rec.resources.find((x) => x.type === "kubernetes:helm.sh/v3:Release" && x.inputs.name === "karpenter-crd")!;
             const command = crdReleaseImport("staging", "karpenter");
             const [, name, id] = /Release (\S+) (\S+)/.exec(command)!;
@@ -1396,7 +1403,7 @@ describe("npm run preflight", function () {
 
         for (const stack of ["staging", "production"]) {
             it(`${stack}: allows each of them, each lookup and each refresh read, and fails when any one action is taken out`, async () => {
-                const rec = await buildStack(stack);
+                const rec = await builtStack(stack);
                 const plan = { resources: rec.resources, calls: rec.calls };
                 const mine = parseStackConfig(stack, configSections(readStackConfig(stack), PROJECT));
                 const { actions, unknown } = previewActions(mine, plan);
