@@ -3,7 +3,6 @@
 // problem as one FAIL, and exit 3 when AWS or the cluster refuses (403) or cannot be reached.
 import { expect } from "chai";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { gzipSync } from "zlib";
 import { parseDocument } from "yaml";
@@ -70,10 +69,16 @@ function stackFileText(): string {
     return stagingWithTopics;
 }
 
-/** A stack directory holding staging's real stack file, with GC Notify's topics in alarms.topicArns; `edit` changes its text. */
-function stackDir(edit: (yaml: string) => string = (yaml) => yaml): string {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "preflight-"));
-    fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), edit(stackFileText()));
+/**
+ * A stack directory holding staging's real stack file, with GC Notify's topics in alarms.topicArns; `edit` changes its
+ * text. Unedited, one directory serves every run (preflight only reads it); tests/cleanup.ts removes them all.
+ */
+let uneditedStackDir: string | undefined;
+function stackDir(edit?: (yaml: string) => string): string {
+    if (!edit && uneditedStackDir && fs.existsSync(uneditedStackDir)) return uneditedStackDir;
+    const dir = tempDir("preflight-");
+    fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), edit ? edit(stackFileText()) : stackFileText());
+    if (!edit) uneditedStackDir = dir;
     return dir;
 }
 
@@ -247,7 +252,7 @@ async function run(world: World, argv = ["--stack", "staging", "--context", "sta
     } finally {
         if (!opts.awsDown) await aws.stop();
         if (!opts.kubeDown) await kube.stop();
-        if (dir !== PROJECT_DIR) fs.rmSync(dir, { recursive: true, force: true });
+        if (opts.stackFile) fs.rmSync(dir, { recursive: true, force: true });
     }
 }
 
@@ -327,12 +332,7 @@ describe("npm run preflight", function () {
     this.timeout(20000);
     let cfg: StackConfig;
     before(() => {
-        const dir = stackDir();
-        try {
-            cfg = parseStackConfig("staging", configSections(readStackConfig("staging", dir), PROJECT));
-        } finally {
-            fs.rmSync(dir, { recursive: true, force: true });
-        }
+        cfg = parseStackConfig("staging", configSections(readStackConfig("staging", stackDir()), PROJECT));
     });
 
     it("--help lists every check", () => {
