@@ -3,13 +3,31 @@
 // problem as one FAIL, and exit 3 when AWS or the cluster refuses (403) or cannot be reached.
 import { expect } from "chai";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { gzipSync } from "zlib";
 import { parseDocument } from "yaml";
 import { helpText } from "../cli/args.ts";
 import { CHECKS, CHECK_NEEDS, PREFLIGHT, preflight } from "../ops/preflight.ts";
-import { crdReleaseImport, decodeRelease, keyLetsCloudWatch, policyAllows, sameOrOneBehind, selectorSelects, stackNames, surgePods } from "../ops/preflightChecks.ts";
+import {
+    type AwsFacts,
+    crdReleaseImport,
+    decodeRelease,
+    gatherAws,
+    gatherKube,
+    gatherQueues,
+    gatherTaskDurations,
+    keyLetsCloudWatch,
+    policyAllows,
+    preflightChecks,
+    report,
+    sameOrOneBehind,
+    selectorSelects,
+    stackNames,
+    surgePods,
+} from "../ops/preflightChecks.ts";
+import { TASK_WINDOW_HOURS } from "../ops/preflight.ts";
+import { deadlinesOf } from "../ops/deadlines.ts";
+import { listerOf, useContext } from "../ops/kube.ts";
 import { NO_PERMISSION_NEEDED, PREFLIGHT_ACTIONS, type PolicyDocument, previewActions, previewPolicy } from "../plan/ciAccess.ts";
 import { buildStack } from "./helpers.ts";
 import { type BurstDeployment, DEPLOYMENT_LABEL, burstBudgetName, celeryPreStop, nidhoggValues } from "../components/models/celeryPlacement.ts";
@@ -39,13 +57,28 @@ const CLOUDWATCH_KEY_POLICY = JSON.stringify({
     ],
 });
 
-/** A stack directory holding staging's real stack file, with GC Notify's topics in alarms.topicArns. */
-function stackDir(): string {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "preflight-"));
-    const doc = parseDocument(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.staging.yaml"), "utf8"));
-    doc.deleteIn(["config", `${PROJECT}:alarms`, "topicNames"]);
-    doc.setIn(["config", `${PROJECT}:alarms`, "topicArns"], doc.createNode({ warning: WARNING_TOPIC, critical: CRITICAL_TOPIC }));
-    fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), doc.toString());
+/** Staging's real stack file, with GC Notify's topics in alarms.topicArns (parsed and written once). */
+let stagingWithTopics: string | undefined;
+function stackFileText(): string {
+    if (stagingWithTopics === undefined) {
+        const doc = parseDocument(fs.readFileSync(path.join(PROJECT_DIR, "Pulumi.staging.yaml"), "utf8"));
+        doc.deleteIn(["config", `${PROJECT}:alarms`, "topicNames"]);
+        doc.setIn(["config", `${PROJECT}:alarms`, "topicArns"], doc.createNode({ warning: WARNING_TOPIC, critical: CRITICAL_TOPIC }));
+        stagingWithTopics = doc.toString();
+    }
+    return stagingWithTopics;
+}
+
+/**
+ * A stack directory holding staging's real stack file, with GC Notify's topics in alarms.topicArns; `edit` changes its
+ * text. Unedited, one directory serves every run (preflight only reads it); tests/cleanup.ts removes them all.
+ */
+let uneditedStackDir: string | undefined;
+function stackDir(edit?: (yaml: string) => string): string {
+    if (!edit && uneditedStackDir && fs.existsSync(uneditedStackDir)) return uneditedStackDir;
+    const dir = tempDir("preflight-");
+    fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), edit ? edit(stackFileText()) : stackFileText());
+    if (!edit) uneditedStackDir = dir;
     return dir;
 }
 
@@ -207,8 +240,7 @@ interface RunOptions {
 }
 
 async function run(world: World, argv = ["--stack", "staging", "--context", "staging"], opts: RunOptions = {}) {
-    const dir = opts.stackFile === null ? PROJECT_DIR : stackDir();
-    if (opts.stackFile) fs.writeFileSync(path.join(dir, "Pulumi.staging.yaml"), opts.stackFile(fs.readFileSync(path.join(dir, "Pulumi.staging.yaml"), "utf8")));
+    const dir = opts.stackFile === null ? PROJECT_DIR : stackDir(opts.stackFile);
     const aws = await new FakeAwsApi(world.aws).start();
     const kube = await new FakeKubeApi(new FakeClock(NOW), world.kube).start();
     try {
@@ -220,8 +252,66 @@ async function run(world: World, argv = ["--stack", "staging", "--context", "sta
     } finally {
         if (!opts.awsDown) await aws.stop();
         if (!opts.kubeDown) await kube.stop();
-        if (dir !== PROJECT_DIR) fs.rmSync(dir, { recursive: true, force: true });
+        if (opts.stackFile) fs.rmSync(dir, { recursive: true, force: true });
     }
+}
+
+type RunResult = Awaited<ReturnType<typeof run>>;
+const sharedRuns = new Map<string, Promise<RunResult>>();
+/**
+ * A run of staging's good world that several tests only read (the same world, flags and options give the same
+ * report and the same requests): made once, on first use.
+ */
+function sharedRun(cfg: StackConfig, argv?: string[], opts: Pick<RunOptions, "kubeDown" | "stackFile"> & { stackFile?: null } = {}): Promise<RunResult> {
+    const key = JSON.stringify([argv, opts]);
+    if (!sharedRuns.has(key)) sharedRuns.set(key, run(goodWorld(cfg), argv, opts));
+    return sharedRuns.get(key)!;
+}
+
+/** The good world's AWS facts, read once through the real SDK clients from the fake (every read preflight makes by default). */
+let goodAwsFacts: Promise<AwsFacts> | undefined;
+function awsFactsOfGoodWorld(cfg: StackConfig): Promise<AwsFacts> {
+    goodAwsFacts ??= (async () => {
+        const api = await new FakeAwsApi(goodWorld(cfg).aws).start();
+        try {
+            const reads = { config: api.clientConfig(), deadlines: deadlinesOf() };
+            const [facts, queues, taskDurations] = await Promise.all([
+                gatherAws(cfg, reads, NOW),
+                gatherQueues(cfg, reads),
+                gatherTaskDurations(cfg, reads, NOW, TASK_WINDOW_HOURS, { pollMs: 1, deadlineMs: 5000 }),
+            ]);
+            return { ...facts, queues, taskDurations };
+        } finally {
+            await api.stop();
+        }
+    })();
+    return goodAwsFacts;
+}
+
+/**
+ * preflight's report (every check, context staging) on a world that differs from the good one in the cluster only:
+ * the cluster's facts read from `world` through the real client and the fake API, the AWS facts the good world's,
+ * read once. For tests of the checks on what the cluster holds; `run` reads both halves.
+ */
+async function runOnCluster(cfg: StackConfig, world: World): Promise<{ exitCode: number; output: string }> {
+    expect(world.aws, "runOnCluster's world differs from the good one in the cluster only").to.deep.equal(goodWorld(cfg).aws);
+    const aws = await awsFactsOfGoodWorld(cfg);
+    const kube = await new FakeKubeApi(new FakeClock(NOW), world.kube).start();
+    try {
+        const kc = kube.kubeConfig();
+        expect(useContext(kc, "staging", cfg.cluster, aws)).to.equal(undefined);
+        const facts = await gatherKube(cfg, listerOf(kc, deadlinesOf()));
+        return report(cfg, "staging", aws.account, preflightChecks(cfg, aws, facts));
+    } finally {
+        await kube.stop();
+    }
+}
+
+/** Each stack's program, built once under the recording mocks: the tests here only read its resources and calls. */
+const builtStacks = new Map<string, ReturnType<typeof buildStack>>();
+function builtStack(stack: string): ReturnType<typeof buildStack> {
+    if (!builtStacks.has(stack)) builtStacks.set(stack, buildStack(stack));
+    return builtStacks.get(stack)!;
 }
 
 const linesOf = (output: string, status: string) => output.split("\n").filter((l) => l.startsWith(status.padEnd(4) + "  "));
@@ -242,12 +332,7 @@ describe("npm run preflight", function () {
     this.timeout(20000);
     let cfg: StackConfig;
     before(() => {
-        const dir = stackDir();
-        try {
-            cfg = parseStackConfig("staging", configSections(readStackConfig("staging", dir), PROJECT));
-        } finally {
-            fs.rmSync(dir, { recursive: true, force: true });
-        }
+        cfg = parseStackConfig("staging", configSections(readStackConfig("staging", stackDir()), PROJECT));
     });
 
     it("--help lists every check", () => {
@@ -256,7 +341,7 @@ describe("npm run preflight", function () {
     });
 
     it("passes every check on a clean account and cluster (exit 0), one line per check, reading each service through its own protocol", async () => {
-        const r = await run(goodWorld(cfg));
+        const r = await sharedRun(cfg);
         expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([]);
         expect(linesOf(r.output, "WARN"), r.output).to.deep.equal([]);
         const okChecks = new Set(linesOf(r.output, "OK").map(checkOf));
@@ -309,7 +394,7 @@ describe("npm run preflight", function () {
         const karpenter = w.kube.collections!["/api/v1/namespaces/karpenter/secrets"] as any[];
         const crd = karpenter.map((x) => decodeRelease(x as any)).filter((x) => x?.name === "karpenter-crd").sort((a, b) => b!.revision - a!.revision)[0]!;
         karpenter.push(helmSecret("karpenter-crd", "karpenter", crd.revision + 1, "karpenter-crd", crd.chartVersion, {}, "failed", releaseDescription(PROJECT, "staging")));
-        const r = await run(w);
+        const r = await runOnCluster(cfg, w);
         expect(r.exitCode, r.output).to.equal(1);
         expect(linesOf(r.output, "FAIL")).to.deep.equal([
             `FAIL  helm-releases             karpenter/karpenter-crd revision ${crd.revision + 1} is failed, not deployed, and no up clears that: helm history karpenter-crd -n karpenter, then helm rollback karpenter-crd <last deployed revision> -n karpenter (docs/guardrails.md, "A stopped up"), then the up`,
@@ -320,7 +405,7 @@ describe("npm run preflight", function () {
         const ks = rolledBack.kube.collections!["/api/v1/namespaces/kube-system/secrets"] as any[];
         ks.push(helmSecret("nidhogg", "kube-system", 4, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)), "failed"));
         ks.push(helmSecret("nidhogg", "kube-system", 5, "nidhogg", "0.6.6", nidhoggValues(placementArgs(cfg)), "deployed"));
-        expect(linesOf((await run(rolledBack)).output, "FAIL")).to.deep.equal([]);
+        expect(linesOf((await runOnCluster(cfg, rolledBack)).output, "FAIL")).to.deep.equal([]);
     });
 
     it("prints one FAIL per planted problem and exits 1 when everything is wrong", async () => {
@@ -451,7 +536,7 @@ describe("npm run preflight", function () {
                 ],
             },
         ];
-        const r = await run(w);
+        const r = await runOnCluster(cfg, w);
         const lines = r.output.split("\n").filter((l) => l.includes("mutating-webhooks"));
         const annotator = "system:serviceaccount:karpenter:burst-scale-down-order";
         const tail = `if it changes the scale-down annotator's patch, the annotator's admission policy refuses every patch and the order stops (its alarm fires): exclude ${annotator} with a matchCondition, or leave pods' updates out of its rules`;
@@ -461,7 +546,7 @@ describe("npm run preflight", function () {
         ]);
         expect(r.exitCode, r.output).to.equal(0);
         // None: an OK line that says how many were read; without the scale-down order there is nothing to protect.
-        const clean = await run(goodWorld(cfg));
+        const clean = await sharedRun(cfg);
         expect(clean.output).to.include("OK    mutating-webhooks         no mutating webhook matches UPDATE of pods in notification-canada-ca (0 configurations read)");
         const off = await run(w, undefined, { stackFile: (y) => y.replace(/\n      scaleDownOrder: \{[^}]*\}/, "") });
         expect(off.output).to.include("OK    mutating-webhooks         not needed: placement.burst.scaleDownOrder is off (no pod patches to protect)");
@@ -470,14 +555,14 @@ describe("npm run preflight", function () {
     it("leaves tainted stable nodes (SigNoz's) out of the controller's nodes, the zones and the room, and says so", async () => {
         const w = goodWorld(cfg);
         w.kube.nodes = [node("stable-a", "ca-central-1a", "2", "8Gi"), node("stable-b", "ca-central-1a", "1", "4Gi"), signozNode("signoz-1", "ca-central-1b"), signozNode("signoz-2", "ca-central-1d")];
-        const r = await run(w);
+        const r = await runOnCluster(cfg, w);
         expect(r.exitCode, r.output).to.equal(0);
         expect(linesOf(r.output, "WARN")).to.deep.equal([
             "WARN  stable-nodes              2 stable nodes (eks.amazonaws.com/capacityType=ON_DEMAND) in 1 zone: both controller replicas share a zone, so a zone outage stops Karpenter; add stable nodes in a second zone; 2 tainted nodes left out (dedicated=signoz:NoSchedule): only pods that tolerate the taint run there",
             "WARN  stable-nodes              free 2 CPU and 10 GiB, the rollout's surge and the controller need 3.2 CPU and 3.5 GiB: on a first up, surge pods would stay Pending and the up time out; add a stable node (or lower maxSurge) first",
         ]);
         w.kube.nodes = [node("stable-a", "ca-central-1a"), signozNode("signoz-1", "ca-central-1b"), signozNode("signoz-2", "ca-central-1d")];
-        expect(linesOf((await run(w)).output, "FAIL")).to.deep.equal([
+        expect(linesOf((await runOnCluster(cfg, w)).output, "FAIL")).to.deep.equal([
             "FAIL  stable-nodes              1 stable node (eks.amazonaws.com/capacityType=ON_DEMAND) for 2 controller replicas: the chart puts each replica on its own node (required anti-affinity on kubernetes.io/hostname), so a replica stays Pending; add stable nodes; 2 tainted nodes left out (dedicated=signoz:NoSchedule): only pods that tolerate the taint run there",
         ]);
     });
@@ -501,7 +586,7 @@ describe("npm run preflight", function () {
         const w = goodWorld(cfg);
         const agent = (w.kube.collections!["/apis/apps/v1/namespaces/amazon-cloudwatch/daemonsets"] as any[]).find((d) => d.metadata.name === "aws-cloudwatch-agent");
         agent.spec.template.spec.containers = [container("config-reloader"), container("cloudwatch-agent")];
-        const r = await run(w);
+        const r = await runOnCluster(cfg, w);
         expect(r.exitCode).to.equal(1);
         expect(linesOf(r.output, "FAIL")).to.deep.equal([
             "FAIL  patch-targets             DaemonSet amazon-cloudwatch/aws-cloudwatch-agent: guaranteed.container cloudwatch-agent is container 2 of 2 (index 1, after config-reloader): pulumi-kubernetes compares patched lists by index, so the patch would differ at every preview and re-apply at every up; remove guaranteed from placement.nodeDaemonSets and set the resources in the chart's values",
@@ -513,7 +598,7 @@ describe("npm run preflight", function () {
         const ns = cfg.placement.namespace;
         const burst = (w.kube.collections![`/apis/apps/v1/namespaces/${ns}/deployments`] as any[]).find((d) => d.metadata.name === "notify-celery-email-send-burst");
         burst.spec.template.spec.nodeSelector = { "karpenter.sh/capacity-type": "spot", "kubernetes.io/os": "linux" };
-        const r = await run(w);
+        const r = await runOnCluster(cfg, w);
         expect(r.exitCode).to.equal(1);
         expect(linesOf(r.output, "FAIL")).to.deep.equal([
             // email-send-burst is the chart's nodes.email-burst (charts/notify-celery/values.yaml: name: email-send-burst).
@@ -521,7 +606,7 @@ describe("npm run preflight", function () {
         ]);
         // Another key of the chart's selector is no concern of the stack's.
         burst.spec.template.spec.nodeSelector = { "kubernetes.io/os": "linux" };
-        expect((await run(w)).output).to.include("OK    chart-fields");
+        expect((await runOnCluster(cfg, w)).output).to.include("OK    chart-fields");
     });
 
     it("fails every other budget whose selector selects a burst Deployment's pods, and names the chart's switch for the chart's", async () => {
@@ -538,7 +623,7 @@ describe("npm run preflight", function () {
             budget("notify-celery-periodic-static", { matchLabels: { app: "notify-celery-periodic-static" } }),
             { metadata: meta("empty", ns), spec: { minAvailable: 1 } },
         );
-        const r = await run(w);
+        const r = await runOnCluster(cfg, w);
         expect(r.exitCode).to.equal(1);
         const fails = linesOf(r.output, "FAIL");
         expect(fails).to.include(
@@ -563,7 +648,7 @@ describe("npm run preflight", function () {
         find("/apis/apps/v1/namespaces/amazon-cloudwatch/daemonsets", "fb-agent-fluent-bit").spec.template.spec.tolerations = [
             { key: "nidhogg.uswitch.com/amazon-cloudwatch.fb-agent-fluent-bit", operator: "Exists", effect: "NoSchedule" },
         ];
-        const r = await run(w);
+        const r = await runOnCluster(cfg, w);
         expect(r.exitCode).to.equal(1);
         expect(linesOf(r.output, "WARN")).to.deep.equal([
             `WARN  chart-fields              Deployment ${ns}/notify-celery-nightly-burst: Helm's chart sets priorityClassName = "celery"; the stack sets "high-priority", and each release of the chart puts its value back: add plan-out/staging/gc-notify-values/notify-celery.yaml to GC Notify's notify-celery release (it sets nodes.nightly-burst.deployment.priorityClassName)`,
@@ -595,7 +680,7 @@ describe("npm run preflight", function () {
                 const w = goodWorld(cfg);
                 Object.assign(worker(w, EMAIL), { terminationGracePeriodSeconds: 120 });
                 worker(w, EMAIL).containers[0].lifecycle.preStop = celeryPreStop(120);
-                expect((await run(w)).output).to.include(`OK    celery-shutdown           Deployment ${NS}/${EMAIL}: the program's hook with its SIGKILL at 115 s and a grace of 120 s (the stack sets 100 s): a worker finishes the tasks it holds`);
+                expect((await runOnCluster(cfg, w)).output).to.include(`OK    celery-shutdown           Deployment ${NS}/${EMAIL}: the program's hook with its SIGKILL at 115 s and a grace of 120 s (the stack sets 100 s): a worker finishes the tasks it holds`);
             });
 
             it("FAILs GC Notify's hook and grace back after a notify-celery release: one line, the celery-shutdown one, with what the stack needs and the hand-over", async () => {
@@ -603,7 +688,7 @@ describe("npm run preflight", function () {
                 // What a notify-celery release puts back (values.yaml: terminationGracePeriodSeconds 60, the hardcoded hook).
                 Object.assign(worker(w, EMAIL), { terminationGracePeriodSeconds: 60 });
                 worker(w, EMAIL).containers[0].lifecycle = { preStop: GC_NOTIFY_HOOK };
-                const r = await run(w);
+                const r = await runOnCluster(cfg, w);
                 expect(r.exitCode).to.equal(1);
                 expect(linesOf(r.output, "FAIL")).to.deep.equal([
                     `FAIL  celery-shutdown           Deployment ${NS}/${EMAIL}: its preStop is not the program's hook, and its grace is shorter than the 100 s the worker needs to finish the tasks it holds: found GC Notify's preStop /app/scripts/run_celery_exit.sh, which SIGKILLs the worker about 10 s after its SIGTERM (notification-api scripts/run_celery_exit.sh) and a grace of 60 s, the stack needs the program's hook with its SIGKILL at 95 s and a grace of 100 s ((prefetchMultiplier 4 + 1) × longest task 18 s + 10 s); when its node goes, a task still running is killed, and lost (GC Notify acknowledges a task as it starts); a pulumi up puts the stack's back now, until the next notify-celery release; the lasting fix is GC Notify's chart change and values, ${HANDOVER}`,
@@ -620,7 +705,7 @@ describe("npm run preflight", function () {
                 // The program's hook for a shorter grace (an older longestTaskSeconds).
                 Object.assign(worker(w, "notify-celery-sms-send-burst"), { terminationGracePeriodSeconds: 60 });
                 worker(w, "notify-celery-sms-send-burst").containers[0].lifecycle.preStop = celeryPreStop(60);
-                const fails = linesOf((await run(w)).output, "FAIL");
+                const fails = linesOf((await runOnCluster(cfg, w)).output, "FAIL");
                 expect(fails.map((l) => l.split(": found")[0])).to.deep.equal([
                     `FAIL  celery-shutdown           Deployment ${NS}/${EMAIL}: its hook kills at 95 s, not 5 s before the grace ends`,
                     `FAIL  celery-shutdown           Deployment ${NS}/notify-celery-sms-send-burst: its grace is shorter than the 100 s the worker needs to finish the tasks it holds`,
@@ -631,7 +716,7 @@ describe("npm run preflight", function () {
                 // No hook at all, and a hook that is neither GC Notify's nor the program's.
                 delete worker(w, EMAIL).containers[0].lifecycle;
                 worker(w, "notify-celery-sms-send-burst").containers[0].lifecycle = { preStop: { exec: { command: ["/bin/sh", "-c", "sleep 5"] } } };
-                const other = linesOf((await run(w)).output, "FAIL").join("\n");
+                const other = linesOf((await runOnCluster(cfg, w)).output, "FAIL").join("\n");
                 expect(other).to.include("found no preStop hook (the kubelet's SIGTERM, then its SIGKILL at the end of the grace) and a grace of 120 s");
                 expect(other).to.include('found the preStop ["/bin/sh","-c","sleep 5"] and a grace of 60 s');
             });
@@ -874,7 +959,7 @@ describe("npm run preflight", function () {
     });
 
     it("checks the topics alarms.topicNames names (staging's own file) in the cluster's account and region", async () => {
-        const r = await run(goodWorld(cfg), undefined, { stackFile: null });
+        const r = await sharedRun(cfg, undefined, { stackFile: null });
         expect(r.exitCode, r.output).to.equal(0);
         expect(r.output).to.match(/OK    alarm-topics +warning arn:aws:sns:ca-central-1:123456789012:alert-warning: key alias\/notify-alarms lets CloudWatch publish/);
         const w = goodWorld(cfg);
@@ -1094,7 +1179,7 @@ describe("npm run preflight", function () {
         w.kube.listStatus = 403;
         const forbidden = await run(w);
         expect(couldNotCheck(forbidden)).to.include("Could not check: cluster notification-canada-ca-staging-eks-cluster (context staging): HTTP 403 Forbidden");
-        const down = await run(goodWorld(cfg), undefined, { kubeDown: true });
+        const down = await sharedRun(cfg, undefined, { kubeDown: true });
         expect(couldNotCheck(down)).to.match(/^Could not check: cluster notification-canada-ca-staging-eks-cluster \(context staging\) is unreachable \(.*ECONNREFUSED.*\): /);
         const other = await run(goodWorld(cfg), ["--stack", "staging", "--context", "other"]);
         expect(other.exitCode).to.equal(2);
@@ -1112,7 +1197,7 @@ describe("npm run preflight", function () {
         const oneLine = couldNotCheck;
 
         it("a private endpoint with no route (the fake cluster down): exit 3, one line, join the Client VPN", async () => {
-            const r = await run(goodWorld(cfg), undefined, { kubeDown: true });
+            const r = await sharedRun(cfg, undefined, { kubeDown: true });
             expect(oneLine(r)).to.match(
                 new RegExp(
                     `^Could not check: cluster ${CLUSTER} \\(context staging\\) is unreachable \\(fetch failed: connect ECONNREFUSED 127\\.0\\.0\\.1:[0-9]+\\): its API endpoint is private only \\(endpointPublicAccess false\\) and cluster\\.access is client-vpn: join GC Notify's private-subnets Client VPN \\(notification-terraform aws/eks/vpn\\.tf; CI joins its gha-vpn endpoint, \\.github/workflows/pulumi\\.yml\\) and retry$`,
@@ -1153,7 +1238,7 @@ describe("npm run preflight", function () {
         });
 
         it("says OK with the endpoint, the access and the authentication mode when the cluster answers, and WARNs a mismatch", async () => {
-            const r = await run(goodWorld(cfg));
+            const r = await sharedRun(cfg);
             expect(r.exitCode, r.output).to.equal(0);
             expect(r.output).to.include(
                 "OK    cluster-access            endpoint private only, reached through the Client VPN (cluster.access client-vpn); authentication mode CONFIG_MAP: identities are mapped in the aws-auth ConfigMap (notification-terraform aws/aws-auth/aws-auth.tf; CI's roles: plan-out/staging/ci-access/notify-karpenter-staging-aws-auth-roles.hcl); EKS refuses access entries",
@@ -1220,7 +1305,7 @@ describe("npm run preflight", function () {
         it("after a destroy: WARNs with the import command that adopts it under the program's parent and provider", async () => {
             const w = goodWorld(cfg);
             karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 1, "karpenter-crd", "1.14.1", {}));
-            const r = await run(w);
+            const r = await runOnCluster(cfg, w);
             expect(r.exitCode, r.output).to.equal(0);
             expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([]);
             expect(linesOf(r.output, "WARN")).to.deep.equal([
@@ -1231,7 +1316,7 @@ describe("npm run preflight", function () {
         });
 
         it("the import command's name, parent and provider are the plan's (npm run plan: preview.json)", async () => {
-            const rec = await buildStack("staging");
+            const rec = await builtStack("staging");
             const crd = rec.resources.find((x) => x.type === "kubernetes:helm.sh/v3:Release" && x.inputs.name === "karpenter-crd")!;
             const command = crdReleaseImport("staging", "karpenter");
             const [, name, id] = /Release (\S+) (\S+)/.exec(command)!;
@@ -1245,38 +1330,38 @@ describe("npm run preflight", function () {
         it("the release's description (the program's) says whose it is, whatever its version", async () => {
             const w = goodWorld(cfg);
             karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 3, "karpenter-crd", "1.11.0", {}, "deployed", releaseDescription("notify-karpenter", "staging")));
-            const r = await run(w);
+            const r = await runOnCluster(cfg, w);
             expect(linesOf(r.output, "FAIL"), r.output).to.deep.equal([]);
             expect(linesOf(r.output, "WARN").join("\n")).to.include("karpenter/karpenter-crd (chart karpenter-crd 1.11.0, revision 3) is this stack's");
             karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 3, "karpenter-crd", "1.14.1", {}, "deployed", releaseDescription("notify-karpenter", "production")));
-            expect(linesOf((await run(w)).output, "FAIL")).to.have.length(1);
+            expect(linesOf((await runOnCluster(cfg, w)).output, "FAIL")).to.have.length(1);
         });
 
         it("one version behind the configured chart is this stack's too; an older one, or another chart, is not", async () => {
             const w = goodWorld(cfg);
             karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 4, "karpenter-crd", "1.13.2", {}));
-            const behind = await run(w);
+            const behind = await runOnCluster(cfg, w);
             expect(linesOf(behind.output, "FAIL"), behind.output).to.deep.equal([]);
             expect(linesOf(behind.output, "WARN").join("\n")).to.include("karpenter/karpenter-crd (chart karpenter-crd 1.13.2, revision 4) is this stack's, without its controller release");
             // GC Notify's helmfile's CRD release, its controller release removed (docs/migration.md step 2 half done).
             karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 2, "karpenter-crd", "1.3.2", {}));
-            expect(linesOf((await run(w)).output, "FAIL")).to.deep.equal([
+            expect(linesOf((await runOnCluster(cfg, w)).output, "FAIL")).to.deep.equal([
                 `FAIL  helm-releases             karpenter/karpenter-crd (chart karpenter-crd 1.3.2, revision 2) is not this stack's: remove the "karpenter-crd" entry from GC Notify's helmfile for staging and production (a template condition around it in helmfile/helmfile.yaml.gotmpl) so the next helmfile apply cannot undo this program, then retire the release as docs/migration.md step 2 says`,
             ]);
             karpenterSecrets(w, helmSecret("karpenter-crd", "karpenter", 1, "some-other-chart", "1.14.1", {}));
-            expect(linesOf((await run(w)).output, "FAIL").map(checkOf)).to.deep.equal(["helm-releases"]);
+            expect(linesOf((await runOnCluster(cfg, w)).output, "FAIL").map(checkOf)).to.deep.equal(["helm-releases"]);
         });
 
         it("a partial upgrade (CRDs at the configured version, this stack's controller one behind) passes", async () => {
             const w = goodWorld(cfg);
             karpenterSecrets(w, helmSecret("karpenter", "karpenter", 5, "karpenter", "1.13.2", ours()), helmSecret("karpenter-crd", "karpenter", 5, "karpenter-crd", "1.14.1", {}));
-            const r = await run(w);
+            const r = await runOnCluster(cfg, w);
             expect(r.exitCode, r.output).to.equal(0);
             expect(r.output).to.include("OK    helm-releases             none of karpenter-crd, karpenter, karpenter-nodepool, priority-classes, nidhogg is installed by anything but this stack");
             expect(linesOf(r.output, "WARN"), r.output).to.deep.equal([]);
             // Beside a controller release that is not this stack's, no CRD release is.
             karpenterSecrets(w, helmSecret("karpenter", "karpenter", 5, "karpenter", "1.3.2", { settings: { interruptionQueue: "Karpenter-other" } }), helmSecret("karpenter-crd", "karpenter", 5, "karpenter-crd", "1.14.1", {}));
-            expect(linesOf((await run(w)).output, "FAIL").map(checkOf)).to.deep.equal(["helm-releases", "helm-releases"]);
+            expect(linesOf((await runOnCluster(cfg, w)).output, "FAIL").map(checkOf)).to.deep.equal(["helm-releases", "helm-releases"]);
         });
 
         it("reads 'one version behind' as the same major and the minor before, or an earlier patch", () => {
@@ -1300,7 +1385,7 @@ describe("npm run preflight", function () {
             // A task-durations query that outlasts its deadline, which preflight then stops.
             const slow = goodWorld(cfg);
             slow.aws.insights = { runningPolls: Infinity };
-            const runs = [await run(goodWorld(cfg)), await run(later), await run(goodWorld(cfg), undefined, { stackFile: null }), await run(slow, undefined, { taskQuery: { pollMs: 1, deadlineMs: 20 } })];
+            const runs = [await sharedRun(cfg), await run(later), await sharedRun(cfg, undefined, { stackFile: null }), await run(slow, undefined, { taskQuery: { pollMs: 1, deadlineMs: 20 } })];
             for (const r of runs) expect(r.exitCode, r.output).to.equal(0);
             return [...new Set(runs.flatMap((r) => r.awsRequests))].sort();
         }
@@ -1318,7 +1403,7 @@ describe("npm run preflight", function () {
 
         for (const stack of ["staging", "production"]) {
             it(`${stack}: allows each of them, each lookup and each refresh read, and fails when any one action is taken out`, async () => {
-                const rec = await buildStack(stack);
+                const rec = await builtStack(stack);
                 const plan = { resources: rec.resources, calls: rec.calls };
                 const mine = parseStackConfig(stack, configSections(readStackConfig(stack), PROJECT));
                 const { actions, unknown } = previewActions(mine, plan);
