@@ -187,8 +187,11 @@ export function runMain(command: () => Promise<CommandResult>): void {
             process.exit(r.exitCode);
         },
         (e) => {
-            console.error(e);
-            process.exit(EXIT.findings);
+            // A fault of the command's own, not of its input (those are results): one line naming it, never a stack
+            // trace; exit 3, since nothing was checked.
+            const message = e instanceof Error ? e.message : String(e);
+            process.stderr.write(`${path.basename(process.argv[1] ?? "command")}: an error in the command itself, please report it: ${message.split("\n")[0]}\n`);
+            process.exit(EXIT.cannotCheck);
         },
     );
 }

@@ -123,6 +123,14 @@ describe("every command's flags (util.parseArgs)", () => {
         expect([bad.status, bad.stdout, bad.stderr.split("\n")[0]]).to.deep.equal([2, "", "--stack is given twice"]);
         expect(Number(process.versions.node.split(".")[0])).to.be.at.least(22);
     });
+
+    it("as a process: a fault of the command itself is one line on standard error and exit 3, never a stack trace", function () {
+        this.timeout(30000);
+        const entry = path.join(tempDir("fault-"), "faulty.ts");
+        fs.writeFileSync(entry, `import { runMain } from ${JSON.stringify(path.join(PROJECT_DIR, "cli", "args.ts"))};\nrunMain(async () => { throw new TypeError("x.y is undefined\\n    at somewhere (file.ts:1:1)"); });\n`);
+        const r = spawnSync(process.execPath, [entry], { cwd: PROJECT_DIR, encoding: "utf8" });
+        expect([r.status, r.stdout, r.stderr]).to.deep.equal([3, "", "faulty.ts: an error in the command itself, please report it: x.y is undefined\n"]);
+    });
 });
 
 describe("npm run benchmark (docs/development.md's figures)", () => {
