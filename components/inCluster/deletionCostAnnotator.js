@@ -14,7 +14,7 @@
 // annotation not be updated frequently ("based on a metric value").
 "use strict";
 const http = require("http");
-const { apiClient, listAll, log, message } = require("./inClusterApi.js");
+const { apiClient, listAll, log, message, stopOnSigterm } = require("./inClusterApi.js");
 
 const ANNOTATION = "controller.kubernetes.io/pod-deletion-cost";
 /** Failed passes in a row before the process exits, so the pod's restarts show the fault. */
@@ -112,16 +112,10 @@ async function main(env) {
         log("error", "health port", { error: err.message });
         process.exit(1);
     });
-    let stopping = false;
-    let wake = () => {};
-    process.on("SIGTERM", () => {
-        stopping = true;
-        wake();
-        setTimeout(() => process.exit(0), STOP_SECONDS * 1000).unref();
-    });
+    const stop = stopOnSigterm(STOP_SECONDS);
     let failedPasses = 0;
     log("info", "started", settings);
-    while (!stopping) {
+    while (!stop.requested) {
         try {
             const r = await annotateOnce(api, settings);
             // A pass whose patches were refused (RBAC, the admission policy) leaves pods unordered: a failed pass.
@@ -136,13 +130,7 @@ async function main(env) {
             log("error", "exiting", { failedPasses });
             process.exit(1);
         }
-        await new Promise((resolve) => {
-            const timer = setTimeout(resolve, settings.intervalSeconds * 1000);
-            wake = () => {
-                clearTimeout(timer);
-                resolve();
-            };
-        });
+        await stop.sleep(settings.intervalSeconds);
     }
     health.close();
     log("info", "stopped");

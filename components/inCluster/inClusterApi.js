@@ -79,4 +79,29 @@ async function listAll(api, path) {
 /** One JSON line per event, as Fluent Bit ships container logs. */
 const log = (level, msg, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }));
 
-module.exports = { REQUEST_SECONDS, apiClient, listAll, log, message };
+/**
+ * SIGTERM for a script that waits between steps: `requested` turns true, a `sleep` under way ends at once, and the
+ * process exits `stopSeconds` later whatever the step under way is doing (the pod's grace is longer).
+ */
+function stopOnSigterm(stopSeconds) {
+    let wake = () => {};
+    const stop = {
+        requested: false,
+        sleep: (seconds) =>
+            new Promise((resolve) => {
+                const timer = setTimeout(resolve, seconds * 1000);
+                wake = () => {
+                    clearTimeout(timer);
+                    resolve();
+                };
+            }),
+    };
+    process.on("SIGTERM", () => {
+        stop.requested = true;
+        wake();
+        setTimeout(() => process.exit(0), stopSeconds * 1000).unref();
+    });
+    return stop;
+}
+
+module.exports = { REQUEST_SECONDS, apiClient, listAll, log, message, stopOnSigterm };

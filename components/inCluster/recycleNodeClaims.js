@@ -45,7 +45,7 @@
 // every protected window, and marks only when MARK_SECONDS + COMMAND_SECONDS + DRAIN_SECONDS does: the last moment a
 // mark can start a drain, then the drain.
 "use strict";
-const { apiClient, listAll, log, message } = require("./inClusterApi.js");
+const { apiClient, listAll, log, message, stopOnSigterm } = require("./inClusterApi.js");
 
 const NODEPOOL_LABEL = "karpenter.sh/nodepool";
 /** The NodePool hash a NodeClaim was made from, and its version (pkg/apis/v1/labels.go:52-53). */
@@ -246,21 +246,7 @@ async function main(env) {
         return 2;
     }
     const api = apiClient(env);
-    let stopping = false;
-    let wake = () => {};
-    process.on("SIGTERM", () => {
-        stopping = true;
-        wake();
-        setTimeout(() => process.exit(0), STOP_SECONDS * 1000).unref();
-    });
-    const sleep = (seconds) =>
-        new Promise((resolve) => {
-            const timer = setTimeout(resolve, seconds * 1000);
-            wake = () => {
-                clearTimeout(timer);
-                resolve();
-            };
-        });
+    const stop = stopOnSigterm(STOP_SECONDS);
     const windows = s.windows.map((w) => `${w.name} ${w.start}-${w.end} ${w.timeZone}`);
     log("info", "started", s);
     let first;
@@ -274,7 +260,7 @@ async function main(env) {
         if (res.status === 404) return "next";
         if (res.status === 409) {
             log("info", "changed since listed: looking again", { nodeClaim: c.name });
-            await sleep(s.pollSeconds);
+            await stop.sleep(s.pollSeconds);
             return "again";
         }
         if (res.status !== 200 && res.status !== 202) {
@@ -286,8 +272,8 @@ async function main(env) {
         // Drained under terminationGracePeriod, then the instance goes: wait for it before the next one.
         const until = Date.now() + (s.drainSeconds + GONE_MARGIN_SECONDS) * 1000;
         for (;;) {
-            await sleep(s.pollSeconds);
-            if (stopping) return "next";
+            await stop.sleep(s.pollSeconds);
+            if (stop.requested) return "next";
             const { nodeClaims } = await lookAtPool(api, s);
             if (!found(nodeClaims, c)) {
                 log("info", "nodeclaim gone", { nodeClaim: c.name });
@@ -310,7 +296,7 @@ async function main(env) {
         if (res.status === 404) return "next";
         if (res.status === 409) {
             log("info", "changed since listed: looking again", { nodeClaim: c.name });
-            await sleep(s.pollSeconds);
+            await stop.sleep(s.pollSeconds);
             return "again";
         }
         if (res.status !== 200) {
@@ -342,7 +328,7 @@ async function main(env) {
         const withdrawAt = Date.now() + s.markSeconds * 1000;
         let deletingUntil;
         for (;;) {
-            await sleep(s.pollSeconds);
+            await stop.sleep(s.pollSeconds);
             const { nodeClaims } = await lookAtPool(api, s);
             const current = found(nodeClaims, c);
             if (!current) {
@@ -355,14 +341,14 @@ async function main(env) {
                     deletingUntil = Date.now() + (s.drainSeconds + GONE_MARGIN_SECONDS) * 1000;
                     log("info", "karpenter is deleting it", { nodeClaim: c.name });
                 }
-                if (stopping) return "next";
+                if (stop.requested) return "next";
                 if (Date.now() > deletingUntil) {
                     log("error", "stopping: the nodeclaim Karpenter deletes is still there", { nodeClaim: c.name, waitedSeconds: s.drainSeconds + GONE_MARGIN_SECONDS, done });
                     return 1;
                 }
                 continue;
             }
-            if (!stopping && Date.now() < withdrawAt) continue;
+            if (!stop.requested && Date.now() < withdrawAt) continue;
             // Not taken in time (budgets, a node Karpenter cannot launch, pods it cannot place): the mark goes, so no
             // drain it might still start can reach a protected window.
             const value = annotations(current)[HASH];
@@ -377,7 +363,7 @@ async function main(env) {
                 log("error", "stopping: the mark could not be withdrawn", { nodeClaim: c.name, status: back.status, error: message(back), done });
                 return 1;
             }
-            if (stopping) {
+            if (stop.requested) {
                 log("info", "mark withdrawn", { nodeClaim: c.name });
                 return "next";
             }
@@ -388,7 +374,7 @@ async function main(env) {
     }
 
     try {
-        while (!stopping) {
+        while (!stop.requested) {
             const now = Date.now();
             const inside = protectedWithin(now, 0, s.windows);
             if (inside) {
@@ -412,7 +398,7 @@ async function main(env) {
             // One at a time: Karpenter's own deletions and launches (a replacement) first.
             if (plan.busy) {
                 log("info", "waiting", { because: plan.busy });
-                await sleep(s.pollSeconds);
+                await stop.sleep(s.pollSeconds);
                 continue;
             }
             const c = candidates[0];
