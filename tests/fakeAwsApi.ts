@@ -36,8 +36,8 @@
 //   and AccessConfigResponse.
 import * as crypto from "crypto";
 import * as http from "http";
+import { LoopbackServer, hugeAnswer } from "./loopbackServer.ts";
 import { filterPatternMatches } from "../components/models/filterPattern.ts";
-import type { AddressInfo } from "net";
 
 export type Tags = Record<string, string>;
 
@@ -134,29 +134,17 @@ export interface FakeCluster {
     authenticationMode?: "API" | "API_AND_CONFIG_MAP" | "CONFIG_MAP";
 }
 
-export class FakeAwsApi {
+export class FakeAwsApi extends LoopbackServer {
     /** "service:Action" of every request, in order. */
     readonly requests: string[] = [];
     /** Logs Insights queries started, by ID: the query string, its answer, and how often its results were asked for. */
     readonly queries: Record<string, { input: any; answer: InsightsAnswer; polls: number; stopped: boolean }> = {};
-    private server = http.createServer((req, res) => this.handle(req, res));
-    url = "";
 
     readonly state: FakeAwsState;
 
     constructor(state: FakeAwsState) {
+        super();
         this.state = state;
-    }
-
-    async start(): Promise<this> {
-        await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-        this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-        return this;
-    }
-
-    async stop(): Promise<void> {
-        this.server.closeAllConnections();
-        await new Promise((resolve) => this.server.close(resolve));
     }
 
     /**
@@ -177,7 +165,7 @@ export class FakeAwsApi {
         };
     }
 
-    private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    protected handle(req: http.IncomingMessage, res: http.ServerResponse): void {
         let body = "";
         req.on("data", (c) => (body += c));
         req.on("end", () => {
@@ -230,17 +218,7 @@ export class FakeAwsApi {
                 res.end();
                 return true;
             case "huge": {
-                res.writeHead(200, { "Content-Type": type });
-                const chunk = Buffer.alloc(65_536, " ");
-                let left = f.bytes;
-                const more = () => {
-                    while (left > 0 && !res.destroyed) {
-                        left -= chunk.length;
-                        if (!res.write(chunk)) return void res.once("drain", more);
-                    }
-                    res.end();
-                };
-                more();
+                hugeAnswer(res, type, f.bytes);
                 return true;
             }
             case "error": {

@@ -5,7 +5,7 @@
 // sequence of watch events, released by a fake clock rather than wall time, so a test replays a 30-minute scale test
 // in milliseconds and every time it reads is exact.
 import * as http from "http";
-import type { AddressInfo } from "net";
+import { LoopbackServer, hugeAnswer } from "./loopbackServer.ts";
 import { KubeConfig } from "@kubernetes/client-node";
 
 export type Resource = "pods" | "nodes" | "nodeclaims";
@@ -125,7 +125,7 @@ const PATHS: [RegExp, Resource, boolean][] = [
     [/^\/apis\/karpenter\.sh\/v1\/nodeclaims$/, "nodeclaims", false],
 ];
 
-export class FakeKubeApi {
+export class FakeKubeApi extends LoopbackServer {
     /** "METHOD /path" of every request, in order. */
     readonly requests: string[] = [];
     readonly namespaces = new Set<string>();
@@ -134,30 +134,22 @@ export class FakeKubeApi {
     private watchers: Watcher[] = [];
     private pending: (Step & { due: number })[] = [];
     private version = 100;
-    private server = http.createServer((req, res) => this.handle(req, res));
-    url = "";
 
     private readonly clock: FakeClock;
     private readonly opts: FakeKubeApiOptions;
 
     constructor(clock: FakeClock, opts: FakeKubeApiOptions = {}) {
+        super();
         this.clock = clock;
         this.opts = opts;
         for (const r of ["pods", "nodes", "nodeclaims"] as const) for (const o of opts[r] ?? []) this.objects[r].set(key(o), this.versioned(o));
         clock.onAdvance((now) => this.release(now));
     }
 
-    async start(): Promise<this> {
-        await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-        this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-        return this;
-    }
-
-    async stop(): Promise<void> {
+    override async stop(): Promise<void> {
         for (const w of this.watchers) w.res.destroy();
         for (const res of this.faulted) res.destroy();
-        this.server.closeAllConnections();
-        await new Promise((resolve) => this.server.close(resolve));
+        await super.stop();
     }
 
     /** A kubeconfig whose context `staging` is the staging EKS cluster (named by its ARN, as aws eks update-kubeconfig does) and `other` another cluster. */
@@ -314,7 +306,7 @@ export class FakeKubeApi {
         return this.objects.pods.get(`${namespace}/${name}`);
     }
 
-    private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    protected handle(req: http.IncomingMessage, res: http.ServerResponse): void {
         const url = new URL(req.url ?? "/", "http://fake");
         this.requests.push(`${req.method} ${url.pathname}`);
         if (this.opts.unresponsive) return;
@@ -343,19 +335,8 @@ export class FakeKubeApi {
             case "garbage":
                 res.writeHead(200, { "Content-Type": "text/html" });
                 return void res.end("<html><head><title>Proxy Authorization Required</title></head><body>Sign in to continue</body></html>");
-            case "huge": {
-                res.writeHead(200, { "Content-Type": "application/json" });
-                const chunk = Buffer.alloc(65_536, " ");
-                let left = f.bytes;
-                const more = () => {
-                    while (left > 0 && !res.destroyed) {
-                        left -= chunk.length;
-                        if (!res.write(chunk)) return void res.once("drain", more);
-                    }
-                    res.end();
-                };
-                return more();
-            }
+            case "huge":
+                return hugeAnswer(res, "application/json", f.bytes);
             case "no-items":
                 return reply(res, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(this.version) } });
             case "nameless":

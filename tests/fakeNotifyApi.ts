@@ -5,7 +5,7 @@
 // (app/authentication/auth.py). A test-key notification goes created → sending → delivered on the test's clock.
 import * as crypto from "crypto";
 import * as http from "http";
-import type { AddressInfo } from "net";
+import { LoopbackServer } from "./loopbackServer.ts";
 
 export interface FakeNotifyOptions {
     /** The one key the API takes. */
@@ -18,31 +18,19 @@ export interface FakeNotifyOptions {
     stuck?: number[];
 }
 
-export class FakeNotifyApi {
+export class FakeNotifyApi extends LoopbackServer {
     /** "METHOD path" of every request, and every Authorization header received. */
     readonly requests: string[] = [];
     readonly authorizations: string[] = [];
     readonly notifications: { id: string; created: number; body: any; type: string }[] = [];
-    private server = http.createServer((req, res) => this.handle(req, res));
-    url = "";
     private readonly o: FakeNotifyOptions;
 
     constructor(o: FakeNotifyOptions) {
+        super();
         this.o = o;
     }
 
-    async start(): Promise<this> {
-        await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-        this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-        return this;
-    }
-
-    async stop(): Promise<void> {
-        this.server.closeAllConnections();
-        await new Promise((resolve) => this.server.close(resolve));
-    }
-
-    private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    protected handle(req: http.IncomingMessage, res: http.ServerResponse): void {
         let body = "";
         req.on("data", (c) => (body += c));
         req.on("end", () => {

@@ -158,7 +158,8 @@ describe("npm run verify-placement --manifests (rendered charts)", () => {
             });
 
         it("failed: fs.readFileSync(0) on a non-blocking pipe with no data yet throws EAGAIN (the issue's `could not read standard input: EAGAIN`)", async () => {
-            const child = slowWriter();
+            // A writer that sends one piece and then waits: however slow this machine, the reader finds the pipe empty.
+            const child = spawn(process.execPath, ["-e", `process.stdout.write(${JSON.stringify(AGENT_TEXT.slice(0, 400))}); setInterval(() => {}, 60_000);`], { stdio: ["ignore", "pipe", "inherit"] });
             await new Promise((resolve) => child.stdout.once("readable", resolve));
             const fd = (child.stdout as any)._handle.fd as number;
             let code = "";
