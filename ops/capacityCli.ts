@@ -1,7 +1,7 @@
 // `npm run capacity -- --stack <name> [--out <dir>]`: the capacity and cost model of a stack, from config alone. This
 // file reads the flags and answers --help and usage errors alone; the model (ops/capacityRun.ts) is loaded then.
 import { type Command, type CommandResult, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
-import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
+import { PROJECT_DIR, stackFlagProblem } from "../stacks/stackNames.ts";
 
 export const CAPACITY: Command = {
     usage: ["npm run capacity -- --stack <name> [--out <dir>] [--json] [--findings]"],
@@ -22,11 +22,8 @@ export async function capacity(argv: string[], dir = PROJECT_DIR): Promise<Comma
     if (isResult(line)) return inForm(line, raw.json, "capacity", raw.stack, { usageToo: true });
     const { json, findingsOnly } = outputMode(line);
     const stack = valueOf(line, "stack");
-    const stacks = knownStacks(dir);
-    if (stack === undefined || !stacks.includes(stack)) {
-        const message = stack === undefined ? `--stack is required: one of ${stacks.join(", ")}` : unknownStackMessage("--stack", stack, stacks);
-        return inForm(usage(message, CAPACITY), json, "capacity", stack, { usageToo: true });
-    }
+    const badStack = stackFlagProblem(stack, dir);
+    if (badStack) return inForm(usage(badStack, CAPACITY), json, "capacity", stack, { usageToo: true });
     const { model } = await import("./capacityRun.ts");
     return inForm(await model(line, dir, findingsOnly, json), json, "capacity", stack, { usageToo: true });
 }

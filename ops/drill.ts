@@ -14,7 +14,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { type Command, type CommandLine, type CommandResult, OUTPUT_FLAGS, inForm, isResult, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
 import { MAX_DRILL_NODES } from "../components/models/fis.ts";
-import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
+import { PROJECT_DIR, stackFlagProblem } from "../stacks/stackNames.ts";
 import { MAX_NOTIFICATIONS } from "./notifyApi.ts";
 import type { AwsClientConfig } from "./preflight.ts";
 import type { Deadlines } from "./deadlines.ts";
@@ -89,10 +89,8 @@ export async function drill(argv: string[], deps: DrillDeps = {}): Promise<Comma
 async function drillEntry(line: CommandLine, deps: DrillDeps, json: boolean): Promise<CommandResult> {
     const context = valueOf(line, "context");
     if (!context) return usage("--context is required: the kubeconfig context of the stack's cluster", DRILL);
-    const stack = valueOf(line, "stack");
-    const stacks = knownStacks(deps.dir ?? PROJECT_DIR);
-    if (stack === undefined) return usage(`--stack is required: one of ${stacks.join(", ")}`, DRILL);
-    if (!stacks.includes(stack)) return usage(unknownStackMessage("--stack", stack, stacks), DRILL);
+    const badStack = stackFlagProblem(valueOf(line, "stack"), deps.dir ?? PROJECT_DIR);
+    if (badStack) return usage(badStack, DRILL);
     const { runDrill } = await import("./drillRun.ts");
     return runDrill(line, deps, context, json);
 }

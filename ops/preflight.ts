@@ -7,7 +7,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { type Command, type CommandLine, type CommandResult, OUTPUT_FLAGS, didYouMean, inForm, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
 import type { Deadlines } from "./deadlines.ts";
-import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
+import { PROJECT_DIR, stackFlagProblem } from "../stacks/stackNames.ts";
 
 /** Every check, in the order of the report. */
 export const CHECKS: [string, string][] = [
@@ -154,10 +154,8 @@ export async function preflight(argv: string[], deps: PreflightDeps = {}): Promi
 async function preflightEntry(line: CommandLine, deps: PreflightDeps, mode: { json: boolean; findingsOnly: boolean }): Promise<CommandResult> {
     const only = selectedChecks(valueOf(line, "only"));
     if (typeof only === "string") return usage(only, PREFLIGHT);
-    const stack = valueOf(line, "stack");
-    const stacks = knownStacks(deps.dir ?? PROJECT_DIR);
-    if (stack === undefined) return usage(`--stack is required: one of ${stacks.join(", ")}`, PREFLIGHT);
-    if (!stacks.includes(stack)) return usage(unknownStackMessage("--stack", stack, stacks), PREFLIGHT);
+    const badStack = stackFlagProblem(valueOf(line, "stack"), deps.dir ?? PROJECT_DIR);
+    if (badStack) return usage(badStack, PREFLIGHT);
     const { runPreflight } = await import("./preflightChecks.ts");
     return runPreflight(line, deps, mode, only);
 }

@@ -6,7 +6,7 @@
 import type { Deadlines } from "./deadlines.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { type Command, type CommandLine, type CommandResult, OUTPUT_FLAGS, inForm, isResult, outputMode, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
-import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
+import { PROJECT_DIR, stackFlagProblem } from "../stacks/stackNames.ts";
 
 export const SCALE_TEST: Command = {
     usage: ["npm run scale-test -- --stack <name> --context <kubecontext> [--pods <N>] [--out <dir>] [--json] [--findings]"],
@@ -64,10 +64,8 @@ export async function scaleTest(argv: string[], deps: ScaleTestDeps = {}): Promi
 async function scaleTestEntry(line: CommandLine, deps: ScaleTestDeps, mode: { json: boolean; findingsOnly: boolean }): Promise<CommandResult> {
     const context = valueOf(line, "context");
     if (!context) return usage("--context is required: the kubeconfig context of the stack's cluster", SCALE_TEST);
-    const stack = valueOf(line, "stack");
-    const stacks = knownStacks(deps.dir ?? PROJECT_DIR);
-    if (stack === undefined) return usage(`--stack is required: one of ${stacks.join(", ")}`, SCALE_TEST);
-    if (!stacks.includes(stack)) return usage(unknownStackMessage("--stack", stack, stacks), SCALE_TEST);
+    const badStack = stackFlagProblem(valueOf(line, "stack"), deps.dir ?? PROJECT_DIR);
+    if (badStack) return usage(badStack, SCALE_TEST);
     const { runScaleTest } = await import("./scaleTestRun.ts");
     return runScaleTest(line, deps, mode, context);
 }

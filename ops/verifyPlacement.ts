@@ -8,7 +8,7 @@
 import type { Deadlines } from "./deadlines.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { type Command, type CommandResult, OUTPUT_FLAGS, inForm, isResult, parseCommandLine, rawFlags, runMain, usage, valueOf } from "../cli/args.ts";
-import { PROJECT_DIR, knownStacks, unknownStackMessage } from "../stacks/stackNames.ts";
+import { PROJECT_DIR, stackFlagProblem } from "../stacks/stackNames.ts";
 
 export const VERIFY_PLACEMENT: Command = {
     usage: [
@@ -73,10 +73,8 @@ async function verifyPlacementEntry(argv: string[], deps: VerifyDeps): Promise<C
     if (namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace)) {
         return usage(`--namespace must be a Kubernetes namespace name (lowercase letters, digits and -, at most 63 characters) (got "${namespace}")`, VERIFY_PLACEMENT);
     }
-    const stack = valueOf(line, "stack");
-    const stacks = knownStacks(deps.dir ?? PROJECT_DIR);
-    if (stack === undefined) return usage(`--stack is required: one of ${stacks.join(", ")}`, VERIFY_PLACEMENT);
-    if (!stacks.includes(stack)) return usage(unknownStackMessage("--stack", stack, stacks), VERIFY_PLACEMENT);
+    const badStack = stackFlagProblem(valueOf(line, "stack"), deps.dir ?? PROJECT_DIR);
+    if (badStack) return usage(badStack, VERIFY_PLACEMENT);
     const { runVerifyPlacement } = await import("./verifyPlacementRun.ts");
     return runVerifyPlacement(line, deps, context, manifests, namespace);
 }

@@ -31,6 +31,13 @@ export function unknownStackMessage(flag: string, stack: string, known: string[]
     return `${flag}: unknown stack ${JSON.stringify(stack)}: known stacks are ${known.join(", ")}${hint}`;
 }
 
+/** The one line for a --stack flag that is missing or names no stack file in `dir`; undefined for a known stack. */
+export function stackFlagProblem(stack: string | undefined, dir = PROJECT_DIR): string | undefined {
+    const stacks = knownStacks(dir);
+    if (stack === undefined) return `--stack is required: one of ${stacks.join(", ")}`;
+    return stacks.includes(stack) ? undefined : unknownStackMessage("--stack", stack, stacks);
+}
+
 /** The stacks with a stack file in `dir`, whose names the Pulumi CLI takes. */
 export function knownStacks(dir = PROJECT_DIR): string[] {
     return fs

@@ -10,7 +10,7 @@ import { burstDeployments, nodePoolArgs, placementArgs } from "./componentArgs.t
 import { ConfigError, type StackConfig, capacityWarnings, configSections, parseConfigSchema } from "./config.ts";
 import { type Command, type CommandResult, EXIT, usage } from "../cli/args.ts";
 import { readStackConfig } from "./stackFile.ts";
-import { PROJECT, PROJECT_DIR, knownStacks, unknownStackMessage } from "./stackNames.ts";
+import { PROJECT, PROJECT_DIR, stackFlagProblem } from "./stackNames.ts";
 
 /**
  * Configs validated in this process, by stack, project and raw config as JSON: a command validates its stack's config
@@ -103,9 +103,8 @@ function spotNoticeWarnings(cfg: StackConfig, project: string): ConfigWarning[] 
 
 /** The stack's validated config from `Pulumi.<stack>.yaml`, or the result to return: usage for an unknown stack, `invalidExit` (1 by default) for bad config. */
 export function loadStack(stack: string | undefined, command: Command, dir = PROJECT_DIR, invalidExit: number = EXIT.findings): StackConfig | CommandResult {
-    const stacks = knownStacks(dir);
-    if (!stack) return usage(`--stack is required: one of ${stacks.join(", ")}`, command);
-    if (!stacks.includes(stack)) return usage(unknownStackMessage("--stack", stack, stacks), command);
+    const badStack = stackFlagProblem(stack || undefined, dir);
+    if (badStack !== undefined || !stack) return usage(badStack ?? "", command);
     try {
         return parseStackConfig(stack, configSections(readStackConfig(stack, dir), PROJECT));
     } catch (e) {
