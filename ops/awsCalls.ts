@@ -168,11 +168,6 @@ export async function awsCall<T>(what: string, fn: () => Promise<T>, o: CallOpti
     }
 }
 
-/** A call that must answer (no "not there"): its answer, or the AwsCallError. */
-export async function awsAnswer<T>(what: string, fn: () => Promise<T>, o: CallOptions): Promise<T> {
-    return (await awsCall(what, fn, o)) as T;
-}
-
 /** The failure of `what`, by the error's own code, as one line. */
 export function awsError(what: string, e: unknown, ctx: { attempts?: number; waitedMs?: number; permissions: string }): AwsCallError {
     if (e instanceof AwsCallError) return e;

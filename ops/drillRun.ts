@@ -31,7 +31,8 @@ import { loadStack } from "../stacks/validatedConfig.ts";
 import { GC_NOTIFY_LONGEST_VISIBILITY_SECONDS, type LiveTasks, type PodTasks, addEvent, complete, filterLogEvents, fluentBitRecord, patterns, taskLines, unfinished } from "./celeryLogs.ts";
 import { toCsv } from "../cli/csv.ts";
 import { type DrillHook, workerBudget, workerDeployment } from "./drillWorkload.ts";
-import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, apiClient, clusterOf, epochMs, kubeCall, listItems, loadKubeConfig, useContext } from "./kube.ts";
+import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, apiClient, clusterOf, epochMs, kubeCall, listItems, useContext } from "./kube.ts";
+import { checkedKubeConfig } from "./kubeconfigFile.ts";
 import { FINAL_STATUSES, MAX_NOTIFICATIONS, type NotificationRecord, NotifyApiError, NotifyClient, type NotifyTarget, isFinal, notificationType, notifyTargetProblems } from "./notifyApi.ts";
 import { outFilesProblem, writeFiles } from "../cli/outDir.ts";
 import { AwsCallError, awsCall, awsClientConfig, guarded } from "./awsCalls.ts";
@@ -764,7 +765,7 @@ export async function runDrill(line: CommandLine, deps: DrillDeps, context: stri
     if (workload === "live" && d.live.queues.length === 0) return refused("notify-karpenter:drill.live.queues is empty: the live workload reads GC Notify's queue depths");
     let kc: KubeConfig;
     try {
-        kc = (deps.kubeConfig ?? loadKubeConfig)();
+        kc = (deps.kubeConfig ?? checkedKubeConfig)();
     } catch (e) {
         return cannotRun(`could not load the kubeconfig: ${(e as Error)?.message ?? e}`);
     }

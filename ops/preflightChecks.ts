@@ -18,7 +18,8 @@ import { loadStack } from "../stacks/validatedConfig.ts";
 import { elapsed, jsonText, progress } from "../cli/output.ts";
 import { CI_ACCESS_DIR, PREVIEW_GROUP, PREVIEW_READ_ACCESS, ciAccessFileNames } from "../plan/ciAccess.ts";
 import { VersionApi } from "@kubernetes/client-node";
-import { type KubeConfig, KubeCallError, type KubeObject, type ListObjects, apiClient, kubeError as kubeCallError, listerOf, loadKubeConfig, useContext } from "./kube.ts";
+import { type KubeConfig, KubeCallError, type KubeObject, type ListObjects, apiClient, kubeError as kubeCallError, listerOf, useContext } from "./kube.ts";
+import { checkedKubeConfig } from "./kubeconfigFile.ts";
 import { AwsCallError, awsCall, awsClientConfig, guarded, need as needField } from "./awsCalls.ts";
 import { type Deadlines, deadlinesOf } from "./deadlines.ts";
 import { plural } from "../cli/table.ts";
@@ -1434,7 +1435,7 @@ export async function runPreflight(line: CommandLine, deps: PreflightDeps, mode:
     let context: string | undefined;
     if (wantCluster) {
         try {
-            kc = (deps.kubeConfig ?? loadKubeConfig)();
+            kc = (deps.kubeConfig ?? checkedKubeConfig)();
         } catch (e) {
             return cannotCheck(`could not load the kubeconfig: ${(e as Error)?.message ?? e}`);
         }

