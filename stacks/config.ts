@@ -870,14 +870,14 @@ function capacityConfigProblems(s: { cluster: Infer<typeof cluster>; nodePool: I
 }
 
 /** A synthetic worker's receive waits at most this long (a long poll), so it sees SIGTERM within it when idle. */
-export const DRILL_RECEIVE_WAIT_SECONDS = 5;
+const DRILL_RECEIVE_WAIT_SECONDS = 5;
 /**
  * What the synthetic GC Notify worker spends on a task besides the task itself: its two AWS CLI calls, the delete that
  * acknowledges the message and the record of its completion, each a Python start-up of under a second.
  */
-export const DRILL_CLI_SECONDS_PER_TASK = 2;
+const DRILL_CLI_SECONDS_PER_TASK = 2;
 /** GC Notify's burst workers' task times as the evidence has them: drill.synthetic.taskSeconds says whence. */
-export const GC_NOTIFY_TASK_SECONDS = [0.1, 0.1, 0.2, 0.2, 0.3, 0.5, 0.5, 1, 12, 15];
+const GC_NOTIFY_TASK_SECONDS = [0.1, 0.1, 0.2, 0.2, 0.3, 0.5, 0.5, 1, 12, 15];
 
 /**
  * The spot interruption drill (components/spotInterruptionDrill.ts, `npm run drill`, docs/drill.md): an AWS FIS
