@@ -7,7 +7,7 @@ import { disruptionProblems, isTimeZone } from "../components/models/disruptionB
 import { type ProtectedWindow, markClearanceSeconds, recycleWindow } from "../components/models/recycleWindow.ts";
 import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/models/alarmRules.ts";
 import { STABLE_NODE_LABELS } from "../components/models/scheduling.ts";
-import { controllerNameProblems } from "../components/models/controllerPolicy.ts";
+import { NAME_LIMITS, controllerNameProblems } from "../components/models/controllerPolicy.ts";
 import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, burstGraceSeconds, waitsFor } from "../components/models/celeryPlacement.ts";
 import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema.ts";
 import { cron, durationAtLeast, durationSeconds } from "./schema.ts";
@@ -803,6 +803,15 @@ function placementConfigProblems(s: { placement: Placement; nodePool: Infer<type
             message: `must be at least ${longest.grace}s, the grace period of ${longest.name} (placement.burst: prefetchMultiplier ${b.prefetchMultiplier} + 1 tasks in a row of its longest, ${longest.longest} s, + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got ${s.nodePool.terminationGracePeriod})`,
         });
     }
+    // Preflight asks SQS for queuePrefix + each queue: a name SQS cannot have would reach it as its own error.
+    b.deployments.forEach((d, i) =>
+        (d.queues ?? []).forEach((q, j) => {
+            const name = b.queuePrefix + q;
+            if (name.length > NAME_LIMITS["SQS queue"]) {
+                issues.push({ path: `placement.burst.deployments[${i}].queues[${j}]`, message: `must make, after placement.burst.queuePrefix, an SQS queue name of at most ${NAME_LIMITS["SQS queue"]} characters, SQS's limit: ${name} has ${name.length} (got ${got(q)})` });
+            }
+        }),
+    );
     const burst = new Set(b.deployments.map((d) => d.name));
     s.placement.stableDeployments.forEach((d, i) => {
         if (burst.has(d)) issues.push({ path: `placement.stableDeployments[${i}]`, message: `must not repeat the burst Deployment ${d}: a Deployment is either burst or stable` });
