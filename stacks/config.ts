@@ -10,7 +10,7 @@ import { STABLE_NODE_LABELS } from "../components/models/scheduling.ts";
 import { NAME_LIMITS, controllerNameProblems } from "../components/models/controllerPolicy.ts";
 import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, burstGraceSeconds, waitsFor } from "../components/models/celeryPlacement.ts";
 import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema.ts";
-import { cron, durationAtLeast, durationSeconds } from "./schema.ts";
+import { cron, durationAtLeast, durationSeconds, isCalendarDate } from "./schema.ts";
 import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/models/instanceTypes.ts";
 import { regionProblem, zoneProblems } from "./awsRegions.ts";
 import { MAX_DRILL_NODES } from "../components/models/fis.ts";
@@ -100,8 +100,7 @@ const guaranteedQuantity = checked(quantity, (q) =>
 /** A real calendar date, YYYY-MM-DD: 2026-13-01 and 2026-02-30 match the pattern and are no date. */
 const calendarDate = checked(text("a date such as 2026-11-01", /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/, 10), (d) => {
     const [y, m, day] = d.split("-").map(Number);
-    const date = new Date(Date.UTC(y, m - 1, day));
-    return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === day ? undefined : `must be a real date (YYYY-MM-DD): ${m < 1 || m > 12 ? `there is no month ${m}` : `${y}-${String(m).padStart(2, "0")} has no day ${day}`} (got ${got(d)})`;
+    return isCalendarDate(y, m, day) ? undefined : `must be a real date (YYYY-MM-DD): ${m < 1 || m > 12 ? `there is no month ${m}` : `${y}-${String(m).padStart(2, "0")} has no day ${day}`} (got ${got(d)})`;
 });
 
 /**
@@ -524,7 +523,7 @@ function amiProblems(p: NodePoolConfig, path: string): Issue[] {
             family = aliasFamily;
             const version = parts[1];
             const dated = /^v([0-9]{4})([0-9]{2})([0-9]{2})$/.exec(version);
-            const realDate = !!dated && +dated[2] >= 1 && +dated[2] <= 12 && new Date(Date.UTC(+dated[1], +dated[2] - 1, +dated[3])).getUTCDate() === +dated[3];
+            const realDate = !!dated && isCalendarDate(+dated[1], +dated[2], +dated[3]);
             const ok = version === "latest" || (aliasFamily === "Bottlerocket" ? /^v?[0-9]+\.[0-9]+\.[0-9]+$/.test(version) : realDate);
             if (!ok) {
                 const form = aliasFamily === "Bottlerocket" ? "a Bottlerocket release such as v1.46.0" : "v and an AMI release date such as v20251117";

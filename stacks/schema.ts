@@ -34,6 +34,12 @@ export function got(value: unknown): string {
 
 
 
+/** Whether year y, month m (1-12) and day d name a day of the calendar: 2026-13-01 and 2026-02-30 do not. */
+export function isCalendarDate(y: number, m: number, d: number): boolean {
+    const date = new Date(Date.UTC(y, m - 1, d));
+    return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+}
+
 /** A value `pulumi config set --secret` wrote: `{secure: <ciphertext>}`, which only the Pulumi CLI can decrypt. */
 function isSecureValue(v: unknown): boolean {
     return isPlainObject(v) && Object.keys(v).length === 1 && typeof v.secure === "string";
