@@ -11,7 +11,7 @@ export const NODEPOOL_LABEL = "karpenter.sh/nodepool";
  * The NodePool hash a NodeClaim was made from (v1.14.1 pkg/apis/v1/labels.go:52): the one annotation the recycler
  * changes, to mark an old NodeClaim drifted (pkg/controllers/nodeclaim/disruption/drift.go:153-168).
  */
-export const NODEPOOL_HASH = "karpenter.sh/nodepool-hash";
+const NODEPOOL_HASH = "karpenter.sh/nodepool-hash";
 /** The `node` user of Node's official images. */
 const NODE_USER = 1000;
 /** Seconds between looks at the pool while the run waits (a launch, a drain). */

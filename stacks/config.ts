@@ -7,10 +7,10 @@ import { disruptionProblems, isTimeZone } from "../components/models/disruptionB
 import { type ProtectedWindow, markClearanceSeconds, recycleWindow } from "../components/models/recycleWindow.ts";
 import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/models/alarmRules.ts";
 import { STABLE_NODE_LABELS } from "../components/models/scheduling.ts";
-import { controllerNameProblems } from "../components/models/controllerPolicy.ts";
+import { NAME_LIMITS, controllerNameProblems } from "../components/models/controllerPolicy.ts";
 import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, burstGraceSeconds, waitsFor } from "../components/models/celeryPlacement.ts";
 import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema.ts";
-import { cron, durationAtLeast, durationSeconds } from "./schema.ts";
+import { cron, durationAtLeast, durationSeconds, isCalendarDate } from "./schema.ts";
 import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/models/instanceTypes.ts";
 import { regionProblem, zoneProblems } from "./awsRegions.ts";
 import { MAX_DRILL_NODES } from "../components/models/fis.ts";
@@ -100,8 +100,7 @@ const guaranteedQuantity = checked(quantity, (q) =>
 /** A real calendar date, YYYY-MM-DD: 2026-13-01 and 2026-02-30 match the pattern and are no date. */
 const calendarDate = checked(text("a date such as 2026-11-01", /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/, 10), (d) => {
     const [y, m, day] = d.split("-").map(Number);
-    const date = new Date(Date.UTC(y, m - 1, day));
-    return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === day ? undefined : `must be a real date (YYYY-MM-DD): ${m < 1 || m > 12 ? `there is no month ${m}` : `${y}-${String(m).padStart(2, "0")} has no day ${day}`} (got ${got(d)})`;
+    return isCalendarDate(y, m, day) ? undefined : `must be a real date (YYYY-MM-DD): ${m < 1 || m > 12 ? `there is no month ${m}` : `${y}-${String(m).padStart(2, "0")} has no day ${day}`} (got ${got(d)})`;
 });
 
 /**
@@ -524,7 +523,7 @@ function amiProblems(p: NodePoolConfig, path: string): Issue[] {
             family = aliasFamily;
             const version = parts[1];
             const dated = /^v([0-9]{4})([0-9]{2})([0-9]{2})$/.exec(version);
-            const realDate = !!dated && +dated[2] >= 1 && +dated[2] <= 12 && new Date(Date.UTC(+dated[1], +dated[2] - 1, +dated[3])).getUTCDate() === +dated[3];
+            const realDate = !!dated && isCalendarDate(+dated[1], +dated[2], +dated[3]);
             const ok = version === "latest" || (aliasFamily === "Bottlerocket" ? /^v?[0-9]+\.[0-9]+\.[0-9]+$/.test(version) : realDate);
             if (!ok) {
                 const form = aliasFamily === "Bottlerocket" ? "a Bottlerocket release such as v1.46.0" : "v and an AMI release date such as v20251117";
@@ -803,6 +802,15 @@ function placementConfigProblems(s: { placement: Placement; nodePool: Infer<type
             message: `must be at least ${longest.grace}s, the grace period of ${longest.name} (placement.burst: prefetchMultiplier ${b.prefetchMultiplier} + 1 tasks in a row of its longest, ${longest.longest} s, + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s), or Karpenter kills workers mid-task at the end of a drain; or shorten the tasks (docs/celery-shutdown.md) (got ${s.nodePool.terminationGracePeriod})`,
         });
     }
+    // Preflight asks SQS for queuePrefix + each queue: a name SQS cannot have would reach it as its own error.
+    b.deployments.forEach((d, i) =>
+        (d.queues ?? []).forEach((q, j) => {
+            const name = b.queuePrefix + q;
+            if (name.length > NAME_LIMITS["SQS queue"]) {
+                issues.push({ path: `placement.burst.deployments[${i}].queues[${j}]`, message: `must make, after placement.burst.queuePrefix, an SQS queue name of at most ${NAME_LIMITS["SQS queue"]} characters, SQS's limit: ${name} has ${name.length} (got ${got(q)})` });
+            }
+        }),
+    );
     const burst = new Set(b.deployments.map((d) => d.name));
     s.placement.stableDeployments.forEach((d, i) => {
         if (burst.has(d)) issues.push({ path: `placement.stableDeployments[${i}]`, message: `must not repeat the burst Deployment ${d}: a Deployment is either burst or stable` });
@@ -870,14 +878,14 @@ function capacityConfigProblems(s: { cluster: Infer<typeof cluster>; nodePool: I
 }
 
 /** A synthetic worker's receive waits at most this long (a long poll), so it sees SIGTERM within it when idle. */
-export const DRILL_RECEIVE_WAIT_SECONDS = 5;
+const DRILL_RECEIVE_WAIT_SECONDS = 5;
 /**
  * What the synthetic GC Notify worker spends on a task besides the task itself: its two AWS CLI calls, the delete that
  * acknowledges the message and the record of its completion, each a Python start-up of under a second.
  */
-export const DRILL_CLI_SECONDS_PER_TASK = 2;
+const DRILL_CLI_SECONDS_PER_TASK = 2;
 /** GC Notify's burst workers' task times as the evidence has them: drill.synthetic.taskSeconds says whence. */
-export const GC_NOTIFY_TASK_SECONDS = [0.1, 0.1, 0.2, 0.2, 0.3, 0.5, 0.5, 1, 12, 15];
+const GC_NOTIFY_TASK_SECONDS = [0.1, 0.1, 0.2, 0.2, 0.3, 0.5, 0.5, 1, 12, 15];
 
 /**
  * The spot interruption drill (components/spotInterruptionDrill.ts, `npm run drill`, docs/drill.md): an AWS FIS

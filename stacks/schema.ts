@@ -34,13 +34,19 @@ export function got(value: unknown): string {
 
 
 
+/** Whether year y, month m (1-12) and day d name a day of the calendar: 2026-13-01 and 2026-02-30 do not. */
+export function isCalendarDate(y: number, m: number, d: number): boolean {
+    const date = new Date(Date.UTC(y, m - 1, d));
+    return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+}
+
 /** A value `pulumi config set --secret` wrote: `{secure: <ciphertext>}`, which only the Pulumi CLI can decrypt. */
-export function isSecureValue(v: unknown): boolean {
+function isSecureValue(v: unknown): boolean {
     return isPlainObject(v) && Object.keys(v).length === 1 && typeof v.secure === "string";
 }
 
 /** What to say of an encrypted value where plain config is expected. */
-export const SECURE_VALUE_MESSAGE =
+const SECURE_VALUE_MESSAGE =
     "is an encrypted value (secure:), set with pulumi config set --secret: nothing in this config is a secret, and npm run plan and the other commands read the stack file without decrypting it; set it in plain text (pulumi config set --path without --secret)";
 
 function mismatch(path: string, expected: string, value: unknown): Issue {
@@ -215,7 +221,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * The longest duration Kubernetes and Karpenter can read: Go's time.Duration is an int64 of nanoseconds, at most
  * 2562047h47m16.854775807s (292 years); time.ParseDuration refuses anything longer, so the object would not be read.
  */
-export const GO_MAX_DURATION_SECONDS = 2562047 * 3600 + 47 * 60 + 16;
+const GO_MAX_DURATION_SECONDS = 2562047 * 3600 + 47 * 60 + 16;
 const tooLong = (value: string) => `must be at most 2562047h: Kubernetes and Karpenter read durations as Go's time.Duration, whose longest is 2562047h47m16s (292 years), and a longer one fails to parse, so the object is not read (got ${got(value)})`;
 
 // Shapes shared by several config sections.

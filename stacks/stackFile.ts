@@ -11,6 +11,7 @@ import { InputFileError, readInputFile } from "../cli/inputFile.ts";
 import { lookalikeNote, nearest } from "../cli/text.ts";
 import { StackFileError } from "./config.ts";
 import { PROJECT, PROJECT_DIR, knownStacks, stackNameProblem } from "./stackNames.ts";
+import { isCalendarDate } from "./schema.ts";
 import { CONFIG_KEY_NAMESPACES as CONFIG_NAMESPACES, PULUMI_CONFIG_KEYS as PULUMI_KEYS } from "./configKeys.ts";
 import { Alias, Document, isAlias, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar } from "yaml";
 
@@ -69,8 +70,7 @@ function isGoTimestamp(s: string): boolean {
 
 function validDate(s: string): boolean {
     const [y, mo, d] = s.slice(0, 10).split(/[-Tt ]/).map(Number);
-    const date = new Date(Date.UTC(y, mo - 1, d));
-    return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+    return isCalendarDate(y, mo, d);
 }
 
 /** go-yaml v3.0.1's reading of an untagged plain scalar (resolve.go:126-298). */

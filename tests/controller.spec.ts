@@ -233,6 +233,10 @@ for (const stack of STACKS) {
             expect(values.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).to.deep.equal([
                 { matchExpressions: [{ key: "karpenter.sh/nodepool", operator: "DoesNotExist" }] },
             ]);
+            // The chart's own rule (its values.yaml), kept explicitly: two replicas never share a node.
+            expect(values.affinity.podAntiAffinity).to.deep.equal({ requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: "kubernetes.io/hostname" }] });
+            // controller.logLevel: the log alarms and the log heartbeat read Karpenter's info lines.
+            expect(values.logLevel).to.equal("info");
             expect(values.serviceAccount).to.deep.equal({ create: true, name: "karpenter", annotations: {} });
             for (const p of valuePaths(values)) expect(CHART_VALUE_KEYS, `values key ${p}`).to.include(p);
         });

@@ -472,6 +472,14 @@ describe("placement config errors", () => {
         expect(errorOf(() => parseStackConfig("staging", burst({ terminationGracePeriodSeconds: 60 })))).to.match(/placement\.burst\.terminationGracePeriodSeconds is not a known key/);
     });
 
+    it("refuses a queue whose SQS name (placement.burst.queuePrefix + the queue) SQS cannot have, before preflight asks SQS for it", () => {
+        const [first, ...rest] = section("staging", "placement").burst.deployments;
+        const queue = "q".repeat(60);
+        expect(errorOf(() => parseStackConfig("staging", burst({ deployments: [{ ...first, queues: ["send-email-high", queue] }, ...rest] })))).to.equal(
+            `staging: notify-karpenter:placement.burst.deployments[0].queues[1] must make, after placement.burst.queuePrefix, an SQS queue name of at most 80 characters, SQS's limit: eks-notification-canada-ca${queue} has 86 (got "${queue}")`,
+        );
+    });
+
     it("needs exactly one of minAvailable and maxUnavailable for each burst Deployment", () => {
         const deployments = [{ name: BURST[0] }, { name: BURST[1], minAvailable: 1, maxUnavailable: 1 }, { name: BURST[2], minAvailable: "150%" }];
         expect(errorOf(() => parseStackConfig("staging", burst({ deployments })))).to.equal(

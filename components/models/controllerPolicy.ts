@@ -249,8 +249,8 @@ export const interruptionRules = [
         detailType: "EC2 Capacity Reservation Instance Interruption Warning",
     },
 ] as const;
-/** AWS limits on the fixed names this component creates. */
-const NAME_LIMITS = { "IAM role": 64, "SQS queue": 80, "EventBridge rule": 64, "IAM policy": 128 } as const;
+/** AWS limits on the fixed names this component creates (and on GC Notify's queue names, stacks/config.ts). */
+export const NAME_LIMITS = { "IAM role": 64, "SQS queue": 80, "EventBridge rule": 64, "IAM policy": 128 } as const;
 
 /** The fixed AWS names derived from a prefix, with the AWS limit that applies to each. */
 export function controllerNames(prefix: string) {

@@ -223,7 +223,7 @@ export function windowMinutes(h: DailyWindow): Uint8Array {
  * One budget, in UTC, that covers the window on every day of the model year, in either season: from its earliest UTC
  * start to its latest UTC end ({ schedule: "0 12 * * *", duration: "11h" } for 08:00-18:00 America/Toronto).
  */
-export function coveringBudget(h: DailyWindow): { schedule: string; duration: string } {
+function coveringBudget(h: DailyWindow): { schedule: string; duration: string } {
     let start = Infinity;
     let end = -Infinity;
     for (const day of yearDays()) {
