@@ -107,7 +107,7 @@ export interface PolicyDocument {
 export const NO_PERMISSION_NEEDED = ["sts:GetCallerIdentity"];
 
 /**
- * Every AWS call preflight makes (ops/preflight.ts gatherAws), by its IAM action. tests/ciAccess.spec.ts runs
+ * Every AWS call preflight makes (ops/preflightChecks.ts gatherAws), by its IAM action. tests/ciAccess.spec.ts runs
  * preflight against the fake AWS and fails on any call the preview policy does not allow.
  */
 export const PREFLIGHT_ACTIONS = [

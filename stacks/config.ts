@@ -1,6 +1,6 @@
 // The config schema: every key of a stack file, what it allows, and the rules across keys. Each stack's config is read
-// once (stacks/validatedConfig.ts, the only reader of Pulumi config) into one typed, validated object; components
-// receive plain values from it and never see config keys.
+// once (stacks/validatedConfig.ts; the program's through stacks/programConfig.ts, the only reader of Pulumi config)
+// into one typed, validated object; components receive plain values from it and never see config keys.
 import { type ConfigWarning, fitsCeleryPod, nodeResources, quantityValue } from "../components/models/nodePool.ts";
 import { WARNING_IDS } from "./warnings.ts";
 import { disruptionProblems, isTimeZone } from "../components/models/disruptionBudgets.ts";

@@ -17,7 +17,7 @@ const CRD_FILE_MAX_BYTES = 5_000_000;
 /**
  * What makes a CRD file Karpenter's: its name, group, cluster scope and stored version v1 (aws/karpenter-provider-aws
  * v1.14.1 pkg/apis/crds/), CEL rules, and a `spec` schema declaring every field the program renders
- * (components/ephemeralNodePool.ts renderNodePool). A CRD of the right kind name alone, such as a two-line stand-in,
+ * (components/models/nodePool.ts renderNodePool). A CRD of the right kind name alone, such as a two-line stand-in,
  * would otherwise become the module every NodePool is checked against, and check nothing.
  */
 export const EXPECTED_CRDS = {
