@@ -1,5 +1,6 @@
 // The config `pulumi preview` and `up` hand the program (index.ts), validated as every command validates a stack file
-// (stacks/validatedConfig.ts), with its warnings on Pulumi's log. The only module of stacks/ that loads Pulumi.
+// (stacks/validatedConfig.ts), with its warnings on Pulumi's log. The commands read stack files without it, so they
+// load no Pulumi; the program's other stacks/ modules (createStack, cluster, lookups) do.
 import * as pulumi from "@pulumi/pulumi";
 import { type StackConfig, StackFileError, configSections } from "./config.ts";
 import { CONFIG_KEY_NAMESPACES, PULUMI_CONFIG_KEYS, foreignConfigKeys } from "./configKeys.ts";

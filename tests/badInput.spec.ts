@@ -651,7 +651,7 @@ describe("bad input: command lines", () => {
 });
 
 // ---- Issue 29: the program tried again as a new operator would. Cases of our own for each class the trial named;
-// each class is a row of docs/configuration-notes.md ("Refusal classes"), held by the last test of this file.
+// each class is a row of docs/configuration-notes.md ("How this is tested"), held by the last test of this file.
 
 /** Values of the right form whose meaning is wrong, of the kinds the trial named: [key, value, message]. */
 const namedBefore: [string, unknown, RegExp, string?][] = [

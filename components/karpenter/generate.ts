@@ -107,7 +107,7 @@ function crdProblem(crd: any, kind: keyof typeof EXPECTED_CRDS): string | undefi
     const spec = stored.schema?.openAPIV3Schema?.properties?.spec;
     if (typeof spec !== "object" || spec === null) return `has no spec schema (spec.versions[${want.version}].schema.openAPIV3Schema.properties.spec)`;
     const missing = undeclared(spec, want.fields);
-    if (missing.length) return `does not declare ${missing.slice(0, 3).map((f) => `spec.${f}`).join(", ")}${missing.length > 3 ? ` and ${missing.length - 3} more` : ""}, which the program sets (components/ephemeralNodePool.ts): it is not Karpenter's ${kind} CRD, or a cut-down copy`;
+    if (missing.length) return `does not declare ${missing.slice(0, 3).map((f) => `spec.${f}`).join(", ")}${missing.length > 3 ? ` and ${missing.length - 3} more` : ""}, which the program sets (components/models/nodePool.ts): it is not Karpenter's ${kind} CRD, or a cut-down copy`;
     if (countRules(spec).rules === 0) return `has no CEL rules (x-kubernetes-validations) in its spec schema, which Karpenter's ${kind} CRD carries`;
     return undefined;
 }
