@@ -13,7 +13,7 @@
 // (celery/worker/strategy.py:161, celery/app/trace.py:53-55), and one line per outcome, each `Task <name>[<id>] ...`:
 // `succeeded in <s>s: <value>` (trace.py:58-60), `raised expected|raised unexpected|INTERNAL ERROR: <exc>` (:63-70),
 // `ignored` (:73-75), `<exc>` when rejected (:78-80), `retry: <exc>` (:83-85). GC Notify's workers run --loglevel=INFO.
-import { CloudWatchLogsClient, FilterLogEventsCommand } from "@aws-sdk/client-cloudwatch-logs";
+import type { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { MAX_FILTER_PATTERN } from "../components/models/filterPattern.ts";
 import type { Clock } from "./scaleTest.ts";
 
@@ -112,6 +112,8 @@ export type AwsCaller = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
 export async function filterLogEvents(logs: CloudWatchLogsClient, call: AwsCaller, clock: Clock, q: { group: string; pattern: string; from: number; to: number; deadline: number }, each: (e: { timestamp?: number; message?: string }) => void): Promise<void> {
     let token: string | undefined;
     const what = `logs:FilterLogEvents ${q.group}`;
+    // Loaded here, as the drill loads its clients: not for a command that stops at a refusal.
+    const { FilterLogEventsCommand } = await import("@aws-sdk/client-cloudwatch-logs");
     do {
         if (clock.now() > q.deadline) throw new Error(`FilterLogEvents on ${q.group} did not finish by its deadline`);
         const page = await call(what, () => logs.send(new FilterLogEventsCommand({ logGroupName: q.group, filterPattern: q.pattern, startTime: q.from, endTime: q.to, nextToken: token })));

@@ -9,12 +9,12 @@
 // A pure core (DrillRecord: what the APIs said; checks(): the verdict; the report's files) behind a thin shell that
 // refuses unsafe starts, starts and follows the experiment, and stops it and removes what it created however it ends.
 import * as path from "path";
-import { CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand } from "@aws-sdk/client-cloudwatch";
-import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
-import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
-import { FisClient, GetExperimentCommand, GetExperimentTemplateCommand, ListExperimentResolvedTargetsCommand, ListExperimentTemplatesCommand, StartExperimentCommand, StopExperimentCommand } from "@aws-sdk/client-fis";
-import { CreateQueueCommand, DeleteMessageCommand, DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, ReceiveMessageCommand, SQSClient, SendMessageCommand } from "@aws-sdk/client-sqs";
-import { GetCallerIdentityCommand, STSClient } from "@aws-sdk/client-sts";
+import type { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
+import type { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
+import type { EC2Client } from "@aws-sdk/client-ec2";
+import type { FisClient } from "@aws-sdk/client-fis";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { STSClient } from "@aws-sdk/client-sts";
 import * as k8s from "@kubernetes/client-node";
 import { HEADROOM_DEPLOYMENT, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS } from "../components/models/celeryPlacement.ts";
 import { KARPENTER_METRICS, PROMETHEUS_NAMESPACE, SPOT_INTERRUPTED_REASON } from "../components/models/karpenterSignals.ts";
@@ -735,6 +735,22 @@ function need<T>(value: T | undefined | null, what: string, field: string): T {
 }
 
 const refused = (why: string): CommandResult => ({ exitCode: EXIT.findings, output: `Refused: ${why}` });
+/** The AWS SDK clients the drill sends with: loaded once its refusals have passed, since they cost most of its start. */
+async function loadAwsSdk() {
+    const [cw, logs, ec2, fis, sqs, sts] = await Promise.all([
+        import("@aws-sdk/client-cloudwatch"),
+        import("@aws-sdk/client-cloudwatch-logs"),
+        import("@aws-sdk/client-ec2"),
+        import("@aws-sdk/client-fis"),
+        import("@aws-sdk/client-sqs"),
+        import("@aws-sdk/client-sts"),
+    ]);
+    return { cw, logs, ec2, fis, sqs, sts };
+}
+
+/** Set by runDrill before it makes a client; every request of the run is built from it. */
+let aws: Awaited<ReturnType<typeof loadAwsSdk>>;
+
 const cannotRun = (why: string): CommandResult => ({ exitCode: EXIT.cannotCheck, output: `Could not run: ${why}` });
 const oneOfFlag = <T extends string>(flag: string, value: string, allowed: readonly T[]): T | string => (allowed.includes(value as T) ? (value as T) : `--${flag} must be ${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)} (got "${value}")`);
 
@@ -781,12 +797,13 @@ export async function runDrill(line: CommandLine, deps: DrillDeps, context: stri
 
     const dl = deadlinesOf(deps.deadlines);
     const c = awsClientConfig(cfg.cluster.region, deps.aws ?? {}, dl);
-    const clients = { fis: guarded(new FisClient(c), dl), sqs: guarded(new SQSClient(c), dl), cw: guarded(new CloudWatchClient(c), dl), ec2: guarded(new EC2Client(c), dl), logs: guarded(new CloudWatchLogsClient(c), dl), sts: guarded(new STSClient(c), dl) };
+    aws = await loadAwsSdk();
+    const clients = { fis: guarded(new aws.fis.FisClient(c), dl), sqs: guarded(new aws.sqs.SQSClient(c), dl), cw: guarded(new aws.cw.CloudWatchClient(c), dl), ec2: guarded(new aws.ec2.EC2Client(c), dl), logs: guarded(new aws.logs.CloudWatchLogsClient(c), dl), sts: guarded(new aws.sts.STSClient(c), dl) };
     const call = caller(dl);
     try {
         // The account the experiment would start in is the caller's: a context whose cluster is another account's
         // (its ARN) is refused before anything is read or started.
-        const me = await call("sts:GetCallerIdentity", () => clients.sts.send(new GetCallerIdentityCommand({})));
+        const me = await call("sts:GetCallerIdentity", () => clients.sts.send(new aws.sts.GetCallerIdentityCommand({})));
         const account = need(me.Account, "sts:GetCallerIdentity", "an Account");
         const otherAccount = useContext(kc, context, cfg.cluster, { account });
         if (otherAccount) return usage(otherAccount, DRILL);
@@ -843,16 +860,16 @@ async function prepareAndRun(cfg: StackConfig, o: Options, kc: KubeConfig, clien
     const summaries: any[] = [];
     let token: string | undefined;
     do {
-        const page = await call("fis:ListExperimentTemplates", () => clients.fis.send(new ListExperimentTemplatesCommand({ nextToken: token })));
+        const page = await call("fis:ListExperimentTemplates", () => clients.fis.send(new aws.fis.ListExperimentTemplatesCommand({ nextToken: token })));
         summaries.push(...need(page.experimentTemplates, "fis:ListExperimentTemplates", "experimentTemplates"));
         token = page.nextToken;
     } while (token);
     const found = summaries.filter((t) => t.tags?.Name === names.template && t.tags?.[STACK_TAG] === cfg.stack);
     if (found.length !== 1) return refused(`${found.length === 0 ? "no" : found.length} FIS experiment template tagged Name=${names.template} and ${STACK_TAG}=${cfg.stack} in ${cfg.cluster.region}: run pulumi up with drill.enabled first`);
-    const t = need((await call(`fis:GetExperimentTemplate ${found[0].id}`, () => clients.fis.send(new GetExperimentTemplateCommand({ id: found[0].id })))).experimentTemplate, `fis:GetExperimentTemplate ${found[0].id}`, "an experimentTemplate");
+    const t = need((await call(`fis:GetExperimentTemplate ${found[0].id}`, () => clients.fis.send(new aws.fis.GetExperimentTemplateCommand({ id: found[0].id })))).experimentTemplate, `fis:GetExperimentTemplate ${found[0].id}`, "an experimentTemplate");
     const template = readTemplate(t, cfg, o.nodes);
     if (template.problems.length) return refused(`template ${template.id} ${template.problems.join("; ")}; pulumi up puts it back as the config says`);
-    const alarms = need((await call("cloudwatch:DescribeAlarms", () => clients.cw.send(new DescribeAlarmsCommand({ AlarmNames: template.stopAlarmNames })))).MetricAlarms, "cloudwatch:DescribeAlarms", "MetricAlarms");
+    const alarms = need((await call("cloudwatch:DescribeAlarms", () => clients.cw.send(new aws.cw.DescribeAlarmsCommand({ AlarmNames: template.stopAlarmNames })))).MetricAlarms, "cloudwatch:DescribeAlarms", "MetricAlarms");
     const missing = template.stopAlarmNames.filter((n) => !alarms.some((a) => a.AlarmName === n));
     if (missing.length) return refused(`the template's stop-condition alarm(s) ${missing.join(", ")} do not exist: FIS would refuse to start`);
     const alarming = alarms.filter((a) => a.StateValue === "ALARM");
@@ -962,9 +979,9 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         run.end = clock.now();
         if (!e.id || clock.now() - lastPoll < EXPERIMENT_POLL_MS) return;
         lastPoll = clock.now();
-        readExperiment(e, need((await call(`fis:GetExperiment ${e.id}`, () => clients.fis.send(new GetExperimentCommand({ id: e.id })))).experiment, `fis:GetExperiment ${e.id}`, "an experiment"), durationSeconds);
+        readExperiment(e, need((await call(`fis:GetExperiment ${e.id}`, () => clients.fis.send(new aws.fis.GetExperimentCommand({ id: e.id })))).experiment, `fis:GetExperiment ${e.id}`, "an experiment"), durationSeconds);
         if (e.actionStarted !== undefined && e.instances.length === 0) {
-            const resolved = need((await call(`fis:ListExperimentResolvedTargets ${e.id}`, () => clients.fis.send(new ListExperimentResolvedTargetsCommand({ experimentId: e.id })))).resolvedTargets, `fis:ListExperimentResolvedTargets ${e.id}`, "resolvedTargets");
+            const resolved = need((await call(`fis:ListExperimentResolvedTargets ${e.id}`, () => clients.fis.send(new aws.fis.ListExperimentResolvedTargetsCommand({ experimentId: e.id })))).resolvedTargets, `fis:ListExperimentResolvedTargets ${e.id}`, "resolvedTargets");
             e.instances = [...new Set(resolved.flatMap((r) => Object.values(r.targetInformation ?? {}).map(instanceOf).filter((i): i is string => !!i)))];
         }
         // When each interrupted instance went, from EC2 itself: Karpenter terminates it once drained, before EC2 would.
@@ -1001,7 +1018,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     const send = async (n: number) => {
         for (let i = 0; i < n && sent < run.messagesPlanned; i++) {
             const number = ++sent;
-            await call("sqs:SendMessage", () => clients.sqs.send(new SendMessageCommand({ QueueUrl: queues.work!, MessageBody: String(number) })));
+            await call("sqs:SendMessage", () => clients.sqs.send(new aws.sqs.SendMessageCommand({ QueueUrl: queues.work!, MessageBody: String(number) })));
             rec.messages.set(number, { n: number, sent: clock.now(), completions: [] });
         }
     };
@@ -1009,10 +1026,10 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     const collect = async (waitSeconds = 0) => {
         if (!queues.done) return;
         for (let page = 0; page < 100; page++) {
-            const got = (await call("sqs:ReceiveMessage", () => clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.done, MaxNumberOfMessages: 10, WaitTimeSeconds: waitSeconds })))).Messages ?? [];
+            const got = (await call("sqs:ReceiveMessage", () => clients.sqs.send(new aws.sqs.ReceiveMessageCommand({ QueueUrl: queues.done, MaxNumberOfMessages: 10, WaitTimeSeconds: waitSeconds })))).Messages ?? [];
             for (const m of got) {
                 rec.completion(m.Body ?? "");
-                await call("sqs:DeleteMessage", () => clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queues.done, ReceiptHandle: m.ReceiptHandle! })));
+                await call("sqs:DeleteMessage", () => clients.sqs.send(new aws.sqs.DeleteMessageCommand({ QueueUrl: queues.done, ReceiptHandle: m.ReceiptHandle! })));
             }
             if (got.length === 0 || (waitSeconds === 0 && got.length < 10)) return;
         }
@@ -1022,7 +1039,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         if (synthetic || clock.now() - lastDepth < 30_000) return;
         lastDepth = clock.now();
         for (const q of cfg.drill.live.queues) {
-            const url = need((await call(`sqs:GetQueueUrl ${q}`, () => clients.sqs.send(new GetQueueUrlCommand({ QueueName: q })))).QueueUrl, `sqs:GetQueueUrl ${q}`, "a QueueUrl");
+            const url = need((await call(`sqs:GetQueueUrl ${q}`, () => clients.sqs.send(new aws.sqs.GetQueueUrlCommand({ QueueName: q })))).QueueUrl, `sqs:GetQueueUrl ${q}`, "a QueueUrl");
             rec.depths.push({ at: clock.now(), queue: q, ...(await queueDepth(call, clients.sqs, url, q)) });
         }
     };
@@ -1060,7 +1077,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         if (synthetic) {
             for (const kind of ["work", "done"] as const) {
                 const name = `${env.names.queuePrefix}${o.stamp.toLowerCase()}-${kind}`;
-                queues[kind] = need((await call(`sqs:CreateQueue ${name}`, () => clients.sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: String(visibility), SqsManagedSseEnabled: "true", MessageRetentionPeriod: "3600" }, tags: { [STACK_TAG]: cfg.stack } })))).QueueUrl, `sqs:CreateQueue ${name}`, "a QueueUrl");
+                queues[kind] = need((await call(`sqs:CreateQueue ${name}`, () => clients.sqs.send(new aws.sqs.CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: String(visibility), SqsManagedSseEnabled: "true", MessageRetentionPeriod: "3600" }, tags: { [STACK_TAG]: cfg.stack } })))).QueueUrl, `sqs:CreateQueue ${name}`, "a QueueUrl");
             }
             // At least two workers on every ephemeral node, so the interrupted one holds two and meets the budget.
             const replicas = Math.max(s!.pods, 2 * env.runningNodes);
@@ -1083,7 +1100,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         }
 
         const clientToken = `drill-${cfg.stack}-${o.stamp}`;
-        const started = (await call("fis:StartExperiment", () => clients.fis.send(new StartExperimentCommand({ clientToken, experimentTemplateId: e.templateId, tags: { [STACK_TAG]: cfg.stack } })))).experiment;
+        const started = (await call("fis:StartExperiment", () => clients.fis.send(new aws.fis.StartExperimentCommand({ clientToken, experimentTemplateId: e.templateId, tags: { [STACK_TAG]: cfg.stack } })))).experiment;
         // An answer without the experiment's ID leaves an experiment that may run, and that this run cannot follow or stop.
         if (typeof started?.id !== "string" || !started.id) {
             throw new Stop(`fis:StartExperiment answered without an experiment ID: an experiment of template ${e.templateId} may have started, and this run cannot follow or stop it: find it with aws fis list-experiments (tag ${STACK_TAG}=${cfg.stack}) and stop it with aws fis stop-experiment --id <id>`);
@@ -1147,7 +1164,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         run.end = clock.now();
         if (e.id && !["completed", "stopped", "failed", "cancelled"].includes(e.status ?? "")) {
             try {
-                readExperiment(e, (await call(`fis:StopExperiment ${e.id}`, () => clients.fis.send(new StopExperimentCommand({ id: e.id })))).experiment, durationSeconds);
+                readExperiment(e, (await call(`fis:StopExperiment ${e.id}`, () => clients.fis.send(new aws.fis.StopExperimentCommand({ id: e.id })))).experiment, durationSeconds);
                 cleanup.push(`Cleanup: stopped experiment ${e.id} (a notice already sent is not taken back)`);
             } catch (x) {
                 cleanup.push(`Cleanup FAILED: could not stop experiment ${e.id} (${(x as Error).message}); stop it with: aws fis stop-experiment --id ${e.id}`);
@@ -1156,7 +1173,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         if (namespaceCreated) cleanup.push(await deleteNamespace(cluster, clock));
         for (const url of [queues.work, queues.done].filter((u): u is string => !!u)) {
             try {
-                await call(`sqs:DeleteQueue ${url.split("/").pop()}`, () => clients.sqs.send(new DeleteQueueCommand({ QueueUrl: url })));
+                await call(`sqs:DeleteQueue ${url.split("/").pop()}`, () => clients.sqs.send(new aws.sqs.DeleteQueueCommand({ QueueUrl: url })));
                 cleanup.push(`Cleanup: deleted queue ${url.split("/").pop()}`);
             } catch (x) {
                 cleanup.push(`Cleanup FAILED: could not delete queue ${url} (${(x as Error).message}); delete it with: aws sqs delete-queue --queue-url ${url}`);
@@ -1169,7 +1186,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
 /** A queue's messages, visible and in flight (GetQueueAttributes), each count checked to be one. */
 async function queueDepth(call: Call, sqs: SQSClient, url: string, name: string): Promise<{ visible: number; inFlight: number }> {
     const what = `sqs:GetQueueAttributes ${name}`;
-    const a = need((await call(what, () => sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] })))).Attributes, what, "Attributes");
+    const a = need((await call(what, () => sqs.send(new aws.sqs.GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] })))).Attributes, what, "Attributes");
     const count = (key: string) => {
         const n = Number(need(a[key as keyof typeof a], what, key));
         if (!Number.isInteger(n) || n < 0) throw new CannotRun(`${what} answered ${key} ${JSON.stringify(a[key as keyof typeof a])}, which is no count: cannot check`);
@@ -1185,7 +1202,7 @@ async function queueDepth(call: Call, sqs: SQSClient, url: string, name: string)
 async function describeInstances(ec2: EC2Client, call: Call, ids: string[]): Promise<{ id: string; state: string; reason?: string }[]> {
     const what = "ec2:DescribeInstances";
     const ask = async (some: string[]) => {
-        const r = await call(what, () => ec2.send(new DescribeInstancesCommand({ InstanceIds: some })));
+        const r = await call(what, () => ec2.send(new aws.ec2.DescribeInstancesCommand({ InstanceIds: some })));
         return need(r.Reservations, what, "Reservations")
             .flatMap((x) => need(x.Instances, what, "a reservation's Instances"))
             .map((i) => ({ id: need(i.InstanceId, what, "an InstanceId"), state: need(i.State?.Name, what, `${i.InstanceId}'s State.Name`), reason: i.StateTransitionReason }));
@@ -1328,7 +1345,7 @@ async function readMetric(cfg: StackConfig, run: DrillRun, env: Env): Promise<vo
     for (;;) {
         const r = await call("cloudwatch:GetMetricData", () =>
             clients.cw.send(
-                new GetMetricDataCommand({
+                new aws.cw.GetMetricDataCommand({
                     StartTime: from,
                     EndTime: new Date(clock.now() + 60_000),
                     MetricDataQueries: [

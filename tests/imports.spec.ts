@@ -73,6 +73,8 @@ describe("what a command loads", () => {
         // that sends its requests (ops/preflightChecks.ts callerIdentity, gatherAws, gatherQueues, gatherTaskDurations).
         expect(heavyLoadedBy("ops/verifyPlacementRun.ts")).to.deep.equal([]);
         expect(heavyLoadedBy("ops/preflightChecks.ts")).to.deep.equal(["@kubernetes/client-node"]);
+        // The drill loads its AWS clients once its refusals (config, flags, --production, the output directory) have passed.
+        expect(heavyLoadedBy("ops/drillRun.ts")).to.deep.equal(["@kubernetes/client-node"]);
     });
 });
 
