@@ -35,7 +35,13 @@
 // - whose node has been NotReady (Ready False or Unknown) for STUCK_MINUTES: such a node counts as disrupting in every
 //   budget (disruption/helpers.go:289-293), so in a pool of 10 nodes or fewer it uses up the 10 % budget its own drift
 //   would need. The node lifecycle controller's NoExecute taint evicted its pods after 300 s (the tolerations Kubernetes'
-//   DefaultTolerationSeconds admission plugin gives every pod without its own), so no Celery task runs there.
+//   DefaultTolerationSeconds admission plugin gives every pod without its own) and their ReplicaSets replaced them.
+//   With Ready=False the kubelet saw that and stopped them through their preStop hooks. With Ready=Unknown the API
+//   cannot tell a dead node from one cut off from it: on a node that still runs, its burst workers may still be
+//   taking SQS messages, and deleting the NodeClaim ends the instance under them (Karpenter skips pods stuck
+//   terminating, pkg/utils/pod/scheduling.go:154). After STUCK_MINUTES this run takes that risk, as Karpenter's own
+//   node repair does after the same 30 minutes (off by default in v1.14.1): a node cut off that long is already
+//   replaced, and would otherwise hold the pool's budget for good.
 // Deleting a NodeClaim drains its node as Karpenter drains any node, under the NodeClaim's terminationGracePeriod
 // (pkg/controllers/nodeclaim/lifecycle/controller.go:289-304, node/termination/controller.go:130-156).
 //
