@@ -700,7 +700,7 @@ const placement = object(
              */
             prefetchMultiplier: optional(integer(1, 100), 4),
             /** The SQS name of Celery queue q is queuePrefix + q (notification-api app/config.py:422, NOTIFICATION_QUEUE_PREFIX). */
-            queuePrefix: optional(text("an SQS queue name prefix such as eks-notification-canada-ca", /^[A-Za-z0-9_-]{0,60}$/, 60), "eks-notification-canada-ca"),
+            queuePrefix: optional(text("an SQS queue name prefix such as eks-notification-canada-ca (not empty: CI's preview role and the drill's workers may read the queues it begins)", /^[A-Za-z0-9_-]{1,60}$/, 60), "eks-notification-canada-ca"),
             /** SQS visibility timeout of the high-priority queues (GC Notify: 26 s): the drill's synthetic queue gets it. */
             queueVisibilityTimeoutSeconds: optional(integer(0, 43200), 26),
             /**

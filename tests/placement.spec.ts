@@ -480,6 +480,10 @@ describe("placement config errors", () => {
         );
     });
 
+    it("refuses an empty queuePrefix: CI's preview role and the drill's workers would read every queue of the account (plan/ciAccess.ts, components/spotInterruptionDrill.ts)", () => {
+        expect(errorOf(() => parseStackConfig("staging", burst({ queuePrefix: "" })))).to.match(/^staging: notify-karpenter:placement\.burst\.queuePrefix must be an SQS queue name prefix such as eks-notification-canada-ca \(not empty/);
+    });
+
     it("needs exactly one of minAvailable and maxUnavailable for each burst Deployment", () => {
         const deployments = [{ name: BURST[0] }, { name: BURST[1], minAvailable: 1, maxUnavailable: 1 }, { name: BURST[2], minAvailable: "150%" }];
         expect(errorOf(() => parseStackConfig("staging", burst({ deployments })))).to.equal(
