@@ -8,7 +8,7 @@ import { type ProtectedWindow, markClearanceSeconds, recycleWindow } from "../co
 import { type AlarmRule, DEFAULT_METRIC_SOURCE, DEFAULT_RULES, SEVERITIES, alarmRuleProblems, burstAlarmNameProblems, isValidPeriod } from "../components/models/alarmRules.ts";
 import { STABLE_NODE_LABELS } from "../components/models/scheduling.ts";
 import { NAME_LIMITS, controllerNameProblems } from "../components/models/controllerPolicy.ts";
-import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, burstGraceSeconds, waitsFor } from "../components/models/celeryPlacement.ts";
+import { DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, SPOT_ROOM_SECONDS, burstGraceSeconds, waitsFor } from "../components/models/celeryPlacement.ts";
 import { type Infer, type Issue, type Schema, boolean, got, integer, k8sName, labelKey, leaf, list, number, object, oneOf, optional, quantity, record, text, duration, labelValue } from "./schema.ts";
 import { cron, durationAtLeast, durationSeconds, isCalendarDate } from "./schema.ts";
 import { familySizes, instanceFamilyProblem, instanceTypeProblem } from "../components/models/instanceTypes.ts";
@@ -975,12 +975,11 @@ function drillConfigProblems(s: { drill: Infer<typeof drill>; nodePool: Infer<ty
         issues.push({ path: "drill.synthetic.workSeconds", message: `must be under placement.burst.queueVisibilityTimeoutSeconds (${b.queueVisibilityTimeoutSeconds}): a message worked longer reappears and is worked twice (got ${d.synthetic.workSeconds})` });
     }
     // The program's hook lets a gc-notify worker run everything it holds; that must end before EC2 takes the node.
-    const room = SPOT_NOTICE_SECONDS - INTERRUPTION_REACTION_SECONDS;
-    if (d.synthetic && drillWorkerGraceSeconds(d.synthetic, b.prefetchMultiplier, "gc-notify") > room) {
+    if (d.synthetic && drillWorkerGraceSeconds(d.synthetic, b.prefetchMultiplier, "gc-notify") > SPOT_ROOM_SECONDS) {
         const longest = Math.max(...d.synthetic.taskSeconds);
         issues.push({
             path: "drill.synthetic.taskSeconds",
-            message: `must let a gc-notify worker run all it holds within the ${room} s an interruption leaves (${SPOT_NOTICE_SECONDS} s notice less ${INTERRUPTION_REACTION_SECONDS} s for Karpenter to evict): (placement.burst.prefetchMultiplier ${b.prefetchMultiplier} + 1) × (the longest ${longest} s + ${DRILL_CLI_SECONDS_PER_TASK} s of AWS CLI calls) + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s + a ${DRILL_RECEIVE_WAIT_SECONDS} s receive is ${drillWorkerGraceSeconds(d.synthetic, b.prefetchMultiplier, "gc-notify")} s; shorten the longest task`,
+            message: `must let a gc-notify worker run all it holds within the ${SPOT_ROOM_SECONDS} s an interruption leaves (${SPOT_NOTICE_SECONDS} s notice less ${INTERRUPTION_REACTION_SECONDS} s for Karpenter to evict): (placement.burst.prefetchMultiplier ${b.prefetchMultiplier} + 1) × (the longest ${longest} s + ${DRILL_CLI_SECONDS_PER_TASK} s of AWS CLI calls) + ${DRAIN_SLACK_SECONDS + HOOK_MARGIN_SECONDS} s + a ${DRILL_RECEIVE_WAIT_SECONDS} s receive is ${drillWorkerGraceSeconds(d.synthetic, b.prefetchMultiplier, "gc-notify")} s; shorten the longest task`,
         });
     }
     return issues;

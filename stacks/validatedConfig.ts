@@ -4,7 +4,7 @@
 // gathers the config's warnings (stacks/warnings.ts), less those the stack file acknowledges. It loads no Pulumi:
 // the commands read a stack file through it (loadStack); the program reads its config through stacks/programConfig.ts.
 import { isDeepStrictEqual } from "util";
-import { INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, placementProblems } from "../components/models/celeryPlacement.ts";
+import { INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS, SPOT_ROOM_SECONDS, placementProblems } from "../components/models/celeryPlacement.ts";
 import { type ConfigWarning, nodePoolFindings, nodePoolProblems } from "../components/models/nodePool.ts";
 import { burstDeployments, nodePoolArgs, placementArgs } from "./componentArgs.ts";
 import { ConfigError, type StackConfig, capacityWarnings, configSections, parseConfigSchema } from "./config.ts";
@@ -89,14 +89,13 @@ export function configWarnings(cfg: StackConfig, project = "notify-karpenter"): 
  */
 function spotNoticeWarnings(cfg: StackConfig, project: string): ConfigWarning[] {
     if (!cfg.nodePool.capacityTypes.includes("spot")) return [];
-    const room = SPOT_NOTICE_SECONDS - INTERRUPTION_REACTION_SECONDS;
-    const over = burstDeployments(cfg).filter((d) => d.terminationGracePeriodSeconds > room);
+    const over = burstDeployments(cfg).filter((d) => d.terminationGracePeriodSeconds > SPOT_ROOM_SECONDS);
     if (over.length === 0) return [];
     const names = over.map((d) => `${d.name} (${d.terminationGracePeriodSeconds} s)`).join(", ");
     return [
         {
             id: "burst-task-outlasts-spot-notice",
-            message: `${project}:placement.burst: ${names} need${over.length === 1 ? "s" : ""} a longer grace period than the ${room} s a spot interruption leaves (${SPOT_NOTICE_SECONDS} s notice less ${INTERRUPTION_REACTION_SECONDS} s for Karpenter to evict): a task still running when EC2 takes the node is killed, and with GC Notify's early acknowledgement it is lost unless GC Notify's own recovery runs it again. Consolidation, drift, the recycler and scale-down wait for it. To act: shorter tasks or acks_late upstream (docs/celery-shutdown.md), or acknowledge with the recovery you rely on`,
+            message: `${project}:placement.burst: ${names} need${over.length === 1 ? "s" : ""} a longer grace period than the ${SPOT_ROOM_SECONDS} s a spot interruption leaves (${SPOT_NOTICE_SECONDS} s notice less ${INTERRUPTION_REACTION_SECONDS} s for Karpenter to evict): a task still running when EC2 takes the node is killed, and with GC Notify's early acknowledgement it is lost unless GC Notify's own recovery runs it again. Consolidation, drift, the recycler and scale-down wait for it. To act: shorter tasks or acks_late upstream (docs/celery-shutdown.md), or acknowledge with the recovery you rely on`,
         },
     ];
 }

@@ -41,6 +41,9 @@ export const SPOT_NOTICE_SECONDS = 120;
  */
 export const INTERRUPTION_REACTION_SECONDS = 20;
 
+/** What a spot interruption leaves a burst worker to finish in: the notice less Karpenter's reaction. */
+export const SPOT_ROOM_SECONDS = SPOT_NOTICE_SECONDS - INTERRUPTION_REACTION_SECONDS;
+
 /**
  * The hook, as bash runs it: `bash -c <script> celery-prestop <seconds to SIGKILL>`. Its comments stay in the file:
  * the pod spec carries the commands alone.
