@@ -10,7 +10,6 @@ import { parseAllDocuments } from "yaml";
 import { type BurstDeployment, DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstGraceSeconds, burstPodTemplate, celeryPreStop } from "../components/models/celeryPlacement.ts";
 import { GC_NOTIFY_PRESTOP } from "../plan/gcNotifyCharts.ts";
 import { burstDeployments, placementArgs } from "../stacks/componentArgs.ts";
-import { durationSeconds } from "../stacks/config.ts";
 import { stackConfig } from "./helpers.ts";
 import { tempDir } from "./opsHelpers.ts";
 
@@ -136,7 +135,8 @@ describe("a burst Celery worker when its node goes (the preStop hook, run agains
         for (const name of Object.keys(experiments) as (keyof typeof experiments)[]) experiment(name);
     });
 
-    it("each burst worker's grace outlasts every task it may hold by the drain's slack, and its hook kills only after that, inside Karpenter's terminationGracePeriod", () => {
+    // That the grace fits Karpenter's terminationGracePeriod is config's to refuse (tests/placement.spec.ts, nodePool.spec.ts).
+    it("each burst worker's grace outlasts every task it may hold by the drain's slack, and its hook kills only after that", () => {
         for (const stack of STACKS) {
             const cfg = stackConfig(stack);
             for (const { d, longest, preStop } of burstWorkers(stack)) {
@@ -144,7 +144,6 @@ describe("a burst Celery worker when its node goes (the preStop hook, run agains
                 const drain = (cfg.placement.burst.prefetchMultiplier + 1) * longest;
                 expect(toKill, `${stack} ${d.name}: SIGKILL ${toKill} s after the hook starts`).to.equal(d.terminationGracePeriodSeconds - HOOK_MARGIN_SECONDS);
                 expect(toKill - drain, `${stack} ${d.name}: slack after ${drain} s of tasks`).to.equal(DRAIN_SLACK_SECONDS);
-                expect(d.terminationGracePeriodSeconds).to.be.at.most(durationSeconds(cfg.nodePool.terminationGracePeriod));
             }
         }
     });
@@ -176,7 +175,8 @@ describe("a burst Celery worker when its node goes (the preStop hook, run agains
     });
 
     it("GC Notify's own hook, as its chart renders it, kills a 20 s task at about 10 s: the task never finishes, and with early acknowledgement it is lost", async () => {
-        expect(gcNotifyHook()).to.deep.equal(GC_NOTIFY_PRESTOP);
+        // With GC Notify's renders, the hook is the chart's own command, and the program's copy of it must be that command.
+        if (RENDERED) expect(gcNotifyHook()).to.deep.equal(GC_NOTIFY_PRESTOP);
         const res = await experiment("gcNotify");
         expect(res.events.get("sigterm")).to.be.below(3000);
         expect(res.events.has("task-done 0")).to.equal(false);
