@@ -109,28 +109,48 @@ class RecordingMonitor extends MockMonitor {
         this.record = record;
     }
 
+    /**
+     * The stock MockMonitor's registration (runtime/mocks.js registerResource, @pulumi/pulumi 3.276.0), recording as
+     * it goes. It reads the request's properties once, and answers with the object the SDK reads from a response
+     * (`resp.getObject().toJavaScript()`, runtime/resource.js) rather than a protobuf Struct built only to be taken
+     * apart again: the plan spent a tenth of its time there.
+     */
     async registerResource(req: any, callback: (err: any, resp: any) => void) {
         const urn: string = (this as any).newUrn(req.getParent(), req.getType(), req.getName());
         // The engine's step generator bails on a URN it has seen in this deployment (pkg/resource/deploy/step_generator.go:284).
         if (this.urns.has(urn)) return this.fail(duplicateUrnMessage(urn), callback);
         this.urns.add(urn);
-        return super.registerResource(req, (err: any, resp: any) => {
-            if (!err) {
-                this.record({
-                    urn: resp.getUrn(),
-                    type: req.getType(),
-                    name: req.getName(),
-                    custom: req.getCustom(),
-                    remote: req.getRemote(),
-                    parent: req.getParent(),
-                    provider: req.getProvider(),
-                    providers: Object.fromEntries(req.getProvidersMap().toArray()),
-                    dependencies: req.getDependenciesList(),
-                    inputs: pulumi.runtime.deserializeProperties(req.getObject()),
-                    options: optionsOf(req),
-                });
-            }
-            callback(err, resp);
+        let inputs: Record<string, any>;
+        let answer: { id: string | undefined; state: Record<string, any> };
+        try {
+            inputs = pulumi.runtime.deserializeProperties(req.getObject());
+            const transforms = req.getTransformsList().flatMap((cb: any) => (this as any).transformCallbacks.get(cb.getToken()) ?? []);
+            const result = await this.mocks.newResource({ type: req.getType(), name: req.getName(), inputs, provider: req.getProvider(), custom: req.getCustom(), id: req.getImportid(), transforms });
+            answer = { id: result.id, state: await pulumi.runtime.serializeProperties("", result.state) };
+        } catch (err) {
+            return callback(err, undefined);
+        }
+        this.resources.set(urn, { urn, id: answer.id ?? null, state: answer.state });
+        this.record({
+            urn,
+            type: req.getType(),
+            name: req.getName(),
+            custom: req.getCustom(),
+            remote: req.getRemote(),
+            parent: req.getParent(),
+            provider: req.getProvider(),
+            providers: Object.fromEntries(req.getProvidersMap().toArray()),
+            dependencies: req.getDependenciesList(),
+            inputs,
+            options: optionsOf(req),
+        });
+        callback(null, {
+            getUrn: () => urn,
+            getId: () => answer.id || "",
+            getObject: () => ({ toJavaScript: () => answer.state }),
+            getPropertydependenciesMap: () => undefined,
+            getResult: () => 0, // Result.SUCCESS (proto/resource_pb.js)
+            getUnknown: () => false,
         });
     }
 

@@ -28,9 +28,13 @@ export function instanceTypeFacts(type: string): InstanceTypeFacts | undefined {
 
 const familyOf = (type: string) => type.slice(0, type.indexOf("."));
 const FAMILIES = new Map<string, string[]>();
-for (const type of Object.keys(TYPES)) FAMILIES.set(familyOf(type), [...(FAMILIES.get(familyOf(type)) ?? []), type]);
+for (const type of Object.keys(TYPES)) {
+    const family = FAMILIES.get(familyOf(type));
+    if (family) family.push(type);
+    else FAMILIES.set(familyOf(type), [type]);
+}
 // Smallest first (by vCPUs, then memory), as AWS lists them: large, xlarge, 2xlarge...
-for (const types of FAMILIES.values()) types.sort((a, b) => TYPES[a][1] - TYPES[b][1] || TYPES[a][2] - TYPES[b][2] || a.localeCompare(b));
+for (const types of FAMILIES.values()) types.sort((a, b) => TYPES[a][1] - TYPES[b][1] || TYPES[a][2] - TYPES[b][2] || (a < b ? -1 : 1));
 
 /** The sizes of a family (["large", "xlarge", ...], smallest first), or undefined for a family EC2 does not have. */
 export function familySizes(family: string): string[] | undefined {
