@@ -488,16 +488,22 @@ const REPLAY_MINUTES = 7 * DAY + 12 * HOUR;
 
 /** A metric's identity: namespace, name and its dimensions in any order. */
 type MetricId = { namespace: string; metricName: string; dimensions?: Record<string, string> };
-const metricKey = (m: MetricId) => JSON.stringify([m.namespace, m.metricName, Object.entries(m.dimensions ?? {}).sort(([a], [b]) => a.localeCompare(b))]);
+const metricKey = (m: MetricId) => {
+    const dimensions = Object.entries(m.dimensions ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+    return `${m.namespace}\u0000${m.metricName}${dimensions.map(([k, v]) => `\u0000${k}=${v}`).join("")}`;
+};
 /** Datapoints by metric (metricKey), as CloudWatch stores them. */
 type Index = Map<string, Point[]>;
 const indexes = new WeakMap<Point[], Index>();
+/** Each datapoint's metricKey, kept: the tests' variations of a week share most of its datapoints. */
+const pointKeys = new WeakMap<Point, string>();
 function indexOf(points: Point[]): Index {
     let index = indexes.get(points);
     if (!index) {
         index = new Map();
         for (const p of points) {
-            const k = metricKey(p);
+            let k = pointKeys.get(p);
+            if (k === undefined) pointKeys.set(p, (k = metricKey(p)));
             if (!index.has(k)) index.set(k, []);
             index.get(k)!.push(p);
         }
@@ -541,11 +547,14 @@ const withLogs = new WeakMap<LogEvent[], WeakMap<Point[], Index>>();
 function withLogMetrics(filters: RecordedResource[], points: Point[], logs: LogEvent[]): Index {
     const cached = withLogs.get(logs)?.get(points);
     if (cached) return cached;
-    const matches = new Map<string, boolean>();
+    // Most records repeat (the same API line every minute): each pattern is matched once per distinct record.
+    const matches = new Map<string, Map<string, boolean>>();
     const matched = (pattern: string, record: string) => {
-        const key = `${pattern}\u0000${record}`;
-        if (!matches.has(key)) matches.set(key, filterPatternMatches(pattern, record));
-        return matches.get(key)!;
+        let byRecord = matches.get(pattern);
+        if (!byRecord) matches.set(pattern, (byRecord = new Map()));
+        let match = byRecord.get(record);
+        if (match === undefined) byRecord.set(record, (match = filterPatternMatches(pattern, record)));
+        return match;
     };
     // The datapoints' own lists are shared, never changed: a metric the filters write gets a new list.
     const all: Index = new Map(indexOf(points));
