@@ -70,10 +70,10 @@ export interface FakeKubeApiOptions {
     deleteStatus?: number;
     /**
      * What Karpenter does with a deleted NodeClaim (cluster-scoped, finalized): it keeps its deletionTimestamp while its
-     * node drains, then it and its node (status.nodeName) go `goneAfterMs` of wall time later (never when undefined);
-     * `add` are NodeClaims created at the deletion, such as the replacement the provisioner launches.
+     * node drains, then it and its node (status.nodeName) go `goneAfterSeconds` later on the fake clock (never when
+     * undefined); `add` are NodeClaims created at the deletion, such as the replacement the provisioner launches.
      */
-    onNodeClaimDelete?: (nodeClaim: any) => { goneAfterMs?: number; add?: any[] };
+    onNodeClaimDelete?: (nodeClaim: any) => { goneAfterSeconds?: number; add?: any[] };
     /** Called as a NodeClaim DELETE arrives, before the fake looks at it: a controller changing the object meanwhile, say. */
     beforeNodeClaimDelete?: (name: string) => void;
     /** Called as a NodeClaim PATCH arrives, before the fake looks at it: a controller changing the object meanwhile, say. */
@@ -243,32 +243,30 @@ export class FakeKubeApi extends LoopbackServer {
             return status(res, 409, `Operation cannot be fulfilled on nodeclaims.karpenter.sh "${name}": the object has been modified; please apply your changes to the latest version and try again`);
         }
         if (nc.metadata.deletionTimestamp) return reply(res, 200, nc);
-        const deleting = this.versioned({ ...nc, metadata: { ...nc.metadata, deletionTimestamp: new Date().toISOString() } });
+        const deleting = this.versioned({ ...nc, metadata: { ...nc.metadata, deletionTimestamp: iso(this.clock.now()) } });
         this.objects.nodeclaims.set(key(deleting), deleting);
         const after = this.opts.onNodeClaimDelete?.(deleting) ?? {};
         for (const o of after.add ?? []) this.objects.nodeclaims.set(key(o), this.versioned(o));
-        if (after.goneAfterMs !== undefined) {
-            setTimeout(() => {
-                this.objects.nodeclaims.delete(key(deleting));
-                if (deleting.status?.nodeName) this.objects.nodes.delete(`/${deleting.status.nodeName}`);
-            }, after.goneAfterMs).unref();
-        }
+        this.goneAfter(deleting, after.goneAfterSeconds);
         reply(res, 200, deleting);
     }
 
     /**
      * Karpenter deleting a NodeClaim itself (a drift command once the replacement is Initialized): a deletionTimestamp at
-     * once, then it and its node go `goneAfterMs` of wall time later (never when undefined).
+     * once, then it and its node go `goneAfterSeconds` later on the fake clock (never when undefined).
      */
-    karpenterDeletes(name: string, goneAfterMs?: number): void {
+    karpenterDeletes(name: string, goneAfterSeconds?: number): void {
         const nc = this.objects.nodeclaims.get(`/${name}`);
-        const deleting = this.versioned({ ...nc, metadata: { ...nc.metadata, deletionTimestamp: new Date().toISOString() } });
+        const deleting = this.versioned({ ...nc, metadata: { ...nc.metadata, deletionTimestamp: iso(this.clock.now()) } });
         this.objects.nodeclaims.set(key(deleting), deleting);
-        if (goneAfterMs === undefined) return;
-        setTimeout(() => {
-            this.objects.nodeclaims.delete(key(deleting));
-            if (deleting.status?.nodeName) this.objects.nodes.delete(`/${deleting.status.nodeName}`);
-        }, goneAfterMs).unref();
+        this.goneAfter(deleting, goneAfterSeconds);
+    }
+
+    /** A NodeClaim being deleted, and its node, gone `seconds` from now on the fake clock (never when undefined). */
+    private goneAfter(nodeClaim: any, seconds: number | undefined): void {
+        if (seconds === undefined) return;
+        const node = nodeClaim.status?.nodeName ? [{ at: seconds, resource: "nodes" as const, type: "DELETED" as const, object: { metadata: { name: nodeClaim.status.nodeName } } }] : [];
+        this.schedule([{ at: seconds, resource: "nodeclaims", type: "DELETED", object: nodeClaim }, ...node]);
     }
 
     /**

@@ -38,6 +38,9 @@ export function removeTempDirs(): void {
     root = undefined;
 }
 
+/** The ConfigMaps (as JSON) already started as a pod would: every stack ships the same files, so one start each tells. */
+const started = new Set<string>();
+
 /**
  * An in-cluster script's ConfigMap, checked as the pod sees it: it carries the script and the API client it requires,
  * byte for byte, and mounted alone (as /app is) the script starts: without settings it says so and exits 2.
@@ -46,8 +49,11 @@ export function expectScriptConfigMap(data: Record<string, string>, script: stri
     const components = path.join(import.meta.dirname, "..", "components", "inCluster");
     const files = [script, "inClusterApi.js"];
     expect(data).to.deep.equal(Object.fromEntries(files.map((f) => [f, fs.readFileSync(path.join(components, f), "utf8")])));
+    const key = JSON.stringify([script, data]);
+    if (started.has(key)) return;
     const mounted = tempDir("configmap-");
     for (const [file, text] of Object.entries(data)) fs.writeFileSync(path.join(mounted, file), text);
     const run = spawnSync(process.execPath, [path.join(mounted, script)], { env: {}, encoding: "utf8", timeout: 10000 });
     expect([run.status, JSON.parse(run.stdout).msg]).to.deep.equal([2, "bad settings"]);
+    started.add(key);
 }

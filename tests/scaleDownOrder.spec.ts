@@ -17,6 +17,8 @@ const require = createRequire(import.meta.url);
 // The script runs in the cluster as plain JavaScript; its functions are tested here as they are.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const annotator = require("../components/inCluster/deletionCostAnnotator.js");
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { stopper } = require("../components/inCluster/inClusterApi.js");
 const SCRIPT = path.join(import.meta.dirname, "..", "components", "inCluster", "deletionCostAnnotator.js");
 
 const NS = "notification-canada-ca";
@@ -134,27 +136,146 @@ function freePort(): Promise<number> {
     });
 }
 
-describe("scale-down order: the annotator as a process against a fake Kubernetes API", () => {
+/** The settings the Deployment gives the annotator, with the API server's address: a fake's, and the token the fake wants. */
+function annotatorEnv(api: FakeKubeApi, healthPort: number): Record<string, string> {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, "token"), "s3cret\n");
+    return { KUBE_API_URL: api.url, KUBE_TOKEN_FILE: path.join(dir, "token"), NAMESPACE: NS, POD_SELECTOR: DEPLOYMENT_LABEL, NODE_SELECTOR: "karpenter.sh/nodepool=notify-karpenter", INTERVAL_SECONDS: "1", HEALTH_PORT: String(healthPort) };
+}
+const annotatorNodes = [node("ip-10-0-1-1", T0), node("ip-10-0-1-2", T0 + 20 * MIN), node("stable-1", T0 - 9000 * MIN, "")];
+/** `GET /healthz` of the annotator on `port`: the status and the text. */
+async function healthAt(port: number) {
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+    return [res.status, (await res.text()).trim()];
+}
+
+describe("scale-down order: the annotator's run against a fake Kubernetes API (in-process)", () => {
+    let api: FakeKubeApi | undefined;
+    afterEach(async () => {
+        await api?.stop();
+        api = undefined;
+    });
+
+    /**
+     * Runs the annotator's run against a fake API holding `opts`: after each pass, at its sleep, `afterPass` gets the
+     * pass's number, its health port and `stop` (SIGTERM, in the pod). Its exit code and log lines.
+     */
+    async function annotate(opts: { pods: any[]; listStatus?: number; patchStatus?: number; pageSize?: number }, env: Record<string, string>, afterPass: (pass: number, port: number, stop: () => void) => Promise<void> | void) {
+        const clock = new FakeClock(T0);
+        const healthPort = await freePort();
+        const fake = await new FakeKubeApi(clock, { nodes: annotatorNodes, token: "s3cret", ...opts }).start();
+        api = fake;
+        const output: string[] = [];
+        let passes = 0;
+        const stop = stopper((seconds: number, done: () => void) => {
+            const pass = ++passes;
+            void clock
+                .sleep(seconds * 1000)
+                .then(() => afterPass(pass, healthPort, () => stop.request()))
+                .then(done);
+            return () => {};
+        });
+        const code: number = await annotator.run({ env: { ...annotatorEnv(fake, healthPort), ...env }, write: (line: string) => output.push(line), now: () => clock.now(), stop });
+        return { code, output, api: fake };
+    }
+    const failures = (output: string[], msg: string) => output.filter((l) => l.includes(msg)).map((l) => JSON.parse(l));
+
+    it("logs a refused list with the API's message and keeps trying", async () => {
+        let health: unknown[] = [];
+        const { code, output } = await annotate({ pods: [pod("email-1", "ip-10-0-1-1")], listStatus: 403 }, {}, async (pass, port, stop) => {
+            if (pass < 2) return;
+            // Not ready, so the replicas-unavailable alarm sees it.
+            health = await healthAt(port);
+            stop();
+        });
+        expect(failures(output, "pass failed")[0]).to.deep.include({ level: "error", error: "GET /api/v1/nodes: HTTP 403 cannot list nodes", failedPasses: 1 });
+        // Still running after two failed passes, until stopped.
+        expect(output.map((l) => JSON.parse(l).msg)).to.deep.equal(["started", "pass failed", "pass failed", "stopped"]);
+        expect(health).to.deep.equal([503, "no pass has succeeded yet"]);
+        expect(code).to.equal(0);
+    });
+
+    it("logs refused patches (and a pod deleted meanwhile) and is not ready while they are refused", async () => {
+        let health: unknown[] = [];
+        const { code, output } = await annotate({ pods: [pod("email-1", "ip-10-0-1-1")], patchStatus: 403 }, {}, async (pass, port, stop) => {
+            health = await healthAt(port);
+            stop();
+        });
+        expect(failures(output, "annotated pods")[0]).to.deep.include({
+            level: "error",
+            patched: 0,
+            failed: ["email-1: HTTP 403 admission webhook denied the request"],
+            // A failed pass: after 20 in a row the container exits and its restarts show.
+            failedPasses: 1,
+        });
+        expect(health).to.deep.equal([503, "no pass has succeeded yet"]);
+        expect(code).to.equal(0);
+    });
+
+    it("exits 1 after 20 failed passes in a row, so that the pod's restarts show the fault", async () => {
+        const { code, output } = await annotate({ pods: [], listStatus: 403 }, {}, () => {});
+        const lines = output.map((l) => JSON.parse(l));
+        expect(lines.map((l) => l.msg)).to.deep.equal(["started", ...Array(20).fill("pass failed"), "exiting"]);
+        expect(lines[lines.length - 1]).to.deep.include({ level: "error", failedPasses: 20 });
+        expect(code).to.equal(1);
+    });
+
+    it("exits 1 when its health port is taken: the readiness probe could not tell whether it orders pods", async () => {
+        const taken = net.createServer();
+        await new Promise<void>((resolve) => taken.listen(0, resolve));
+        try {
+            const { code, output } = await annotate({ pods: [] }, { HEALTH_PORT: String((taken.address() as net.AddressInfo).port) }, () => {});
+            expect(code).to.equal(1);
+            const lines = output.map((l) => JSON.parse(l));
+            expect(lines.map((l) => l.msg)).to.deep.equal(["started", "health port"]);
+            expect(lines[1].error).to.match(/EADDRINUSE/);
+        } finally {
+            await new Promise((resolve) => taken.close(resolve));
+        }
+    });
+
+    it("reads every page of a long list", async () => {
+        const pods = ["a", "b", "c", "d", "e"].map((n) => pod(`email-${n}`, "ip-10-0-1-1"));
+        const { code, api } = await annotate({ pods, pageSize: 2 }, {}, (pass, port, stop) => stop());
+        expect(api.requests.filter((r) => r.startsWith("PATCH"))).to.have.length(5);
+        for (const p of pods) expect(api.pod(NS, p.metadata.name).metadata.annotations).to.deep.equal({ [DELETION_COST_ANNOTATION]: annotator.deletionCost(iso(T0)) });
+        expect(code).to.equal(0);
+    });
+
+    it("fails the pass, without hanging or exiting, when the connection is cut mid-answer", async () => {
+        // An API server that sends half a list of nodes and drops the connection.
+        const cut = http.createServer((req, res) => {
+            res.writeHead(200, { "Content-Type": "application/json", "Content-Length": "1000" });
+            res.write('{"kind":"NodeList","items":[');
+            setTimeout(() => res.destroy(), 20);
+        });
+        await new Promise<void>((resolve) => cut.listen(0, "127.0.0.1", resolve));
+        try {
+            const { code, output } = await annotate({ pods: [] }, { KUBE_API_URL: `http://127.0.0.1:${(cut.address() as net.AddressInfo).port}` }, (pass, port, stop) => {
+                if (pass === 2) stop();
+            });
+            expect(failures(output, "pass failed")).to.have.length(2);
+            expect(failures(output, "pass failed")[0]).to.deep.include({ error: "GET /api/v1/nodes: the connection closed mid-answer", failedPasses: 1 });
+            expect(code).to.equal(0);
+        } finally {
+            cut.closeAllConnections();
+            await new Promise((resolve) => cut.close(resolve));
+        }
+    });
+});
+
+describe("scale-down order: the annotator as a process (node deletionCostAnnotator.js, as its Deployment runs it)", () => {
     let api: FakeKubeApi;
     let child: ChildProcess | undefined;
-    let dir: string;
-    const nodes = [node("ip-10-0-1-1", T0), node("ip-10-0-1-2", T0 + 20 * MIN), node("stable-1", T0 - 9000 * MIN, "")];
 
     let healthPort = 0;
-    const health = async () => {
-        const res = await fetch(`http://127.0.0.1:${healthPort}/healthz`);
-        return [res.status, (await res.text()).trim()];
-    };
+    const health = () => healthAt(healthPort);
 
-    async function start(opts: { pods: any[]; listStatus?: number; patchStatus?: number; pageSize?: number }, env: Record<string, string> = {}) {
-        dir = tempDir();
+    async function start(opts: { pods: any[] }, env: Record<string, string> = {}) {
         healthPort = await freePort();
-        fs.writeFileSync(path.join(dir, "token"), "s3cret\n");
-        api = await new FakeKubeApi(new FakeClock(), { nodes, pods: opts.pods, token: "s3cret", listStatus: opts.listStatus, patchStatus: opts.patchStatus, pageSize: opts.pageSize }).start();
+        api = await new FakeKubeApi(new FakeClock(), { nodes: annotatorNodes, pods: opts.pods, token: "s3cret" }).start();
         const output: string[] = [];
-        child = spawn(process.execPath, [SCRIPT], {
-            env: { PATH: process.env.PATH, KUBE_API_URL: api.url, KUBE_TOKEN_FILE: path.join(dir, "token"), NAMESPACE: NS, POD_SELECTOR: DEPLOYMENT_LABEL, NODE_SELECTOR: "karpenter.sh/nodepool=notify-karpenter", INTERVAL_SECONDS: "1", HEALTH_PORT: String(healthPort), ...env },
-        });
+        child = spawn(process.execPath, [SCRIPT], { env: { PATH: process.env.PATH, ...annotatorEnv(api, healthPort), ...env } });
         child.stdout!.on("data", (d) => output.push(...String(d).trim().split("\n")));
         return output;
     }
@@ -195,58 +316,6 @@ describe("scale-down order: the annotator as a process against a fake Kubernetes
         const logged = output.map((l) => JSON.parse(l));
         expect(logged.map((l) => l.msg)).to.deep.equal(["started", "annotated pods", "stopped"]);
         expect(logged[1]).to.deep.include({ level: "info", patched: 2, gone: 0, failed: [] });
-    });
-
-    it("logs a refused list with the API's message and keeps trying", async () => {
-        const output = await start({ pods: [pod("email-1", "ip-10-0-1-1")], listStatus: 403 });
-        await until(() => output.filter((l) => l.includes("pass failed")).length >= 2);
-        const failure = JSON.parse(output.find((l) => l.includes("pass failed"))!);
-        expect(failure).to.deep.include({ level: "error", error: "GET /api/v1/nodes: HTTP 403 cannot list nodes", failedPasses: 1 });
-        expect(child!.exitCode).to.equal(null);
-        // Not ready, so the replicas-unavailable alarm sees it.
-        expect(await health()).to.deep.equal([503, "no pass has succeeded yet"]);
-        expect(await stop()).to.equal(0);
-    });
-
-    it("logs refused patches (and a pod deleted meanwhile) and is not ready while they are refused", async () => {
-        const output = await start({ pods: [pod("email-1", "ip-10-0-1-1")], patchStatus: 403 });
-        await until(() => output.some((l) => l.includes("annotated pods")));
-        expect(JSON.parse(output.find((l) => l.includes("annotated pods"))!)).to.deep.include({
-            level: "error",
-            patched: 0,
-            failed: ["email-1: HTTP 403 admission webhook denied the request"],
-            // A failed pass: after 20 in a row the container exits and its restarts show.
-            failedPasses: 1,
-        });
-        expect(await health()).to.deep.equal([503, "no pass has succeeded yet"]);
-        expect(await stop()).to.equal(0);
-    });
-
-    it("reads every page of a long list", async () => {
-        const pods = ["a", "b", "c", "d", "e"].map((n) => pod(`email-${n}`, "ip-10-0-1-1"));
-        await start({ pods, pageSize: 2 });
-        await until(() => api.requests.filter((r) => r.startsWith("PATCH")).length === 5);
-        for (const p of pods) expect(api.pod(NS, p.metadata.name).metadata.annotations).to.deep.equal({ [DELETION_COST_ANNOTATION]: annotator.deletionCost(iso(T0)) });
-        expect(await stop()).to.equal(0);
-    });
-
-    it("fails the pass, without hanging or exiting, when the connection is cut mid-answer", async () => {
-        // An API server that sends half a list of nodes and drops the connection.
-        const cut = http.createServer((req, res) => {
-            res.writeHead(200, { "Content-Type": "application/json", "Content-Length": "1000" });
-            res.write('{"kind":"NodeList","items":[');
-            setTimeout(() => res.destroy(), 20);
-        });
-        await new Promise<void>((resolve) => cut.listen(0, "127.0.0.1", resolve));
-        try {
-            const output = await start({ pods: [] }, { KUBE_API_URL: `http://127.0.0.1:${(cut.address() as net.AddressInfo).port}` });
-            await until(() => output.filter((l) => l.includes("pass failed")).length >= 2);
-            expect(JSON.parse(output.find((l) => l.includes("pass failed"))!)).to.deep.include({ error: "GET /api/v1/nodes: the connection closed mid-answer", failedPasses: 1 });
-            expect(await stop()).to.equal(0);
-        } finally {
-            cut.closeAllConnections();
-            await new Promise((resolve) => cut.close(resolve));
-        }
     });
 
     it("refuses missing settings in one line and exits 2", async () => {

@@ -14,7 +14,7 @@
 // annotation not be updated frequently ("based on a metric value").
 "use strict";
 const http = require("http");
-const { apiClient, listAll, log, message, stopOnSigterm } = require("./inClusterApi.js");
+const { apiClient, listAll, logger, message, stopOnSigterm, stopper } = require("./inClusterApi.js");
 
 const ANNOTATION = "controller.kubernetes.io/pod-deletion-cost";
 /** Failed passes in a row before the process exits, so the pod's restarts show the fault. */
@@ -87,10 +87,10 @@ async function annotateOnce(api, s) {
  * least a minute), else 503. The readiness probe reads it, so "replicas unavailable" means "not ordering pods", which
  * the stack's alarm watches.
  */
-function healthServer(state, intervalSeconds) {
+function healthServer(state, intervalSeconds, now) {
     const staleMs = Math.max(3 * intervalSeconds, 60) * 1000;
     return http.createServer((req, res) => {
-        const age = state.lastSuccess === undefined ? undefined : Date.now() - state.lastSuccess;
+        const age = state.lastSuccess === undefined ? undefined : now() - state.lastSuccess;
         const ok = req.url === "/healthz" && age !== undefined && age <= staleMs;
         res.writeHead(req.url === "/healthz" ? (ok ? 200 : 503) : 404, { "Content-Type": "text/plain" });
         res.end(req.url !== "/healthz" ? "not found\n" : ok ? "ok\n" : age === undefined ? "no pass has succeeded yet\n" : `the last pass succeeded ${Math.round(age / 1000)} s ago\n`);
@@ -98,44 +98,64 @@ function healthServer(state, intervalSeconds) {
 }
 
 
-/** Passes every interval until SIGTERM; exits 1 after MAX_FAILED_PASSES passes in a row that failed. */
-async function main(env) {
+/**
+ * Passes every interval until stopped (SIGTERM, in the pod): 0 then, 1 after MAX_FAILED_PASSES passes in a row that
+ * failed or when the health port cannot be served, 2 on bad settings. `env` holds the settings and the API server's
+ * address, `write` takes each log line, `now` is the clock, and `stop`'s `sleep` is how it waits between passes.
+ */
+async function run({ env, write, now, stop }) {
+    const log = logger(write, now);
     const { settings, problems } = settingsFrom(env);
     if (problems.length > 0) {
         log("error", "bad settings", { problems });
-        process.exit(2);
+        return 2;
     }
     const api = apiClient(env);
     const state = { lastSuccess: undefined };
-    const health = healthServer(state, settings.intervalSeconds).listen(settings.healthPort);
-    health.on("error", (err) => {
-        log("error", "health port", { error: err.message });
-        process.exit(1);
-    });
-    const stop = stopOnSigterm(STOP_SECONDS);
-    let failedPasses = 0;
-    log("info", "started", settings);
-    while (!stop.requested) {
-        try {
-            const r = await annotateOnce(api, settings);
-            // A pass whose patches were refused (RBAC, the admission policy) leaves pods unordered: a failed pass.
-            failedPasses = r.failed.length === 0 ? 0 : failedPasses + 1;
-            if (failedPasses === 0) state.lastSuccess = Date.now();
-            if (r.patched.length > 0 || r.failed.length > 0) log(r.failed.length > 0 ? "error" : "info", "annotated pods", { patched: r.patched.length, gone: r.gone, failed: r.failed, ...(failedPasses > 0 ? { failedPasses } : {}) });
-        } catch (err) {
-            failedPasses++;
-            log("error", "pass failed", { error: String(err && err.message ? err.message : err), failedPasses });
+    const health = healthServer(state, settings.intervalSeconds, now).listen(settings.healthPort);
+    // The port cannot be served: the run ends at once, whatever the pass under way is doing.
+    let healthFailed = false;
+    const unhealthy = new Promise((resolve) =>
+        health.on("error", (err) => {
+            healthFailed = true;
+            log("error", "health port", { error: err.message });
+            stop.request();
+            resolve(1);
+        }),
+    );
+    async function passes() {
+        let failedPasses = 0;
+        log("info", "started", settings);
+        while (!stop.requested) {
+            try {
+                const r = await annotateOnce(api, settings);
+                // A pass whose patches were refused (RBAC, the admission policy) leaves pods unordered: a failed pass.
+                failedPasses = r.failed.length === 0 ? 0 : failedPasses + 1;
+                if (failedPasses === 0) state.lastSuccess = now();
+                if (r.patched.length > 0 || r.failed.length > 0) log(r.failed.length > 0 ? "error" : "info", "annotated pods", { patched: r.patched.length, gone: r.gone, failed: r.failed, ...(failedPasses > 0 ? { failedPasses } : {}) });
+            } catch (err) {
+                failedPasses++;
+                log("error", "pass failed", { error: String(err && err.message ? err.message : err), failedPasses });
+            }
+            if (failedPasses >= MAX_FAILED_PASSES) {
+                log("error", "exiting", { failedPasses });
+                return 1;
+            }
+            await stop.sleep(settings.intervalSeconds);
         }
-        if (failedPasses >= MAX_FAILED_PASSES) {
-            log("error", "exiting", { failedPasses });
-            process.exit(1);
-        }
-        await stop.sleep(settings.intervalSeconds);
+        if (healthFailed) return 1;
+        log("info", "stopped");
+        return 0;
     }
+    const code = await Promise.race([unhealthy, passes()]);
     health.close();
-    log("info", "stopped");
+    return code;
 }
 
-module.exports = { ANNOTATION, deletionCost, patchesFor, settingsFrom };
+module.exports = { ANNOTATION, deletionCost, patchesFor, run, settingsFrom };
 
-if (require.main === module) main(process.env);
+if (require.main === module) {
+    const stop = stopper();
+    stopOnSigterm(stop, STOP_SECONDS);
+    run({ env: process.env, write: console.log, now: Date.now, stop }).then((code) => process.exit(code));
+}

@@ -76,32 +76,49 @@ async function listAll(api, path) {
     return items;
 }
 
-/** One JSON line per event, as Fluent Bit ships container logs. */
-const log = (level, msg, fields) => console.log(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }));
+/** The script's log: one JSON line per event, as Fluent Bit ships container logs, handed to `write`, timed by `now`. */
+const logger = (write, now) => (level, msg, fields) => write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg, ...fields }));
+
+/** A sleep's time passing on a timer; what ends it early. */
+const timer = (seconds, done) => {
+    const t = setTimeout(done, seconds * 1000);
+    return () => clearTimeout(t);
+};
 
 /**
- * SIGTERM for a script that waits between steps: `requested` turns true, a `sleep` under way ends at once, and the
- * process exits `stopSeconds` later whatever the step under way is doing (the pod's grace is longer).
+ * What stops a script that waits between steps (SIGTERM, in the pod): `request()` turns `requested` true and ends the
+ * `sleep` under way at once. `pass(seconds, done)` lets a sleep's time pass and returns what ends it early: a timer,
+ * or a test's clock.
  */
-function stopOnSigterm(stopSeconds) {
+function stopper(pass = timer) {
     let wake = () => {};
     const stop = {
         requested: false,
+        request: () => {
+            stop.requested = true;
+            wake();
+        },
         sleep: (seconds) =>
             new Promise((resolve) => {
-                const timer = setTimeout(resolve, seconds * 1000);
+                const cancel = pass(seconds, resolve);
                 wake = () => {
-                    clearTimeout(timer);
+                    cancel();
                     resolve();
                 };
             }),
     };
-    process.on("SIGTERM", () => {
-        stop.requested = true;
-        wake();
-        setTimeout(() => process.exit(0), stopSeconds * 1000).unref();
-    });
     return stop;
 }
 
-module.exports = { REQUEST_SECONDS, apiClient, listAll, log, message, stopOnSigterm };
+/**
+ * SIGTERM, for a script's process: `stop` is requested, and the process exits `stopSeconds` later whatever the step
+ * under way is doing (the pod's grace is longer).
+ */
+function stopOnSigterm(stop, stopSeconds) {
+    process.on("SIGTERM", () => {
+        stop.request();
+        setTimeout(() => process.exit(0), stopSeconds * 1000).unref();
+    });
+}
+
+module.exports = { REQUEST_SECONDS, apiClient, listAll, logger, message, stopOnSigterm, stopper };

@@ -51,7 +51,7 @@
 // every protected window, and marks only when MARK_SECONDS + COMMAND_SECONDS + DRAIN_SECONDS does: the last moment a
 // mark can start a drain, then the drain.
 "use strict";
-const { apiClient, listAll, log, message, stopOnSigterm } = require("./inClusterApi.js");
+const { apiClient, listAll, logger, message, stopOnSigterm, stopper } = require("./inClusterApi.js");
 
 const NODEPOOL_LABEL = "karpenter.sh/nodepool";
 /** The NodePool hash a NodeClaim was made from, and its version (pkg/apis/v1/labels.go:52-53). */
@@ -244,15 +244,19 @@ function setHash(api, name, resourceVersion, value) {
     return api("PATCH", `${NODECLAIMS}/${encodeURIComponent(name)}`, { metadata: { resourceVersion, annotations: { [HASH]: value } } }, "application/merge-patch+json");
 }
 
-/** One run: 0 when it ends normally (done, or a protected window near), 1 on a failure, 2 on bad settings. */
-async function main(env) {
+/**
+ * One run: 0 when it ends normally (done, or a protected window near), 1 on a failure, 2 on bad settings. `env` holds
+ * the settings and the API server's address, `write` takes each log line, `now` is the clock, and `stop` (SIGTERM, in
+ * the pod) ends the run at its next step; its `sleep` is how the run waits.
+ */
+async function run({ env, write, now, stop }) {
+    const log = logger(write, now);
     const { settings: s, problems } = settingsFrom(env);
     if (problems.length > 0) {
         log("error", "bad settings", { problems });
         return 2;
     }
     const api = apiClient(env);
-    const stop = stopOnSigterm(STOP_SECONDS);
     const windows = s.windows.map((w) => `${w.name} ${w.start}-${w.end} ${w.timeZone}`);
     log("info", "started", s);
     let first;
@@ -276,7 +280,7 @@ async function main(env) {
         done.push({ name: c.name, uid: c.uid, action: "deleted" });
         log("info", "deleted nodeclaim", { nodeClaim: c.name, node: c.node, reason: c.reason });
         // Drained under terminationGracePeriod, then the instance goes: wait for it before the next one.
-        const until = Date.now() + (s.drainSeconds + GONE_MARGIN_SECONDS) * 1000;
+        const until = now() + (s.drainSeconds + GONE_MARGIN_SECONDS) * 1000;
         for (;;) {
             await stop.sleep(s.pollSeconds);
             if (stop.requested) return "next";
@@ -285,7 +289,7 @@ async function main(env) {
                 log("info", "nodeclaim gone", { nodeClaim: c.name });
                 return "next";
             }
-            if (Date.now() > until) {
+            if (now() > until) {
                 log("error", "stopping: the deleted nodeclaim is still there", { nodeClaim: c.name, waitedSeconds: s.drainSeconds + GONE_MARGIN_SECONDS, done });
                 return 1;
             }
@@ -297,7 +301,7 @@ async function main(env) {
      * has not begun deleting it MARK_SECONDS later, or the run is stopped. "next", "again", or an exit code.
      */
     async function markAndWait(c) {
-        const mark = markFor(c.hash, Date.now());
+        const mark = markFor(c.hash, now());
         const res = await setHash(api, c.name, c.resourceVersion, mark);
         if (res.status === 404) return "next";
         if (res.status === 409) {
@@ -331,7 +335,7 @@ async function main(env) {
 
     /** Until the marked NodeClaim is gone, or its mark withdrawn: "next", or an exit code. */
     async function waitForReplacement(c, mark) {
-        const withdrawAt = Date.now() + s.markSeconds * 1000;
+        const withdrawAt = now() + s.markSeconds * 1000;
         let deletingUntil;
         for (;;) {
             await stop.sleep(s.pollSeconds);
@@ -344,17 +348,17 @@ async function main(env) {
             if (current.metadata.deletionTimestamp) {
                 // Karpenter's replacement is Initialized and the old node drains: wait for it, as for a deletion.
                 if (deletingUntil === undefined) {
-                    deletingUntil = Date.now() + (s.drainSeconds + GONE_MARGIN_SECONDS) * 1000;
+                    deletingUntil = now() + (s.drainSeconds + GONE_MARGIN_SECONDS) * 1000;
                     log("info", "karpenter is deleting it", { nodeClaim: c.name });
                 }
                 if (stop.requested) return "next";
-                if (Date.now() > deletingUntil) {
+                if (now() > deletingUntil) {
                     log("error", "stopping: the nodeclaim Karpenter deletes is still there", { nodeClaim: c.name, waitedSeconds: s.drainSeconds + GONE_MARGIN_SECONDS, done });
                     return 1;
                 }
                 continue;
             }
-            if (!stop.requested && Date.now() < withdrawAt) continue;
+            if (!stop.requested && now() < withdrawAt) continue;
             // Not taken in time (budgets, a node Karpenter cannot launch, pods it cannot place): the mark goes, so no
             // drain it might still start can reach a protected window.
             const value = annotations(current)[HASH];
@@ -381,8 +385,8 @@ async function main(env) {
 
     try {
         while (!stop.requested) {
-            const now = Date.now();
-            const inside = protectedWithin(now, 0, s.windows);
+            const at = now();
+            const inside = protectedWithin(at, 0, s.windows);
             if (inside) {
                 log("info", `inside ${inside.name}: doing nothing`, { windows, done });
                 return 0;
@@ -390,12 +394,12 @@ async function main(env) {
             const { nodeClaims, nodes } = await lookAtPool(api, s);
             if (!first) first = new Set(nodeClaims.map((nc) => nc.metadata.uid));
             // A node launched during this run (a replacement) that does not initialize: acting on more would only shrink the pool.
-            const failed = nodeClaims.find((nc) => !first.has(nc.metadata.uid) && !isInitialized(nc) && ageMs(nc, now) >= s.stuckMinutes * MINUTE);
+            const failed = nodeClaims.find((nc) => !first.has(nc.metadata.uid) && !isInitialized(nc) && ageMs(nc, at) >= s.stuckMinutes * MINUTE);
             if (failed) {
                 log("error", "stopping: a nodeclaim launched during this run is not initialized", { nodeClaim: failed.metadata.name, stuckMinutes: s.stuckMinutes, done });
                 return 1;
             }
-            const plan = planFor(nodeClaims, nodes, s, now);
+            const plan = planFor(nodeClaims, nodes, s, at);
             const candidates = plan.candidates.filter((c) => first.has(c.uid) && !done.some((d) => d.uid === c.uid) && !notReplaced.some((d) => d.uid === c.uid));
             if (candidates.length === 0) {
                 log(notReplaced.length ? "error" : "info", "done", { nodeClaims: nodeClaims.length, done, notReplaced });
@@ -409,7 +413,7 @@ async function main(env) {
             }
             const c = candidates[0];
             const clearance = c.action === "delete" ? s.drainSeconds : s.markSeconds + s.commandSeconds + s.drainSeconds;
-            const clash = protectedWithin(now, clearance, s.windows);
+            const clash = protectedWithin(at, clearance, s.windows);
             if (clash) {
                 const what = c.action === "delete" ? "deleted" : "marked";
                 log("info", `stopping: a node ${what} now could still drain when ${clash.name} begins`, { windows, begin: new Date(clash.at).toISOString(), clearanceSeconds: clearance, done });
@@ -426,6 +430,10 @@ async function main(env) {
     return 0;
 }
 
-module.exports = { DO_NOT_DISRUPT, HASH, inWindow, localMinutes, markFor, planFor, protectedWithin, reasonFor, settingsFrom };
+module.exports = { DO_NOT_DISRUPT, HASH, inWindow, localMinutes, markFor, planFor, protectedWithin, reasonFor, run, settingsFrom };
 
-if (require.main === module) main(process.env).then((code) => process.exit(code));
+if (require.main === module) {
+    const stop = stopper();
+    stopOnSigterm(stop, STOP_SECONDS);
+    run({ env: process.env, write: console.log, now: Date.now, stop }).then((code) => process.exit(code));
+}
