@@ -31,6 +31,19 @@ const DENIED = ["AccessDenied", "AccessDeniedException", "UnauthorizedOperation"
 /** Rate limits, as each protocol names them (the SDK's own list: @smithy/service-error-classification THROTTLING_ERROR_CODES, less LimitExceededException, which Logs Insights uses for its 30 concurrent queries). */
 const THROTTLED = ["Throttling", "ThrottlingException", "ThrottledException", "TooManyRequestsException", "RequestLimitExceeded", "RequestThrottled", "RequestThrottledException", "SlowDown", "EC2ThrottledException", "BandwidthLimitExceeded", "ProvisionedThroughputExceededException", "PriorRequestNotComplete"];
 
+/**
+ * The IAM action of each API operation not authorized by its own name: SQS's batch operations. "You cannot set
+ * permissions explicitly for SendMessageBatch, DeleteMessageBatch, or ChangeMessageVisibilityBatch. Instead, setting
+ * permissions for SendMessage, DeleteMessage, or ChangeMessageVisibility sets permissions for the corresponding batch
+ * versions" (Amazon SQS Developer Guide, "Amazon SQS batch actions"; the Service Authorization Reference lists no
+ * sqs:*Batch action).
+ */
+const IAM_ACTION: Record<string, string> = {
+    "sqs:SendMessageBatch": "sqs:SendMessage",
+    "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
+};
+
 interface SdkError {
     name?: string;
     message?: string;
@@ -184,7 +197,10 @@ export function awsError(what: string, e: unknown, ctx: { attempts?: number; wai
     if (WRONG.includes(code)) {
         return new AwsCallError("wrong-credentials", `${what}: ${said}: the credentials are wrong (AWS does not know the access key, or the secret does not match it): check --profile, AWS_PROFILE or the AWS_* variables`, code);
     }
-    if (DENIED.includes(code)) return new AwsCallError("denied", `${what}: ${said} (the credentials lack ${what.split(" ")[0]}; ${ctx.permissions})`, code);
+    if (DENIED.includes(code)) {
+        const operation = what.split(" ")[0];
+        return new AwsCallError("denied", `${what}: ${said} (the credentials lack ${IAM_ACTION[operation] ?? operation}; ${ctx.permissions})`, code);
+    }
     if (isThrottled(e)) {
         const tries = ctx.attempts ?? 1;
         return new AwsCallError("throttled", `${what}: ${said}: throttled ${tries === 1 ? "once" : `${tries} times`}${ctx.waitedMs ? `, over ${seconds(ctx.waitedMs)} of waiting` : ""}: AWS limits the rate of these calls in this account and region; retry in a few minutes`, code);

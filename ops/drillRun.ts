@@ -48,6 +48,13 @@ export { workerDeployment } from "./drillWorkload.ts";
 const TICK_MS = 1000;
 const PROGRESS_EVERY_MS = 10_000;
 const EXPERIMENT_POLL_MS = 5000;
+/**
+ * How often the done queue is read. Each record carries the worker's own times, so no time of the report depends on
+ * when it is read; a record is counted at most 5 s later, and the run may end 5 s later.
+ */
+const COLLECT_EVERY_MS = 5000;
+/** Entries in one SendMessageBatch or DeleteMessageBatch at most (SQS's TooManyEntriesInBatchRequest past 10). */
+const SQS_BATCH_ENTRIES = 10;
 /** For the synthetic workers to run on every node before the experiment starts. */
 const COVER_TIMEOUT_SECONDS = 5 * 60;
 /** Beyond durationBeforeInterruption, for the replacements to run and the messages to settle. */
@@ -975,11 +982,13 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
 
     let lastProgress = -Infinity;
     let lastPoll = -Infinity;
+    const terminal = () => ["completed", "stopped", "failed", "cancelled"].includes(e.status ?? "");
     const poll = async () => {
         run.end = clock.now();
         if (!e.id || clock.now() - lastPoll < EXPERIMENT_POLL_MS) return;
         lastPoll = clock.now();
-        readExperiment(e, need((await call(`fis:GetExperiment ${e.id}`, () => clients.fis.send(new aws.fis.GetExperimentCommand({ id: e.id })))).experiment, `fis:GetExperiment ${e.id}`, "an experiment"), durationSeconds);
+        // FIS's terminal states are final (its times were read with them): asked no more while the run settles.
+        if (!terminal()) readExperiment(e, need((await call(`fis:GetExperiment ${e.id}`, () => clients.fis.send(new aws.fis.GetExperimentCommand({ id: e.id })))).experiment, `fis:GetExperiment ${e.id}`, "an experiment"), durationSeconds);
         if (e.actionStarted !== undefined && e.instances.length === 0) {
             const resolved = need((await call(`fis:ListExperimentResolvedTargets ${e.id}`, () => clients.fis.send(new aws.fis.ListExperimentResolvedTargetsCommand({ experimentId: e.id })))).resolvedTargets, `fis:ListExperimentResolvedTargets ${e.id}`, "resolvedTargets");
             e.instances = [...new Set(resolved.flatMap((r) => Object.values(r.targetInformation ?? {}).map(instanceOf).filter((i): i is string => !!i)))];
@@ -1012,34 +1021,56 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     const synthetic = o.workload === "synthetic";
     const s = cfg.drill.synthetic;
     const visibility = cfg.placement.burst.queueVisibilityTimeoutSeconds;
-    let sent = 0;
+    /** Messages numbered so far; rec.messages holds those SQS took. */
+    let numbered = 0;
     let workEmptySince: number | undefined;
     let reread = false;
+    /** The next n messages, ten to a call; each is recorded as sent once SQS has taken it. */
     const send = async (n: number) => {
-        for (let i = 0; i < n && sent < run.messagesPlanned; i++) {
-            const number = ++sent;
-            await call("sqs:SendMessage", () => clients.sqs.send(new aws.sqs.SendMessageCommand({ QueueUrl: queues.work!, MessageBody: String(number) })));
-            rec.messages.set(number, { n: number, sent: clock.now(), completions: [] });
+        const numbers: number[] = [];
+        while (numbers.length < n && numbered < run.messagesPlanned) numbers.push(++numbered);
+        for (let i = 0; i < numbers.length; i += SQS_BATCH_ENTRIES) {
+            const entries = numbers.slice(i, i + SQS_BATCH_ENTRIES).map((x) => ({ Id: `m${x}`, MessageBody: String(x) }));
+            await sqsBatch(
+                call,
+                "sqs:SendMessageBatch",
+                entries,
+                (some) => clients.sqs.send(new aws.sqs.SendMessageBatchCommand({ QueueUrl: queues.work!, Entries: some })),
+                (x) => `message ${x.MessageBody}`,
+                (taken) => taken.forEach((x) => rec.messages.set(Number(x.MessageBody), { n: Number(x.MessageBody), sent: clock.now(), completions: [] })),
+            );
         }
     };
+    let lastCollect = -Infinity;
     /** The completions recorded so far; a long poll reads from every SQS server (a short poll samples some). */
     const collect = async (waitSeconds = 0) => {
         if (!queues.done) return;
+        lastCollect = clock.now();
         for (let page = 0; page < 100; page++) {
             const got = (await call("sqs:ReceiveMessage", () => clients.sqs.send(new aws.sqs.ReceiveMessageCommand({ QueueUrl: queues.done, MaxNumberOfMessages: 10, WaitTimeSeconds: waitSeconds })))).Messages ?? [];
-            for (const m of got) {
-                rec.completion(m.Body ?? "");
-                await call("sqs:DeleteMessage", () => clients.sqs.send(new aws.sqs.DeleteMessageCommand({ QueueUrl: queues.done, ReceiptHandle: m.ReceiptHandle! })));
+            const records = got.map((m, i) => ({ Id: `r${i}`, ReceiptHandle: need(m.ReceiptHandle, "sqs:ReceiveMessage", "a message's ReceiptHandle"), body: m.Body ?? "" }));
+            for (const r of records) rec.completion(r.body);
+            if (records.length) {
+                await sqsBatch(
+                    call,
+                    "sqs:DeleteMessageBatch",
+                    records,
+                    (some) => clients.sqs.send(new aws.sqs.DeleteMessageBatchCommand({ QueueUrl: queues.done, Entries: some.map(({ Id, ReceiptHandle }) => ({ Id, ReceiptHandle })) })),
+                    (r) => `the record "${r.body.trim()}"`,
+                );
             }
             if (got.length === 0 || (waitSeconds === 0 && got.length < 10)) return;
         }
     };
     let lastDepth = -Infinity;
+    /** The live queues' URLs, asked once. */
+    const liveUrls = new Map<string, string>();
     const depths = async () => {
         if (synthetic || clock.now() - lastDepth < 30_000) return;
         lastDepth = clock.now();
         for (const q of cfg.drill.live.queues) {
-            const url = need((await call(`sqs:GetQueueUrl ${q}`, () => clients.sqs.send(new aws.sqs.GetQueueUrlCommand({ QueueName: q })))).QueueUrl, `sqs:GetQueueUrl ${q}`, "a QueueUrl");
+            const url = liveUrls.get(q) ?? need((await call(`sqs:GetQueueUrl ${q}`, () => clients.sqs.send(new aws.sqs.GetQueueUrlCommand({ QueueName: q })))).QueueUrl, `sqs:GetQueueUrl ${q}`, "a QueueUrl");
+            liveUrls.set(q, url);
             rec.depths.push({ at: clock.now(), queue: q, ...(await queueDepth(call, clients.sqs, url, q)) });
         }
     };
@@ -1108,7 +1139,6 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         e.id = started.id;
         readExperiment(e, started, durationSeconds);
         progress(`started experiment ${e.id} of template ${e.templateId}: COUNT(${e.count}), the interruption ${e.durationBeforeInterruption} after the action starts, the notice 2 minutes before it`);
-        const terminal = () => ["completed", "stopped", "failed", "cancelled"].includes(e.status ?? "");
         const settled = () => {
             if (!terminal()) return false;
             // Stopped, or ended before any notice: there is nothing more to follow.
@@ -1118,7 +1148,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
             if (displaced(run).some((x) => !x.replacement)) return false;
             if (rec.notifications.length < run.notificationsPlanned && !rec.notificationsError) return false;
             if (!synthetic) return true;
-            if (sent < run.messagesPlanned) return false;
+            if (rec.messages.size < run.messagesPlanned) return false;
             // Not all completed: lost once the work queue has held nothing, visible or in flight, for longer than a
             // message a killed worker held takes to come back, and a long poll of the done queue found nothing more.
             return messageCounts(run).lost.length === 0 || reread;
@@ -1130,17 +1160,17 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
             () => {
                 const d = displaced(run);
                 const m = messageCounts(run);
-                return `experiment ${e.status}; ${d.length} displaced, ${d.filter((x) => x.replacement).length} replaced; interrupted nodes gone ${rec.interruptedNodes().filter((n) => n.gone !== undefined).length}/${rec.interruptedNodes().length}${synthetic ? `; messages ${m.completed}/${sent} completed` : ""}`;
+                return `experiment ${e.status}; ${d.length} displaced, ${d.filter((x) => x.replacement).length} replaced; interrupted nodes gone ${rec.interruptedNodes().filter((n) => n.gone !== undefined).length}/${rec.interruptedNodes().length}${synthetic ? `; messages ${m.completed}/${m.sent} completed` : ""}`;
             },
             async () => {
-                await collect();
+                if (clock.now() - lastCollect >= COLLECT_EVERY_MS) await collect();
                 await depths();
                 // The rest of the messages and notifications during the interruption: one a second from the notice on.
                 if (e.notice !== undefined && clock.now() >= e.notice) {
                     if (synthetic) await send(1);
                     await sendNotificationsDuring(1);
                 }
-                if (synthetic && sent >= run.messagesPlanned && !reread) {
+                if (synthetic && rec.messages.size >= run.messagesPlanned && !reread) {
                     const depth = await queueDepth(call, clients.sqs, queues.work!, "the work queue");
                     const held = depth.visible + depth.inFlight;
                     workEmptySince = held > 0 ? undefined : (workEmptySince ?? clock.now());
@@ -1193,6 +1223,45 @@ async function queueDepth(call: Call, sqs: SQSClient, url: string, name: string)
         return n;
     };
     return { visible: count("ApproximateNumberOfMessages"), inFlight: count("ApproximateNumberOfMessagesNotVisible") };
+}
+
+/** What SQS says of each entry of a batch call (botocore sqs 2012-11-05 SendMessageBatchResult, DeleteMessageBatchResult). */
+interface BatchAnswer {
+    Successful?: { Id?: string }[];
+    Failed?: { Id?: string; SenderFault?: boolean; Code?: string; Message?: string }[];
+}
+
+/**
+ * One SQS batch call (SendMessageBatch, DeleteMessageBatch) of which every entry must be done. SQS answers each entry
+ * on its own, in Successful or in Failed (BatchResultErrorEntry: Id, SenderFault, Code, Message), and "you should check
+ * for batch errors even when the call returns an HTTP status code of 200" (botocore sqs 2012-11-05; SQS API Reference,
+ * SendMessageBatch, DeleteMessageBatch, BatchResultErrorEntry). `done` hears the entries SQS did, as it answers, and
+ * only those. An entry failed by SQS's own fault (SenderFault false: an internal error) is sent once more, with the
+ * other such entries of the call; one failed again, or by the request's fault (SenderFault true: sending it again
+ * cannot help), ends the run as a refused call does, naming the call, the entry and SQS's code. An entry the answer
+ * leaves out of both lists cannot be told done or not: the answer is refused as cut.
+ */
+async function sqsBatch<E extends { Id: string }>(call: Call, what: string, entries: E[], send: (some: E[]) => Promise<BatchAnswer>, label: (entry: E) => string, done: (some: E[]) => void = () => {}): Promise<void> {
+    let pending = entries;
+    for (let attempt = 1; pending.length; attempt++) {
+        const r = await call(what, () => send(pending));
+        const ok = new Set((r.Successful ?? []).map((x) => x.Id));
+        const failed = new Map((r.Failed ?? []).map((x) => [x.Id, x]));
+        const unanswered = pending.filter((x) => !ok.has(x.Id) && !failed.has(x.Id));
+        done(pending.filter((x) => ok.has(x.Id)));
+        if (unanswered.length) throw new CannotRun(`${what} answered nothing of ${unanswered.map(label).join(", ")}: cannot tell whether SQS did it (an empty or cut answer is not read as "done")`);
+        const again = pending.filter((x) => failed.has(x.Id));
+        const fatal = again.filter((x) => attempt > 1 || failed.get(x.Id)!.SenderFault !== false);
+        if (fatal.length) {
+            const why = (x: E) => {
+                const f = failed.get(x.Id)!;
+                const whose = f.SenderFault === false ? "SQS's fault, twice" : `${f.SenderFault ? "the request's fault" : "no SenderFault"}: not tried again`;
+                return `${label(x)}: ${f.Code ?? "no code"}: ${f.Message ?? "no message"} (${whose})`;
+            };
+            throw new CannotRun(`${what} failed on ${fatal.map(why).join("; ")}`);
+        }
+        pending = again;
+    }
 }
 
 /**

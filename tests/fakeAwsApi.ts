@@ -28,7 +28,11 @@
 //   (StateTransitionReason), botocore ec2 2016-11-15 Instance; an instance's state follows the fake clock.
 // - SQS's messages (JSON 1.0, AmazonSQS.*): CreateQueue, SendMessage, ReceiveMessage, DeleteMessage,
 //   GetQueueAttributes, DeleteQueue, with MD5OfMessageBody / MD5OfBody as the SDK checks them; visibility timeouts
-//   on the fake clock.
+//   on the fake clock. SendMessageBatch and DeleteMessageBatch (botocore sqs 2012-11-05; API_SendMessageBatch.html,
+//   API_DeleteMessageBatch.html, API_BatchResultErrorEntry.html): 1 to 10 entries with distinct Ids of at most 80
+//   letters, digits, - and _ (else EmptyBatchRequest, TooManyEntriesInBatchRequest, BatchEntryIdsNotDistinct,
+//   InvalidBatchEntryId, the whole call refused), each entry answered on its own in Successful or Failed; authorized
+//   by sqs:SendMessage and sqs:DeleteMessage (authorizingAction).
 // - CloudWatch (JSON 1.0 with the awsQuery error compatibility the v3 client uses, X-Amz-Target
 //   GraniteServiceVersion20100801.*, signing name monitoring): DescribeAlarms, GetMetricData.
 //   DescribeCluster's resourcesVpcConfig (endpointPublicAccess, endpointPrivateAccess, publicAccessCidrs) and
@@ -78,8 +82,13 @@ export interface FakeAwsState {
     topics: Record<string, { attributes: Record<string, string>; subscriptions: string[] }>;
     /** By key ID, ARN or alias name. */
     keys: Record<string, { KeyId: string; KeyManager: "AWS" | "CUSTOMER"; policy: string }>;
-    /** "service:Action" calls answered 403 (access denied), as the service words it. */
+    /** "service:Action" calls answered 403 (access denied), as the service words it; a batch call is denied by its single action's entry (authorizingAction). */
     deny?: string[];
+    /**
+     * SQS batch calls: how SQS fails one entry on its own, in a 200 answer's Failed list (undefined: the entry is done as
+     * asked). Called with the "sqs:Action" and the entry as sent.
+     */
+    entryFault?: (action: string, entry: any) => EntryFault | undefined;
     /**
      * What the next calls of a "service:Action" meet instead of their answer, one fault a call, in order (the call
      * after the last is answered): the ways a network and a server fail that the commands must survive.
@@ -113,6 +122,28 @@ export interface FakeFis {
  * error: the service's own error (in its protocol's form) with this status and code.
  */
 export type Fault = { kind: "hang" } | { kind: "trickle" } | { kind: "slow"; ms: number } | { kind: "garbage" } | { kind: "empty" } | { kind: "huge"; bytes: number } | { kind: "error"; status: number; code: string; message: string };
+
+/** An entry of an SQS batch call that failed (BatchResultErrorEntry: Code, Message, SenderFault). */
+export interface EntryFault {
+    code: string;
+    message: string;
+    senderFault: boolean;
+}
+
+/**
+ * The IAM actions that authorize requests not named after one: SQS's batch calls. "You cannot set permissions
+ * explicitly for SendMessageBatch, DeleteMessageBatch, or ChangeMessageVisibilityBatch. Instead, setting permissions for
+ * SendMessage, DeleteMessage, or ChangeMessageVisibility sets permissions for the corresponding batch versions" (Amazon
+ * SQS Developer Guide, "Amazon SQS batch actions"; the Service Authorization Reference's actions for Amazon SQS list
+ * no batch action).
+ */
+const AUTHORIZED_BY: Record<string, string> = {
+    "sqs:SendMessageBatch": "sqs:SendMessage",
+    "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
+};
+/** The IAM action a request ("service:Action", as `requests` holds it) needs. */
+export const authorizingAction = (request: string) => AUTHORIZED_BY[request] ?? request;
 
 /** How each protocol words an error and what its answers are (for faults). */
 type Protocol = "query" | "ec2" | "json" | "rest";
@@ -185,7 +216,7 @@ export class FakeAwsApi extends LoopbackServer {
 
     private denied(service: string, action: string): boolean {
         this.requests.push(`${service}:${action}`);
-        return (this.state.deny ?? []).includes(`${service}:${action}`);
+        return (this.state.deny ?? []).includes(authorizingAction(`${service}:${action}`));
     }
 
     /** Answers with the next planted fault of service:action, if any (true: answered, or left hanging). */
@@ -294,7 +325,7 @@ export class FakeAwsApi extends LoopbackServer {
             res.writeHead(400, { "Content-Type": "application/x-amz-json-1.1", "x-amzn-RequestId": "req-1", ...(queryError ? { "x-amzn-query-error": queryError } : {}) });
             res.end(JSON.stringify({ __type: type, message }));
         };
-        if (this.denied(service, action)) return fail("AccessDeniedException", `User is not authorized to perform: ${service}:${action}`);
+        if (this.denied(service, action)) return fail("AccessDeniedException", `User is not authorized to perform: ${authorizingAction(`${service}:${action}`)}`);
         if (this.fault(service, action, "json", res)) return;
         const ok = (body: object) => jsonReply(res, 200, body);
         switch (`${service}:${action}`) {
@@ -313,6 +344,29 @@ export class FakeAwsApi extends LoopbackServer {
                 const id = crypto.randomUUID();
                 q.messages.push({ id, body: input.MessageBody, visibleAt: 0, receives: 0 });
                 return ok({ MessageId: id, MD5OfMessageBody: md5(input.MessageBody) });
+            }
+            case "sqs:SendMessageBatch":
+            case "sqs:DeleteMessageBatch": {
+                const q = this.queue(input.QueueUrl);
+                if (!q) return fail("com.amazonaws.sqs#QueueDoesNotExist", "The specified queue does not exist.", "AWS.SimpleQueueService.NonExistentQueue;Sender");
+                const entries: any[] = input.Entries ?? [];
+                const refused = batchProblem(entries);
+                if (refused) return fail(`com.amazonaws.sqs#${refused.code}`, refused.message, `AWS.SimpleQueueService.${refused.code};Sender`);
+                const Successful: object[] = [];
+                const Failed: object[] = [];
+                for (const e of entries) {
+                    const f = s.entryFault?.(`${service}:${action}`, e);
+                    if (f) Failed.push({ Id: e.Id, SenderFault: f.senderFault, Code: f.code, Message: f.message });
+                    else if (action === "DeleteMessageBatch") {
+                        q.messages = q.messages.filter((m) => m.handle !== e.ReceiptHandle);
+                        Successful.push({ Id: e.Id });
+                    } else {
+                        const id = crypto.randomUUID();
+                        q.messages.push({ id, body: e.MessageBody, visibleAt: 0, receives: 0 });
+                        Successful.push({ Id: e.Id, MessageId: id, MD5OfMessageBody: md5(e.MessageBody) });
+                    }
+                }
+                return ok({ Successful, Failed });
             }
             case "sqs:ReceiveMessage": {
                 const q = this.queue(input.QueueUrl);
@@ -798,6 +852,20 @@ export function insightsQuery(query: string, events: { timestamp: number; messag
     }
     if (!stats) return "this fake answers stats queries only";
     return { rows: stats, statistics };
+}
+
+/**
+ * Why SQS refuses a whole batch call, by its error code (botocore sqs 2012-11-05 SendMessageBatch and DeleteMessageBatch
+ * errors; the Id's rule from SendMessageBatchRequestEntry.Id), or undefined.
+ */
+function batchProblem(entries: { Id?: string }[]): { code: string; message: string } | undefined {
+    if (entries.length === 0) return { code: "EmptyBatchRequest", message: "There should be at least one batch entry in the request." };
+    if (entries.length > 10) return { code: "TooManyEntriesInBatchRequest", message: `Maximum number of entries per request are 10. You have sent ${entries.length}.` };
+    const bad = entries.find((e) => !/^[A-Za-z0-9_-]{1,80}$/.test(e.Id ?? ""));
+    if (bad) return { code: "InvalidBatchEntryId", message: "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long." };
+    const twice = entries.find((e, i) => entries.findIndex((x) => x.Id === e.Id) !== i);
+    if (twice) return { code: "BatchEntryIdsNotDistinct", message: `Id ${twice.Id} repeated.` };
+    return undefined;
 }
 
 const queueUrl = (account: string, name: string) => `https://sqs.ca-central-1.amazonaws.com/${account}/${name}`;
