@@ -532,7 +532,8 @@ describe("node recycler: the script as a process (node recycleNodeClaims.js, as 
     };
     const deletes = () => api.requests.filter((r) => r.startsWith("DELETE"));
     const marks = () => api.patches.map((p) => [p.name, p.annotations[HASH]]);
-    const mark = (hash = HASHES[HASH]) => `recycle-${new Date().toISOString().slice(0, 10)}-${hash}`;
+    /** The marks a run between `from` and `to` may make: each names its UTC day, and a run may cross midnight. */
+    const marksBetween = (from: number, to: number, hash = HASHES[HASH]) => [from, to].map((t) => `recycle-${new Date(t).toISOString().slice(0, 10)}-${hash}`);
 
     afterEach(async () => {
         if (child && child.exitCode === null) child.kill("SIGKILL");
@@ -560,12 +561,15 @@ describe("node recycler: the script as a process (node recycleNodeClaims.js, as 
     });
 
     it("withdraws its mark on SIGTERM (the Job's deadline) while Karpenter has not begun replacing the node", async () => {
+        const from = Date.now();
         const output = await start({ nodeclaims: [nodeClaim("old", 8 * 1440)], nodes: [] });
         await until(() => output.some((l) => l.includes("marked nodeclaim drifted")));
         child!.kill("SIGTERM");
         expect(await exit()).to.equal(0);
+        const made = marks()[0]?.[1];
+        expect(marksBetween(from, Date.now())).to.include(made);
         expect(marks()).to.deep.equal([
-            ["old", mark()],
+            ["old", made],
             ["old", HASHES[HASH]],
         ]);
         expect(messages(output).slice(-2)).to.deep.equal(["mark withdrawn", "stopped"]);
