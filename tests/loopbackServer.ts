@@ -36,3 +36,19 @@ export function hugeAnswer(res: http.ServerResponse, contentType: string, bytes:
     };
     more();
 }
+
+/** An API server that answers every request with the head and half the body of a `kind` list, then drops the connection. */
+export class CutMidAnswer extends LoopbackServer {
+    private readonly kind: string;
+
+    constructor(kind: string) {
+        super();
+        this.kind = kind;
+    }
+
+    protected handle(_req: http.IncomingMessage, res: http.ServerResponse): void {
+        res.writeHead(200, { "Content-Type": "application/json", "Content-Length": "1000" });
+        res.write(`{"kind":"${this.kind}","items":[`);
+        setTimeout(() => res.destroy(), 20);
+    }
+}

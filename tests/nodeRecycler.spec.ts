@@ -3,8 +3,6 @@ import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
 import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
-import * as http from "http";
-import * as net from "net";
 import * as path from "path";
 import { SPAN_FROM, windowMinutes } from "../components/models/disruptionBudgets.ts";
 import { NODEPOOL_LABEL, ownPoolOnlyPolicySpec, recyclerUser } from "../components/nodeRecycler.ts";
@@ -12,6 +10,7 @@ import { recycleWindow } from "../components/models/recycleWindow.ts";
 import { FakeKubeApi, type FakeKubeApiOptions, FakeClock, iso } from "./fakeKubeApi.ts";
 import { STACKS, buildStack, rawConfig } from "./helpers.ts";
 import { tempDir, expectScriptConfigMap } from "./opsHelpers.ts";
+import { CutMidAnswer } from "./loopbackServer.ts";
 const require = createRequire(import.meta.url);
 
 // The script runs in the cluster as plain JavaScript; its functions are tested here as they are.
@@ -494,19 +493,13 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
     });
 
     it("fails the run, without hanging, when the connection is cut mid-answer", async () => {
-        const cut = http.createServer((req, res) => {
-            res.writeHead(200, { "Content-Type": "application/json", "Content-Length": "1000" });
-            res.write('{"kind":"NodeClaimList","items":[');
-            setTimeout(() => res.destroy(), 20);
-        });
-        await new Promise<void>((resolve) => cut.listen(0, "127.0.0.1", resolve));
+        const cut = await new CutMidAnswer("NodeClaimList").start();
         try {
-            const { code, output } = await run({}, { KUBE_API_URL: `http://127.0.0.1:${(cut.address() as net.AddressInfo).port}` });
+            const { code, output } = await run({}, { KUBE_API_URL: cut.url });
             expect(code).to.equal(1);
             expect(JSON.parse(output[output.length - 1])).to.deep.include({ msg: "run failed", error: "GET /apis/karpenter.sh/v1/nodeclaims: the connection closed mid-answer" });
         } finally {
-            cut.closeAllConnections();
-            await new Promise((resolve) => cut.close(resolve));
+            await cut.stop();
         }
     });
 });

@@ -3,7 +3,6 @@ import { evaluate } from "@marcbachmann/cel-js";
 import { expect } from "chai";
 import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
-import * as http from "http";
 import * as net from "net";
 import * as path from "path";
 import { DELETION_COST_ANNOTATION, annotationOnlyPolicySpec } from "../components/burstScaleDownOrder.ts";
@@ -12,6 +11,7 @@ import { DEPLOYMENT_LABEL } from "../components/models/celeryPlacement.ts";
 import { FakeClock, FakeKubeApi, iso } from "./fakeKubeApi.ts";
 import { STACKS, buildStack, configErrorOf, rawConfig } from "./helpers.ts";
 import { tempDir, expectScriptConfigMap } from "./opsHelpers.ts";
+import { CutMidAnswer } from "./loopbackServer.ts";
 const require = createRequire(import.meta.url);
 
 // The script runs in the cluster as plain JavaScript; its functions are tested here as they are.
@@ -243,23 +243,16 @@ describe("scale-down order: the annotator's run against a fake Kubernetes API (i
     });
 
     it("fails the pass, without hanging or exiting, when the connection is cut mid-answer", async () => {
-        // An API server that sends half a list of nodes and drops the connection.
-        const cut = http.createServer((req, res) => {
-            res.writeHead(200, { "Content-Type": "application/json", "Content-Length": "1000" });
-            res.write('{"kind":"NodeList","items":[');
-            setTimeout(() => res.destroy(), 20);
-        });
-        await new Promise<void>((resolve) => cut.listen(0, "127.0.0.1", resolve));
+        const cut = await new CutMidAnswer("NodeList").start();
         try {
-            const { code, output } = await annotate({ pods: [] }, { KUBE_API_URL: `http://127.0.0.1:${(cut.address() as net.AddressInfo).port}` }, (pass, port, stop) => {
+            const { code, output } = await annotate({ pods: [] }, { KUBE_API_URL: cut.url }, (pass, port, stop) => {
                 if (pass === 2) stop();
             });
             expect(failures(output, "pass failed")).to.have.length(2);
             expect(failures(output, "pass failed")[0]).to.deep.include({ error: "GET /api/v1/nodes: the connection closed mid-answer", failedPasses: 1 });
             expect(code).to.equal(0);
         } finally {
-            cut.closeAllConnections();
-            await new Promise((resolve) => cut.close(resolve));
+            await cut.stop();
         }
     });
 });
