@@ -113,7 +113,7 @@ class RecordingMonitor extends MockMonitor {
      * The stock MockMonitor's registration (runtime/mocks.js registerResource, @pulumi/pulumi 3.276.0), recording as
      * it goes. It reads the request's properties once, and answers with the object the SDK reads from a response
      * (`resp.getObject().toJavaScript()`, runtime/resource.js) rather than a protobuf Struct built only to be taken
-     * apart again: the plan spent a tenth of its time there.
+     * apart again: every offline build, the plan's and each test's, paid for both.
      */
     async registerResource(req: any, callback: (err: any, resp: any) => void) {
         const urn: string = (this as any).newUrn(req.getParent(), req.getType(), req.getName());
