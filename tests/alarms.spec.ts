@@ -490,7 +490,7 @@ const REPLAY_MINUTES = 7 * DAY + 12 * HOUR;
 type MetricId = { namespace: string; metricName: string; dimensions?: Record<string, string> };
 const metricKey = (m: MetricId) => {
     const dimensions = Object.entries(m.dimensions ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
-    return `${m.namespace}\u0000${m.metricName}${dimensions.map(([k, v]) => `\u0000${k}=${v}`).join("")}`;
+    return `${m.namespace}\u0000${m.metricName}${dimensions.map(([k, v]) => `\u0000${k}\u0001${v}`).join("")}`;
 };
 /** Datapoints by metric (metricKey), as CloudWatch stores them. */
 type Index = Map<string, Point[]>;
