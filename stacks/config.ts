@@ -678,7 +678,8 @@ const placement = object(
                         /** Its own longest task, when it differs from burst.longestTaskSeconds (docs/celery-shutdown.md). */
                         longestTaskSeconds: optional(integer(1, 3600)),
                         /** The Celery queues its workers consume (-Q of its run_celery_*.sh), without burst.queuePrefix: preflight reads their visibility timeouts. */
-                        queues: optional(list(text("a Celery queue name such as send-email-high (letters, digits, ., - and _)", /^[A-Za-z0-9._-]{1,80}$/, 80), { min: 1, max: 30, unique: true })),
+                        // SQS's CreateQueue QueueName: letters, digits, - and _, a FIFO queue's ending in .fifo (botocore sqs 2012-11-05).
+                        queues: optional(list(text("a Celery queue name such as send-email-high (letters, digits, - and _; a FIFO queue's ends in .fifo)", /^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$/, 80), { min: 1, max: 30, unique: true })),
                     },
                     (d, path) =>
                     (d.minAvailable === undefined) === (d.maxUnavailable === undefined)

@@ -480,6 +480,15 @@ describe("placement config errors", () => {
         );
     });
 
+    it("refuses a queue name SQS cannot have (a dot but in .fifo), before preflight asks SQS for it (botocore sqs 2012-11-05 CreateQueue QueueName)", () => {
+        const [first, ...rest] = section("staging", "placement").burst.deployments;
+        const parse = (queue: string) => () => parseStackConfig("staging", burst({ deployments: [{ ...first, queues: [queue] }, ...rest] }));
+        expect(errorOf(parse("send.email"))).to.equal(
+            `staging: notify-karpenter:placement.burst.deployments[0].queues[0] must be a Celery queue name such as send-email-high (letters, digits, - and _; a FIFO queue's ends in .fifo) (got "send.email")`,
+        );
+        expect(parse("-priority-database-tasks.fifo")).not.to.throw();
+    });
+
     it("refuses an empty queuePrefix: CI's preview role and the drill's workers would read every queue of the account (plan/ciAccess.ts, components/spotInterruptionDrill.ts)", () => {
         expect(errorOf(() => parseStackConfig("staging", burst({ queuePrefix: "" })))).to.match(/^staging: notify-karpenter:placement\.burst\.queuePrefix must be an SQS queue name prefix such as eks-notification-canada-ca \(not empty/);
     });
