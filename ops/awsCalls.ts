@@ -41,7 +41,6 @@ const THROTTLED = ["Throttling", "ThrottlingException", "ThrottledException", "T
 const IAM_ACTION: Record<string, string> = {
     "sqs:SendMessageBatch": "sqs:SendMessage",
     "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
-    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
 };
 
 interface SdkError {

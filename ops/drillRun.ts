@@ -17,21 +17,18 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { STSClient } from "@aws-sdk/client-sts";
 import * as k8s from "@kubernetes/client-node";
 import { HEADROOM_DEPLOYMENT, INTERRUPTION_REACTION_SECONDS, SPOT_NOTICE_SECONDS } from "../components/models/celeryPlacement.ts";
-import { KARPENTER_METRICS, PROMETHEUS_NAMESPACE, SPOT_INTERRUPTED_REASON } from "../components/models/karpenterSignals.ts";
+import { KARPENTER_METRICS, PROMETHEUS_NAMESPACE, SPOT_INTERRUPTED_REASON, heartbeatMetric } from "../components/models/karpenterSignals.ts";
 import { alarmNames } from "../components/models/alarmRules.ts";
-import { heartbeatMetric } from "../components/models/karpenterSignals.ts";
-import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT, EKS_CLUSTER_NAME_TAG, NODEPOOL_TAG, NOTICE_BEFORE_INTERRUPTION_SECONDS, SPOT_INSTANCE_RESOURCE_TYPE, SPOT_INSTANCES_TARGET_KEY, SPOT_INTERRUPTION_ACTION, drillNames, isoDurationSeconds } from "../components/models/fis.ts";
-import { MAX_DRILL_NODES } from "../components/models/fis.ts";
+import { DRILL_NAMESPACE, DRILL_SERVICE_ACCOUNT, EKS_CLUSTER_NAME_TAG, NODEPOOL_TAG, NOTICE_BEFORE_INTERRUPTION_SECONDS, SPOT_INSTANCE_RESOURCE_TYPE, SPOT_INSTANCES_TARGET_KEY, SPOT_INTERRUPTION_ACTION, MAX_DRILL_NODES, drillNames, isoDurationSeconds } from "../components/models/fis.ts";
 import { type StackConfig, type SyntheticProfile, syntheticMessages } from "../stacks/config.ts";
-import { STACK_TAG } from "../stacks/stackNames.ts";
-import { PROJECT_DIR } from "../stacks/stackNames.ts";
+import { PROJECT_DIR, STACK_TAG } from "../stacks/stackNames.ts";
 import { type CommandLine, type CommandResult, EXIT, integerFlag, isResult, usage, valueOf } from "../cli/args.ts";
 import { jsonText } from "../cli/output.ts";
 import { loadStack } from "../stacks/validatedConfig.ts";
 import { GC_NOTIFY_LONGEST_VISIBILITY_SECONDS, type LiveTasks, type PodTasks, addEvent, complete, filterLogEvents, fluentBitRecord, patterns, taskLines, unfinished } from "./celeryLogs.ts";
 import { toCsv } from "../cli/csv.ts";
 import { type DrillHook, workerBudget, workerDeployment } from "./drillWorkload.ts";
-import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, apiClient, clusterOf, epochMs, kubeCall, listItems, useContext } from "./kube.ts";
+import { type Cluster, type KubeConfig, type KubeObject, type WatchEventType, WatchSet, apiClient, apiError, clusterOf, epochMs, kubeCall, listItems, useContext } from "./kube.ts";
 import { checkedKubeConfig } from "./kubeconfigFile.ts";
 import { FINAL_STATUSES, MAX_NOTIFICATIONS, type NotificationRecord, NotifyApiError, NotifyClient, type NotifyTarget, isFinal, notificationType, notifyTargetProblems } from "./notifyApi.ts";
 import { outFilesProblem, writeFiles } from "../cli/outDir.ts";
@@ -40,7 +37,6 @@ import { type Deadlines, deadlinesOf } from "./deadlines.ts";
 import { type Clock, systemClock } from "./scaleTest.ts";
 import { lineChart, steps } from "../cli/svg.ts";
 import { plural } from "../cli/table.ts";
-import { apiError } from "./kube.ts";
 import { DRILL, type DrillDeps, type Signal } from "./drill.ts";
 
 export { workerDeployment } from "./drillWorkload.ts";
@@ -1025,6 +1021,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     let numbered = 0;
     let workEmptySince: number | undefined;
     let reread = false;
+    const batchRetry: BatchRetry = { attempts: env.net.deadlines.throttleAttempts, firstDelayMs: env.net.deadlines.throttleFirstDelayMs, sleep: (ms) => clock.sleep(ms) };
     /** The next n messages, ten to a call; each is recorded as sent once SQS has taken it. */
     const send = async (n: number) => {
         const numbers: number[] = [];
@@ -1033,6 +1030,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
             const entries = numbers.slice(i, i + SQS_BATCH_ENTRIES).map((x) => ({ Id: `m${x}`, MessageBody: String(x) }));
             await sqsBatch(
                 call,
+                batchRetry,
                 "sqs:SendMessageBatch",
                 entries,
                 (some) => clients.sqs.send(new aws.sqs.SendMessageBatchCommand({ QueueUrl: queues.work!, Entries: some })),
@@ -1053,6 +1051,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
             if (records.length) {
                 await sqsBatch(
                     call,
+                    batchRetry,
                     "sqs:DeleteMessageBatch",
                     records,
                     (some) => clients.sqs.send(new aws.sqs.DeleteMessageBatchCommand({ QueueUrl: queues.done, Entries: some.map(({ Id, ReceiptHandle }) => ({ Id, ReceiptHandle })) })),
@@ -1231,18 +1230,27 @@ interface BatchAnswer {
     Failed?: { Id?: string; SenderFault?: boolean; Code?: string; Message?: string }[];
 }
 
+/** How often, and after what waits, an entry SQS failed by its own fault is tried again: as a throttled call is. */
+interface BatchRetry {
+    attempts: number;
+    firstDelayMs: number;
+    sleep: (ms: number) => Promise<void>;
+}
+
 /**
  * One SQS batch call (SendMessageBatch, DeleteMessageBatch) of which every entry must be done. SQS answers each entry
  * on its own, in Successful or in Failed (BatchResultErrorEntry: Id, SenderFault, Code, Message), and "you should check
  * for batch errors even when the call returns an HTTP status code of 200" (botocore sqs 2012-11-05; SQS API Reference,
  * SendMessageBatch, DeleteMessageBatch, BatchResultErrorEntry). `done` hears the entries SQS did, as it answers, and
- * only those. An entry failed by SQS's own fault (SenderFault false: an internal error) is sent once more, with the
- * other such entries of the call; one failed again, or by the request's fault (SenderFault true: sending it again
- * cannot help), ends the run as a refused call does, naming the call, the entry and SQS's code. An entry the answer
- * leaves out of both lists cannot be told done or not: the answer is refused as cut.
+ * only those. An entry failed by SQS's own fault (SenderFault false: an internal error) arrives in a 200, which the
+ * SDK does not retry: it is tried again, with the other such entries of the call, after the waits a throttled call
+ * gets (1, 2, 4... s). One still failing after `retry.attempts` tries, or failed by the request's fault (SenderFault
+ * true: sending it again cannot help), ends the run as a refused call does, naming the call, the entry and SQS's code.
+ * An entry the answer leaves out of both lists cannot be told done or not: the answer is refused as cut.
  */
-async function sqsBatch<E extends { Id: string }>(call: Call, what: string, entries: E[], send: (some: E[]) => Promise<BatchAnswer>, label: (entry: E) => string, done: (some: E[]) => void = () => {}): Promise<void> {
+async function sqsBatch<E extends { Id: string }>(call: Call, retry: BatchRetry, what: string, entries: E[], send: (some: E[]) => Promise<BatchAnswer>, label: (entry: E) => string, done: (some: E[]) => void = () => {}): Promise<void> {
     let pending = entries;
+    let wait = retry.firstDelayMs;
     for (let attempt = 1; pending.length; attempt++) {
         const r = await call(what, () => send(pending));
         const ok = new Set((r.Successful ?? []).map((x) => x.Id));
@@ -1251,14 +1259,17 @@ async function sqsBatch<E extends { Id: string }>(call: Call, what: string, entr
         done(pending.filter((x) => ok.has(x.Id)));
         if (unanswered.length) throw new CannotRun(`${what} answered nothing of ${unanswered.map(label).join(", ")}: cannot tell whether SQS did it (an empty or cut answer is not read as "done")`);
         const again = pending.filter((x) => failed.has(x.Id));
-        const fatal = again.filter((x) => attempt > 1 || failed.get(x.Id)!.SenderFault !== false);
+        const fatal = again.filter((x) => attempt >= retry.attempts || failed.get(x.Id)!.SenderFault !== false);
         if (fatal.length) {
             const why = (x: E) => {
                 const f = failed.get(x.Id)!;
-                const whose = f.SenderFault === false ? "SQS's fault, twice" : `${f.SenderFault ? "the request's fault" : "no SenderFault"}: not tried again`;
-                return `${label(x)}: ${f.Code ?? "no code"}: ${f.Message ?? "no message"} (${whose})`;
+                return `${label(x)}: ${f.Code ?? "no code"}: ${f.Message ?? "no message"} (${f.SenderFault === false ? `SQS's fault, ${attempt} times` : "the request's fault: not tried again"})`;
             };
             throw new CannotRun(`${what} failed on ${fatal.map(why).join("; ")}`);
+        }
+        if (again.length) {
+            await retry.sleep(wait);
+            wait *= 2;
         }
         pending = again;
     }
