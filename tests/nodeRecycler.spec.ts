@@ -206,6 +206,20 @@ function recyclerEnv(api: FakeKubeApi, windows: object[]): Record<string, string
     };
 }
 
+describe("stopping an in-cluster script (components/inCluster/inClusterApi.js stopper)", () => {
+    it("a stop ends the sleep under way, and a sleep after it does not wait: a SIGTERM that lands during a request leaves the 20 s before the process exits to the withdrawal", async () => {
+        const waits: number[] = [];
+        let end = () => {};
+        const stop = stopper((seconds: number, done: () => void) => (waits.push(seconds), (end = done), () => undefined));
+        const first = stop.sleep(300);
+        stop.request();
+        await first;
+        await stop.sleep(300);
+        expect(waits).to.deep.equal([300]);
+        end();
+    });
+});
+
 describe("node recycler: a run against a fake Kubernetes API (the script's run, in-process)", () => {
     /** The run starts at 23:30 UTC, the CronJob's minute: 5.5 hours before the nightly batch, and its clock moves only as it sleeps. */
     const T0 = Date.UTC(2026, 6, 1, 23, 30);

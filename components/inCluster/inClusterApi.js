@@ -87,8 +87,9 @@ const timer = (seconds, done) => {
 
 /**
  * What stops a script that waits between steps (SIGTERM, in the pod): `request()` turns `requested` true and ends the
- * `sleep` under way at once. `pass(seconds, done)` lets a sleep's time pass and returns what ends it early: a timer,
- * or a test's clock.
+ * `sleep` under way at once; once requested, a sleep does not wait at all (a stop that lands during a request would
+ * otherwise wait out the next whole interval, past the 20 s the process has left). `pass(seconds, done)` lets a
+ * sleep's time pass and returns what ends it early: a timer, or a test's clock.
  */
 function stopper(pass = timer) {
     let wake = () => {};
@@ -100,6 +101,7 @@ function stopper(pass = timer) {
         },
         sleep: (seconds) =>
             new Promise((resolve) => {
+                if (stop.requested) return resolve();
                 const cancel = pass(seconds, resolve);
                 wake = () => {
                     cancel();
