@@ -410,7 +410,7 @@ function capacityAlarms(a: Resolved, names: ReturnType<typeof alarmNames>): Alar
 }
 
 /** Percent of the NodePool's cpu and of its memory limit in use, and the larger of the two (the alarm's value). */
-export function nodePoolShareQueries(cluster: string, nodePool: string, period: number): MetricQuery[] {
+function nodePoolShareQueries(cluster: string, nodePool: string, period: number): MetricQuery[] {
     const gauge = (id: string, metricName: string, resource: string): MetricQuery => ({
         id,
         returnData: false,
@@ -648,7 +648,7 @@ function metricPath(m: Metric): string[] {
  * Logs Insights over cwagent-prometheus's EMF events, which carry every label of a series (the object's `name`, the
  * condition's `reason`) next to its value: which NodeClaims and nodes are stuck, that the alarms count together.
  */
-export function stuckTableQuery(cluster: string, nodePool: string): string {
+function stuckTableQuery(cluster: string, nodePool: string): string {
     const nc = STUCK_CONDITIONS.nodeClaimNotInitialized.metric;
     const node = STUCK_CONDITIONS.nodeNotReady.metric;
     return (

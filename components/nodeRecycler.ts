@@ -40,7 +40,7 @@ export interface NodeRecyclerArgs {
 }
 
 /** Every way these arguments would fail at `up`, as "<what>: <why>". */
-export function nodeRecyclerProblems(a: NodeRecyclerArgs): string[] {
+function nodeRecyclerProblems(a: NodeRecyclerArgs): string[] {
     const problems: string[] = [];
     if (!Number.isInteger(a.maxAgeDays) || a.maxAgeDays < 1) problems.push(`maxAgeDays must be a whole number of days, at least 1 (got ${a.maxAgeDays})`);
     if (!Number.isInteger(a.stuckMinutes) || a.stuckMinutes < 1) problems.push(`stuckMinutes must be a whole number of minutes, at least 1 (got ${a.stuckMinutes})`);
@@ -135,7 +135,7 @@ export class NodeRecycler extends pulumi.ComponentResource {
  * cluster-scoped with generated names, so the rule cannot name them; the admission policy limits deletes to the pool
  * and patches to the one annotation.
  */
-export function recyclerRules() {
+function recyclerRules() {
     return [
         { apiGroups: ["karpenter.sh"], resources: ["nodeclaims"], verbs: ["list", "patch", "delete"] },
         { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
@@ -143,7 +143,7 @@ export function recyclerRules() {
 }
 
 /** The CronJob: one run at a time, on a stable node, unprivileged, read-only, never retried into the day. */
-export function recyclerCronJob(name: string, a: NodeRecyclerArgs) {
+function recyclerCronJob(name: string, a: NodeRecyclerArgs) {
     const labels = { app: name };
     return {
         metadata: { name, namespace: a.namespace },

@@ -82,7 +82,7 @@ export function experimentRolePolicy(p: { partition: string; region: string; acc
 }
 
 /** Only FIS, for this account's experiments in this region, may assume the experiment role (the confused deputy guard). */
-export function experimentRoleTrust(p: { partition: string; region: string; accountId: string }) {
+function experimentRoleTrust(p: { partition: string; region: string; accountId: string }) {
     return {
         Version: "2012-10-17",
         Statement: [
@@ -100,7 +100,7 @@ export function experimentRoleTrust(p: { partition: string; region: string; acco
 }
 
 /** The synthetic workers' queue rights: their drill's temporary queues only. */
-export function workloadRolePolicy(p: { partition: string; region: string; accountId: string; queuePrefix: string }) {
+function workloadRolePolicy(p: { partition: string; region: string; accountId: string; queuePrefix: string }) {
     return {
         Version: "2012-10-17",
         Statement: [

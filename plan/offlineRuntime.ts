@@ -95,7 +95,9 @@ export interface Recording {
 
 /**
  * Records every registration, with the parent, dependencies and options that the stock MockMonitor drops, and
- * fails what the engine fails: a second registration of one URN, and a lookup whose provider returns an error.
+ * fails what the engine fails: a second registration of one URN, and a lookup whose provider returns an error. Reads
+ * of existing resources (`Resource.get`, the stock readResource) are not recorded: the program makes none; one that
+ * does needs readResource overridden to record it.
  */
 class RecordingMonitor extends MockMonitor {
     /** What the engine would have reported as errors, in order; the run fails with them. */

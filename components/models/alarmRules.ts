@@ -126,7 +126,7 @@ export function isValidPeriod(p: unknown): boolean {
  * How long CloudWatch evaluates at most with a period: 7 days (604,800 s), and one day (86,400 s) for periods under
  * an hour (PutMetricAlarm, Period: botocore 1.43.67 cloudwatch/2010-08-01/service-2.json, PutMetricAlarmInput).
  */
-export function maxEvaluationSeconds(period: number): number {
+function maxEvaluationSeconds(period: number): number {
     return period >= 3600 ? 604800 : 86400;
 }
 
@@ -154,7 +154,7 @@ export function alarmRuleProblems(rule: AlarmRule): { key: keyof AlarmRule; mess
 }
 
 /** CloudWatch's limit on alarm names. */
-export const MAX_ALARM_NAME = 255;
+const MAX_ALARM_NAME = 255;
 
 /** The kebab-case part of an alarm or metric filter name for a log signal. */
 export const SIGNAL_SLUG: Record<LogSignal, string> = {

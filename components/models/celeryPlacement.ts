@@ -18,7 +18,7 @@ export const NIDHOGG_VERSION = "0.6.6";
 export const NIDHOGG_RELEASE = { name: "nidhogg", namespace: "kube-system" };
 
 /** nidhogg's default prefix; each startup taint is `<prefix>/<namespace>.<daemonset>`. */
-export const NIDHOGG_TAINT_PREFIX = "nidhogg.uswitch.com";
+const NIDHOGG_TAINT_PREFIX = "nidhogg.uswitch.com";
 
 /** Labels every patched burst pod with its Deployment, so its PodDisruptionBudget selects exactly those pods. */
 export const DEPLOYMENT_LABEL = "notify-karpenter/deployment";
@@ -192,7 +192,7 @@ const ephemeralToleration = (key: string): Toleration => ({ key, operator: "Equa
 const ephemeralRequirement = (key: string) => ({ key, operator: "In" as const, values: ["true"] });
 
 /** Where burst pods go: tolerate the ephemeral taint and require (or, with spill-over, prefer) ephemeral nodes. */
-export function burstScheduling(a: Pick<CeleryWorkloadPlacementArgs, "ephemeralKey" | "burst">): PodScheduling {
+function burstScheduling(a: Pick<CeleryWorkloadPlacementArgs, "ephemeralKey" | "burst">): PodScheduling {
     const term = { matchExpressions: [ephemeralRequirement(a.ephemeralKey)] };
     return {
         tolerations: [ephemeralToleration(a.ephemeralKey)],

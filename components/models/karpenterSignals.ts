@@ -32,7 +32,7 @@ export interface LogSignalSource {
 }
 
 /** The text controller-runtime's `Reconciler error` carries for a launch (K pkg/controllers/nodeclaim/lifecycle/launch.go:116). */
-export const LAUNCH_ERROR_PREFIX = "launching nodeclaim";
+const LAUNCH_ERROR_PREFIX = "launching nodeclaim";
 
 /**
  * CloudWatch Logs JSON filter patterns on Fluent Bit's record of a Karpenter line. GC Notify's Fluent Bit runs with
@@ -150,10 +150,10 @@ export const PROMETHEUS_NAMESPACE = "ContainerInsights/Prometheus";
 /** The log group cwagent-prometheus writes its EMF events to (M templates/prometheus-cwagent-config.yaml:17). */
 export const prometheusLogGroup = (cluster: string) => `/aws/containerinsights/${cluster}/prometheus`;
 /** The scrape job's name: the `job` label the metric declarations select on. */
-export const SCRAPE_JOB = "karpenter";
+const SCRAPE_JOB = "karpenter";
 
 /** EMF dimensions of each metric: ClusterName (added by the agent) and the labels the alarms filter on. */
-export const METRIC_DIMENSIONS = {
+const METRIC_DIMENSIONS = {
     nodePool: ["ClusterName", "nodepool", "resource_type"],
     disrupted: ["ClusterName", "nodepool", "reason"],
     // Not `status`: the declarations publish only the stuck statuses (False, Unknown), which the alarm takes together.

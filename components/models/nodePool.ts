@@ -231,7 +231,7 @@ export const NODE_POOL_WARNINGS: Record<string, string> = {
 };
 
 /** Karpenter v1.14.1 replaces a single spot node only with at least this many cheaper types (consolidation.go:48). */
-export const SPOT_TO_SPOT_MIN_TYPES = 15;
+const SPOT_TO_SPOT_MIN_TYPES = 15;
 
 /**
  * Pain the config invites but Karpenter would accept, each with its id, what it costs and what to do. Config
