@@ -10,6 +10,7 @@ import * as path from "path";
 import { forbiddenMinutes } from "../components/models/disruptionBudgets.ts";
 import { CRON_DESCRIPTORS, type Cron, type CronReader, KARPENTER_SCHEDULE_PATTERN, cronFiresOnDay, parseCron } from "../components/models/cron.ts";
 import { CRDS } from "../components/karpenter/generated/crds.ts";
+import { CACHE_DIR } from "../cli/args.ts";
 
 const INSTALL = "apt-get install -y golang-go golang-github-robfig-cron-dev";
 const START = Date.UTC(2026, 0, 1);
@@ -179,7 +180,7 @@ function firesOfModel(schedule: string, reader: CronReader): string {
  * Go's build cache, kept between runs beside Node's (cli/compileCache.mjs): built with a fresh one, the oracle compiles
  * Go's standard library again, about 1.1 CPU s against 0.25. Content-addressed: a changed source or Go builds afresh.
  */
-const GO_BUILD_CACHE = path.join(import.meta.dirname, "..", "node_modules", ".cache", "notify-karpenter", "go-build");
+const GO_BUILD_CACHE = path.join(CACHE_DIR, "go-build");
 
 describe("cron.ts against robfig/cron v3.0.1 (tests/cron-oracle, Go)", function () {
     let dir: string | undefined;

@@ -6,9 +6,9 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import { createRequire } from "node:module";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from "ajv";
 import standalone from "ajv/dist/standalone/index.js";
+import { CACHE_DIR } from "../../cli/args.ts";
 import { celIssues, fieldPath } from "./cel.ts";
 import { CRDS, type GeneratedCrd } from "./generated/crds.ts";
 
@@ -99,7 +99,7 @@ export function compileCached(schema: Record<string, unknown>, dir = VALIDATOR_C
 
 const require = createRequire(import.meta.url);
 const AJV_VERSION: string = require("ajv/package.json").version;
-const VALIDATOR_CACHE = fileURLToPath(new URL("../../node_modules/.cache/notify-karpenter/", import.meta.url));
+const VALIDATOR_CACHE = CACHE_DIR;
 
 /**
  * A Kubernetes structural schema as JSON Schema (draft-07), with the API server's strictness: an object refuses fields
