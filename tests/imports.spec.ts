@@ -44,7 +44,9 @@ function packagesLoadedBy(file: string, seen = new Set<string>(), packages = new
         else if (!spec.startsWith("node:") && !isBuiltin(spec)) packages.add(spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/"));
     }
     // A CommonJS package required at the top level (unindented) loads with the module, as an import does.
-    for (const m of text.matchAll(/^(?:const|let|var)\b[^\n]*createRequire\([^)]*\)\("([^"]+)"\)/gm)) packages.add(m[1].split("/").slice(0, m[1].startsWith("@") ? 2 : 1).join("/"));
+    // Both `createRequire(...)("pkg")` and `const require = createRequire(...)` then `... = require("pkg")`.
+    const required = [...text.matchAll(/^(?:const|let|var)\b[^\n]*createRequire\([^)]*\)\("([^"]+)"\)/gm), ...(/^(?:const|let|var) require = createRequire\(/m.test(text) ? text.matchAll(/^(?:const|let|var)\b[^\n]*\brequire\("([^"./][^"]*)"\)/gm) : [])];
+    for (const m of required) if (!m[1].startsWith("node:") && !isBuiltin(m[1])) packages.add(m[1].split("/").slice(0, m[1].startsWith("@") ? 2 : 1).join("/"));
     return packages;
 }
 
@@ -63,6 +65,8 @@ describe("what a command loads", () => {
         // The check sees a package when there is one: the program's entry loads the Pulumi SDKs, and a run module yaml.
         expect(heavyLoadedBy("index.ts")).to.include("@pulumi/pulumi");
         expect(heavyLoadedBy("plan/planRun.ts", NOT_FOR_HELP)).to.include.members(["yaml", "ajv"]);
+        // A package a top-level `require` of createRequire loads counts too (plan/policyRun.ts's @pulumi/policy).
+        expect(heavyLoadedBy("plan/policyRun.ts")).to.include("@pulumi/policy");
     });
 
     it("verify-placement, capacity, scale-test, preflight and the drill load no Pulumi, and preflight loads each AWS client with the reads that need it", () => {
