@@ -64,6 +64,8 @@ export interface FakeKubeApiOptions {
     token?: string;
     /** Answer every pod PATCH with this HTTP status (403, as for a refused admission) instead of applying it. */
     patchStatus?: number;
+    /** Called as a pod PATCH arrives, before the fake looks at it: the pod deleted meanwhile (`remove`), say. */
+    beforePodPatch?: (namespace: string, name: string) => void;
     /** Lists asked with `limit` answer at most this many items a page, with a `continue` token, as the API server does. */
     pageSize?: number;
     /** Answer every NodeClaim DELETE with this HTTP status (403, as for RBAC or a refused admission) instead of applying it. */
@@ -220,6 +222,11 @@ export class FakeKubeApi extends LoopbackServer {
         this.objects[resource].set(key(object), this.versioned(object));
     }
 
+    /** Removes an object at once (no watch event), as a deletion that completes between a list and the next request. */
+    remove(resource: Resource, object: any): void {
+        this.objects[resource].delete(key(object));
+    }
+
     /** The NodeClaim as the fake holds it now (undefined once gone). */
     nodeClaim(name: string): any {
         return this.objects.nodeclaims.get(`/${name}`);
@@ -353,6 +360,7 @@ export class FakeKubeApi extends LoopbackServer {
 
     /** A JSON merge patch of a pod's metadata (RFC 7386; null removes a key), as `kubectl annotate` sends. */
     private patchPod(namespace: string, name: string, body: any, contentType: string | undefined, res: http.ServerResponse): void {
+        this.opts.beforePodPatch?.(namespace, name);
         if (contentType !== "application/merge-patch+json") return status(res, 415, `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
         const pod = this.objects.pods.get(`${namespace}/${name}`);
         if (!pod) return status(res, 404, `pods "${name}" not found`);

@@ -426,6 +426,106 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
         }
     });
 
+    for (const [busy, because, gives] of [
+        ["being deleted", "nodeclaim draining is being deleted", "its node drained, it goes"],
+        ["launching", "nodeclaim launching is launching", "it initializes"],
+    ] as const) {
+        it(`acts on nothing while another NodeClaim of the pool is ${busy}: it waits, looking every pollSeconds, until ${gives} (one at a time, docs/capacity.md)`, async () => {
+            const draining = claim("draining", 60);
+            const pool = busy === "being deleted" ? [{ ...draining, metadata: { ...draining.metadata, deletionTimestamp: iso(clock.now()) } }] : [claim("launching", 2, { initialized: false })];
+            after(1, () =>
+                busy === "being deleted"
+                    ? // Karpenter's drain of it ends 60 s after the run starts: it goes.
+                      api!.schedule([{ at: 50, resource: "nodeclaims", type: "DELETED", object: api!.nodeClaim("draining") }])
+                    : // It initializes 60 s after the run starts.
+                      api!.schedule([{ at: 50, resource: "nodeclaims", type: "MODIFIED", object: { ...api!.nodeClaim("launching"), status: { nodeName: "ip-launching", conditions: [{ type: "Initialized", status: "True" }] } } }]),
+            );
+            /** The busy NodeClaim as the stuck one's DELETE arrives: gone, or Initialized. */
+            let busyAtDelete: any = "not deleted";
+            const { code, output } = await run({
+                nodeclaims: [...pool, claim("stuck", 45, { initialized: false }), claim("old", 8 * 1440)],
+                nodes: [],
+                onNodeClaimDelete: () => {
+                    busyAtDelete = busy === "being deleted" ? api!.nodeClaim("draining") : api!.nodeClaim("launching").status.conditions[0].status;
+                    return { goneAfterSeconds: 5 };
+                },
+                onNodeClaimPatch: karpenterReplaces(),
+            });
+            expect(code).to.equal(0);
+            expect(busyAtDelete).to.equal(busy === "being deleted" ? undefined : "True");
+            const lines = logged(output);
+            const waits = lines.filter((l) => l.msg === "waiting");
+            expect(waits.map((l) => l.because)).to.deep.equal(Array(6).fill(because));
+            const at = (msg: string) => Date.parse(lines.find((l) => l.msg === msg).time) - T0;
+            // Nothing deleted or marked before the busy one is done, 60 s after the start; then the stuck one, then the old one.
+            expect(at("deleted nodeclaim")).to.equal(60_000);
+            expect(at("marked nodeclaim drifted")).to.be.greaterThan(60_000);
+            expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/stuck"]);
+            expect(marks()).to.deep.equal([["old", mark()]]);
+        });
+    }
+
+    it("exits 1 when a NodeClaim it deleted is still there DRAIN_SECONDS + 300 s later (a finalizer that never ends), acting on nothing more", async () => {
+        const { code, output } = await run(
+            { nodeclaims: [claim("stuck", 45, { initialized: false }), claim("stuck-2", 40, { initialized: false })], nodes: [], onNodeClaimDelete: () => ({}) },
+            { DRAIN_SECONDS: "600" },
+        );
+        expect(code).to.equal(1);
+        expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/stuck"]);
+        const lines = logged(output);
+        const last = lines[lines.length - 1];
+        expect(last).to.deep.include({ level: "error", msg: "stopping: the deleted nodeclaim is still there", nodeClaim: "stuck", waitedSeconds: 900 });
+        // The first look past 900 s, with POLL_SECONDS 10.
+        expect(Date.parse(last.time) - Date.parse(lines.find((l) => l.msg === "deleted nodeclaim").time)).to.equal(910_000);
+    });
+
+    it("exits 1 when a NodeClaim Karpenter began deleting after the mark is still there DRAIN_SECONDS + 300 s later, and leaves the mark", async () => {
+        const { code, output } = await run(
+            {
+                nodeclaims: [claim("old", 9 * 1440), claim("old-2", 8 * 1440)],
+                nodes: [],
+                // Karpenter takes it at once, and its deletion never ends.
+                onNodeClaimPatch: (nc) => {
+                    if (isMark(nc)) api!.karpenterDeletes(nc.metadata.name);
+                },
+            },
+            { DRAIN_SECONDS: "600" },
+        );
+        expect(code).to.equal(1);
+        expect(marks()).to.deep.equal([["old", mark()]]);
+        const lines = logged(output);
+        const last = lines[lines.length - 1];
+        expect(last).to.deep.include({ level: "error", msg: "stopping: the nodeclaim Karpenter deletes is still there", nodeClaim: "old", waitedSeconds: 900 });
+        expect(Date.parse(last.time) - Date.parse(lines.find((l) => l.msg === "karpenter is deleting it").time)).to.equal(910_000);
+    });
+
+    it("tries the withdrawal again after pollSeconds when the NodeClaim changed since the list (409), and withdraws the mark", async () => {
+        /** The clock at each withdrawal's request. */
+        const withdrawals: number[] = [];
+        const { code, output } = await run(
+            {
+                nodeclaims: [claim("old", 9 * 1440)],
+                nodes: [],
+                // Karpenter updates it (its status, say) between the recycler's list and its first withdrawal: a new resourceVersion.
+                beforeNodeClaimPatch: (name, body) => {
+                    if (body.metadata.annotations[HASH] !== HASHES[HASH] || withdrawals.push(clock.now()) > 1) return;
+                    const nc = api!.nodeClaim(name);
+                    api!.put("nodeclaims", { ...nc, status: { ...nc.status, touched: true } });
+                },
+            },
+            { MARK_SECONDS: "60" },
+        );
+        expect(code).to.equal(0);
+        expect(withdrawals.map((t) => t - withdrawals[0])).to.deep.equal([0, 10_000]);
+        expect(api!.requests.filter((r) => r.startsWith("PATCH"))).to.have.length(3);
+        expect(marks()).to.deep.equal([
+            ["old", mark()],
+            ["old", HASHES[HASH]],
+        ]);
+        expect(api!.nodeClaim("old").metadata.annotations).to.deep.equal(HASHES);
+        expect(messages(output)).to.deep.equal(["started", "marked nodeclaim drifted", "not replaced in time: mark withdrawn", "done"]);
+    });
+
     it("stops, acting on nothing more, when a node launched during the run does not initialize", async () => {
         const { code, output } = await run({
             nodeclaims: [claim("stuck-1", 45, { initialized: false }), claim("stuck-2", 40, { initialized: false })],

@@ -8,7 +8,7 @@ import * as path from "path";
 import { DELETION_COST_ANNOTATION, annotationOnlyPolicySpec } from "../components/burstScaleDownOrder.ts";
 import { serviceAccountUser } from "../components/models/celeryPlacement.ts";
 import { DEPLOYMENT_LABEL } from "../components/models/celeryPlacement.ts";
-import { FakeClock, FakeKubeApi, iso } from "./fakeKubeApi.ts";
+import { FakeClock, FakeKubeApi, type FakeKubeApiOptions, iso } from "./fakeKubeApi.ts";
 import { STACKS, buildStack, configErrorOf, rawConfig } from "./helpers.ts";
 import { tempDir, expectScriptConfigMap } from "./opsHelpers.ts";
 import { CutMidAnswer } from "./loopbackServer.ts";
@@ -160,7 +160,7 @@ describe("scale-down order: the annotator's run against a fake Kubernetes API (i
      * Runs the annotator's run against a fake API holding `opts`: after each pass, at its sleep, `afterPass` gets the
      * pass's number, its health port and `stop` (SIGTERM, in the pod). Its exit code and log lines.
      */
-    async function annotate(opts: { pods: any[]; listStatus?: number; patchStatus?: number; pageSize?: number }, env: Record<string, string>, afterPass: (pass: number, port: number, stop: () => void) => Promise<void> | void) {
+    async function annotate(opts: FakeKubeApiOptions & { pods: any[] }, env: Record<string, string>, afterPass: (pass: number, port: number, stop: () => void) => Promise<void> | void) {
         const clock = new FakeClock(T0);
         const healthPort = await freePort();
         const fake = await new FakeKubeApi(clock, { nodes: annotatorNodes, token: "s3cret", ...opts }).start();
@@ -197,13 +197,25 @@ describe("scale-down order: the annotator's run against a fake Kubernetes API (i
 
     it("logs refused patches (and a pod deleted meanwhile) and is not ready while they are refused", async () => {
         let health: unknown[] = [];
-        const { code, output } = await annotate({ pods: [pod("email-1", "ip-10-0-1-1")], patchStatus: 403 }, {}, async (pass, port, stop) => {
-            health = await healthAt(port);
-            stop();
-        });
+        const gone = pod("email-2", "ip-10-0-1-2");
+        const { code, output } = await annotate(
+            {
+                pods: [pod("email-1", "ip-10-0-1-1"), gone],
+                patchStatus: 403,
+                // Scaled down between the list and its patch: 404, nothing to order, and no failure.
+                beforePodPatch: (namespace, name) => name === gone.metadata.name && api!.remove("pods", gone),
+            },
+            {},
+            async (pass, port, stop) => {
+                health = await healthAt(port);
+                stop();
+            },
+        );
+        expect(api!.requests.filter((r) => r.startsWith("PATCH"))).to.have.length(2);
         expect(failures(output, "annotated pods")[0]).to.deep.include({
             level: "error",
             patched: 0,
+            gone: 1,
             failed: ["email-1: HTTP 403 admission webhook denied the request"],
             // A failed pass: after 20 in a row the container exits and its restarts show.
             failedPasses: 1,
@@ -211,6 +223,34 @@ describe("scale-down order: the annotator's run against a fake Kubernetes API (i
         expect(health).to.deep.equal([503, "no pass has succeeded yet"]);
         expect(code).to.equal(0);
     });
+
+    for (const [interval, staleSeconds] of [
+        [30, 90],
+        [5, 60],
+    ]) {
+        it(`is ready while its last good pass is at most three intervals old, at least 60 s (${staleSeconds} s every ${interval} s), then not, naming how long ago`, async () => {
+            let failing = false;
+            const health: Record<number, unknown[]> = {};
+            const { code } = await annotate(
+                {
+                    pods: [pod("email-1", "ip-10-0-1-1")],
+                    // The first pass succeeds, every later one fails (a proxy's page instead of the node list).
+                    fault: (method, path) => (failing && path === "/api/v1/nodes" ? { kind: "garbage" } : undefined),
+                },
+                { INTERVAL_SECONDS: String(interval) },
+                async (pass, port, stop) => {
+                    failing = true;
+                    // After pass n the clock is n intervals past the good pass.
+                    health[pass * interval] = await healthAt(port);
+                    if (pass * interval > staleSeconds) stop();
+                },
+            );
+            expect(code).to.equal(0);
+            expect(health[interval]).to.deep.equal([200, "ok"]);
+            expect(health[staleSeconds]).to.deep.equal([200, "ok"]);
+            expect(health[staleSeconds + interval]).to.deep.equal([503, `the last pass succeeded ${staleSeconds + interval} s ago`]);
+        });
+    }
 
     it("exits 1 after 20 failed passes in a row, so that the pod's restarts show the fault", async () => {
         const { code, output } = await annotate({ pods: [], listStatus: 403 }, {}, () => {});
