@@ -236,7 +236,13 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
     const nodeOf = (name: string, o: Parameters<typeof node>[1] = {}) => node(name, { now: clock.now(), ...o });
 
     /** Runs the script's run to its end against a fake API holding `opts`, with the CronJob's settings unless `env` says otherwise: its exit code and log lines. */
-    async function run(opts: FakeKubeApiOptions, env: Record<string, string> = {}) {
+    /** What stops the run (a test may request it): a sleep moves the clock on, and lets the fake cluster do what falls due meanwhile. */
+    const clockStop = () =>
+        stopper((seconds: number, done: () => void) => {
+            void clock.sleep(seconds * 1000).then(done);
+            return () => {};
+        });
+    async function run(opts: FakeKubeApiOptions, env: Record<string, string> = {}, stop = clockStop()) {
         // The options themselves (not a copy), so that a test's getters answer at each request.
         const fake = await new FakeKubeApi(clock, Object.assign(opts, { token: "s3cret" })).start();
         api = fake;
@@ -245,11 +251,7 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
             env: { ...recyclerEnv(fake, [SENDING, NIGHTLY]), ...env },
             write: (line: string) => output.push(line),
             now: () => clock.now(),
-            // A sleep moves the clock on, and lets the fake cluster do what falls due meanwhile.
-            stop: stopper((seconds: number, done: () => void) => {
-                void clock.sleep(seconds * 1000).then(done);
-                return () => {};
-            }),
+            stop,
         });
         return { code, output, api: fake };
     }
@@ -524,6 +526,33 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
         ]);
         expect(api!.nodeClaim("old").metadata.annotations).to.deep.equal(HASHES);
         expect(messages(output)).to.deep.equal(["started", "marked nodeclaim drifted", "not replaced in time: mark withdrawn", "done"]);
+    });
+
+    it("once stopped (SIGTERM), tries a withdrawal refused for a change since the list (409) again a second later, not at once, and withdraws the mark", async () => {
+        const withdrawals: number[] = [];
+        const stop = clockStop();
+        const { code, output } = await run(
+            {
+                nodeclaims: [claim("old", 9 * 1440)],
+                nodes: [],
+                // The Job's deadline as the mark lands.
+                onNodeClaimPatch: (nc) => {
+                    if (isMark(nc)) stop.request();
+                },
+                // Karpenter updates it before each of the first three withdrawals: a new resourceVersion each time.
+                beforeNodeClaimPatch: (name, body) => {
+                    if (body.metadata.annotations[HASH] !== HASHES[HASH] || withdrawals.push(clock.now()) > 3) return;
+                    const nc = api!.nodeClaim(name);
+                    api!.put("nodeclaims", { ...nc, status: { ...nc.status, touched: withdrawals.length } });
+                },
+            },
+            {},
+            stop,
+        );
+        expect(code).to.equal(0);
+        expect(withdrawals.map((t) => t - withdrawals[0])).to.deep.equal([0, 1000, 2000, 3000]);
+        expect(api!.nodeClaim("old").metadata.annotations).to.deep.equal(HASHES);
+        expect(messages(output)).to.deep.equal(["started", "marked nodeclaim drifted", "mark withdrawn", "stopped"]);
     });
 
     it("stops, acting on nothing more, when a node launched during the run does not initialize", async () => {

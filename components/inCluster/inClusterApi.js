@@ -88,8 +88,9 @@ const timer = (seconds, done) => {
 /**
  * What stops a script that waits between steps (SIGTERM, in the pod): `request()` turns `requested` true and ends the
  * `sleep` under way at once; once requested, a sleep does not wait at all (a stop that lands during a request would
- * otherwise wait out the next whole interval, past the 20 s the process has left). `pass(seconds, done)` lets a
- * sleep's time pass and returns what ends it early: a timer, or a test's clock.
+ * otherwise wait out the next whole interval, past the 20 s the process has left). A `pause` is a wait no stop ends:
+ * the short ones between requests the script still makes once stopped. `pass(seconds, done)` lets a sleep's time pass
+ * and returns what ends it early: a timer, or a test's clock.
  */
 function stopper(pass = timer) {
     let wake = () => {};
@@ -108,6 +109,7 @@ function stopper(pass = timer) {
                     resolve();
                 };
             }),
+        pause: (seconds) => new Promise((resolve) => void pass(seconds, resolve)),
     };
     return stop;
 }

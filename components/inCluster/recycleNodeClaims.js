@@ -64,6 +64,8 @@ const NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims";
 const STOP_SECONDS = 20;
 /** How much longer than DRAIN_SECONDS a deleted NodeClaim may take to go (instance termination, finalizers). */
 const GONE_MARGIN_SECONDS = 300;
+/** Once stopped, how long a withdrawal refused for a change since the list (409) waits before it looks again. */
+const STOPPED_RETRY_SECONDS = 1;
 const MINUTE = 60_000;
 const CLOCK = /^([01][0-9]|2[0-3]):[0-5][0-9]$/;
 /** The recycler's mark: "recycle-2026-07-01-<the hash the NodeClaim had>", so that the hash can be put back. */
@@ -367,7 +369,12 @@ async function run({ env, write, now, stop }) {
                 return "next";
             }
             const back = await setHash(api, c.name, current.metadata.resourceVersion, unmarked(mark));
-            if (back.status === 409) continue;
+            if (back.status === 409) {
+                // Looked at again after pollSeconds (the sleep above); once stopped, that sleep is none, so a second
+                // apart: a NodeClaim whose status Karpenter keeps changing is not patched as fast as the API answers.
+                if (stop.requested) await stop.pause(STOPPED_RETRY_SECONDS);
+                continue;
+            }
             if (back.status === 404) return "next";
             if (back.status !== 200) {
                 log("error", "stopping: the mark could not be withdrawn", { nodeClaim: c.name, status: back.status, error: message(back), done });
