@@ -30,12 +30,15 @@ export const BENCHMARK: Command = {
 const PLAN_PACKAGES = ["@pulumi/pulumi", "@pulumi/aws", "@pulumi/kubernetes", "@pulumi/eks", "@pulumi/awsx", "@pulumi/policy", "yaml", "ajv", "@marcbachmann/cel-js"];
 const PRELOAD = "--import ./cli/compileCache.mjs";
 
-/** Every npm script that runs a command: its name and its entry file (package.json, `node --import ... <entry>.ts`). */
-export function commands(): { name: string; entry: string }[] {
+/**
+ * Every npm script that runs a command: its name, its entry file and the V8 flags it runs with (package.json,
+ * `node [flags] --import ... <entry>.ts`; the plan's tune garbage collection, docs/development.md).
+ */
+export function commands(): { name: string; entry: string; nodeFlags: string }[] {
     const scripts: Record<string, string> = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts;
     return Object.entries(scripts).flatMap(([name, line]) => {
-        const entry = /^node (?:--import \S+ )?(\S+\.ts)$/.exec(line)?.[1];
-        return entry && name !== "benchmark" ? [{ name, entry }] : [];
+        const [, nodeFlags = "", entry] = /^node ((?:--(?!import )\S+ )*)(?:--import \S+ )?(\S+\.ts)$/.exec(line) ?? [];
+        return entry && name !== "benchmark" ? [{ name, entry, nodeFlags }] : [];
     });
 }
 
@@ -71,13 +74,15 @@ export async function benchmark(argv: string[]): Promise<CommandResult> {
 }
 
 function measure(rounds: number, tests: boolean, plans: string): CommandResult {
-    const floor = `node ${PRELOAD} --input-type=module -e '${PLAN_PACKAGES.map((p) => `await import("${p}");`).join(" ")}'`;
+    // The floor runs with the plan's own V8 flags, so that the two compare like for like.
+    const planFlags = commands().find((c) => c.name === "plan")?.nodeFlags ?? "";
+    const floor = `node ${planFlags}${PRELOAD} --input-type=module -e '${PLAN_PACKAGES.map((p) => `await import("${p}");`).join(" ")}'`;
     const figures: { what: string; command: string; baseline?: string }[] = [
         { what: "node -e 0", command: "node -e 0" },
-        ...commands().map(({ name, entry }) => ({ what: `${name} --help`, command: `node ${PRELOAD} ${entry} --help`, baseline: "node -e 0" })),
+        ...commands().map(({ name, entry, nodeFlags }) => ({ what: `${name} --help`, command: `node ${nodeFlags}${PRELOAD} ${entry} --help`, baseline: "node -e 0" })),
         { what: "Node loading the plan's packages", command: floor },
         // Each plan into a fresh directory of one removed at the end: a run leaves no plans behind (0.6 MB each).
-        { what: "plan --stack staging", command: `node ${PRELOAD} plan/cli.ts --stack staging --out "$(mktemp -d -p ${JSON.stringify(plans)})"`, baseline: "Node loading the plan's packages" },
+        { what: "plan --stack staging", command: `node ${planFlags}${PRELOAD} plan/cli.ts --stack staging --out "$(mktemp -d -p ${JSON.stringify(plans)})"`, baseline: "Node loading the plan's packages" },
         ...(tests ? [{ what: "npm test", command: "npm test" }] : []),
     ];
     // One untimed run of each warms the compile cache, as every run after the first finds it.
