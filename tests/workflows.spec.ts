@@ -733,7 +733,7 @@ describe("GitHub workflows", () => {
         expect(Object.keys(drift.on).sort()).to.deep.equal(["schedule", "workflow_dispatch"]);
         expect(drift.on.schedule).to.have.length(1);
         expect(drift.on.schedule[0].cron.split(" ").slice(2)).to.deep.equal(["*", "*", "*"]);
-        expect(Object.keys(drift.jobs)).to.deep.equal(["staging", "production", "watch", "slack"]);
+        expect(Object.keys(drift.jobs)).to.deep.equal(["staging", "production", "watch", "keepalive", "slack"]);
         for (const stack of ["staging", "production"]) {
             const job = drift.jobs[stack];
             // Before a stack's first update every resource is a change: it is checked from then on.
@@ -1191,6 +1191,26 @@ describe("GitHub workflows", () => {
             for (const stack of ["staging", "production"]) expect(drift.jobs[stack].name).to.equal(`drift ${stack}`);
             expect(workflow("pulumi.yml").jobs.pulumi.name).to.equal("${{ inputs.command }} ${{ inputs.stack }}");
         });
+
+        it("drift enables itself again every run, so that GitHub does not disable it after 60 days without activity, with a token that may do only that (EN2-F11)", function () {
+            this.timeout(60000);
+            const job = workflow("drift.yml").jobs.keepalive;
+            expect(job.permissions).to.deep.equal({ actions: "write" });
+            expect(job.needs, "it runs whatever the checks do").to.equal(undefined);
+            expect(holds(job.if, {}, { success: false, failure: true, cancelled: false })).to.equal(true);
+            expect(holds(job.if, {}, CANCELLING)).to.equal(false);
+            expect(job.steps).to.have.length(1);
+            const dir = tempDir("keepalive-");
+            const gh = (exit: number) => fs.writeFileSync(path.join(dir, "gh"), `#!/bin/bash\necho "gh $*" >> "${dir}/gh.log"\nexit ${exit}\n`, { mode: 0o755 });
+            const enable = () => runStep(job.steps[0].run, { REPOSITORY: "cds-snc/notify-karpenter" }, { binDir: dir });
+            gh(0);
+            expect(enable().status).to.equal(0);
+            expect(fs.readFileSync(path.join(dir, "gh.log"), "utf8")).to.equal("gh api -X PUT repos/cds-snc/notify-karpenter/actions/workflows/drift.yml/enable\n");
+            expect(job.steps[0].env).to.deep.equal({ GH_TOKEN: "${{ github.token }}", REPOSITORY: "${{ github.repository }}" });
+            // A refusal (a token without actions: write, say) fails the job, and Slack hears of it.
+            gh(1);
+            expect(enable().status).to.equal(1);
+        });
     });
 
     describe("drift's Slack message", () => {
@@ -1198,11 +1218,12 @@ describe("GitHub workflows", () => {
 
         it("is sent when a stack's check failed, not when checks pass, are skipped (not yet deployed) or are cancelled by a newer run", () => {
             const job = slack();
-            expect(job.needs).to.deep.equal(["staging", "production", "watch"]);
-            const when = (staging: string, production: string, watch = "success") =>
-                holds(job.if, { needs: { staging: { result: staging }, production: { result: production }, watch: { result: watch } } }, { success: false, failure: [staging, production, watch].includes("failure"), cancelled: false });
+            expect(job.needs).to.deep.equal(["staging", "production", "watch", "keepalive"]);
+            const when = (staging: string, production: string, watch = "success", keepalive = "success") =>
+                holds(job.if, { needs: { staging: { result: staging }, production: { result: production }, watch: { result: watch }, keepalive: { result: keepalive } } }, { success: false, failure: [staging, production, watch, keepalive].includes("failure"), cancelled: false });
             expect(when("success", "failure")).to.equal(true);
             expect(when("skipped", "success", "failure"), "no successful check for 48 hours").to.equal(true);
+            expect(when("success", "success", "success", "failure"), "drift.yml could not enable itself again").to.equal(true);
             expect(when("failure", "skipped")).to.equal(true);
             expect(when("success", "success")).to.equal(false);
             expect(when("skipped", "skipped")).to.equal(false);
@@ -1229,9 +1250,14 @@ describe("GitHub workflows", () => {
             expect(JSON.parse(args[8])).to.deep.equal({ text: "<!here> notify-karpenter drift check is failing for staging and production: <https://github.com/cds-snc/notify-karpenter/actions/runs/7|cds-snc/notify-karpenter drift run> !" });
             const stale = runStep(post.run, { STAGING: "cancelled", PRODUCTION: "success", STALE: "staging", RUN_URL: "https://github.com/cds-snc/notify-karpenter/actions/runs/8", REPOSITORY: "cds-snc/notify-karpenter", SLACK_WEBHOOK: "https://hooks.slack.com/services/T/B/x" }, { binDir: dir });
             expect(stale.status, stale.out).to.equal(0);
-            expect(JSON.parse(fs.readFileSync(path.join(dir, "curl.args"), "utf8").trim().split("\n")[8]).text).to.equal(
-                "<!here> notify-karpenter drift has not been checked successfully for 48 hours for staging: <https://github.com/cds-snc/notify-karpenter/actions/runs/8|cds-snc/notify-karpenter drift run> !",
-            );
+            const text = () => JSON.parse(fs.readFileSync(path.join(dir, "curl.args"), "utf8").trim().split("\n")[8]).text;
+            expect(text()).to.equal("<!here> notify-karpenter drift has not been checked successfully for 48 hours for staging: <https://github.com/cds-snc/notify-karpenter/actions/runs/8|cds-snc/notify-karpenter drift run> !");
+            const env = { RUN_URL: "https://github.com/cds-snc/notify-karpenter/actions/runs/9", REPOSITORY: "cds-snc/notify-karpenter", SLACK_WEBHOOK: "https://hooks.slack.com/services/T/B/x", KEEPALIVE: "failure" };
+            const lapse = "drift.yml could not enable itself again, and GitHub disables it after 60 days without activity: <https://github.com/cds-snc/notify-karpenter/actions/runs/9|cds-snc/notify-karpenter drift run> !";
+            expect(runStep(post.run, { ...env, STAGING: "success", PRODUCTION: "success" }, { binDir: dir }).status).to.equal(0);
+            expect(text()).to.equal(`<!here> notify-karpenter ${lapse}`);
+            expect(runStep(post.run, { ...env, STAGING: "failure", PRODUCTION: "success", STALE: "production" }, { binDir: dir }).status).to.equal(0);
+            expect(text()).to.equal(`<!here> notify-karpenter drift check is failing for staging; drift has not been checked successfully for 48 hours for production; ${lapse}`);
         });
     });
 });
