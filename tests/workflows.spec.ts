@@ -1192,14 +1192,15 @@ describe("GitHub workflows", () => {
             expect(workflow("pulumi.yml").jobs.pulumi.name).to.equal("${{ inputs.command }} ${{ inputs.stack }}");
         });
 
-        it("drift enables itself again every run, so that GitHub does not disable it after 60 days without activity, with a token that may do only that (EN2-F11)", function () {
+        it("drift enables itself again every run, so that GitHub does not disable it after 60 days without activity, in a job that runs nothing but that call (EN2-F11)", function () {
             this.timeout(60000);
             const job = workflow("drift.yml").jobs.keepalive;
             expect(job.permissions).to.deep.equal({ actions: "write" });
-            expect(job.needs, "it runs whatever the checks do").to.equal(undefined);
-            expect(holds(job.if, {}, { success: false, failure: true, cancelled: false })).to.equal(true);
-            expect(holds(job.if, {}, CANCELLING)).to.equal(false);
+            // It waits for nothing, so it runs whatever the checks do (and, with no `if`, unless the run is cancelled).
+            expect(job.needs).to.equal(undefined);
+            expect(job.if).to.equal(undefined);
             expect(job.steps).to.have.length(1);
+            expect(job.steps[0].uses).to.equal(undefined);
             const dir = tempDir("keepalive-");
             const gh = (exit: number) => fs.writeFileSync(path.join(dir, "gh"), `#!/bin/bash\necho "gh $*" >> "${dir}/gh.log"\nexit ${exit}\n`, { mode: 0o755 });
             const enable = () => runStep(job.steps[0].run, { REPOSITORY: "cds-snc/notify-karpenter" }, { binDir: dir });
@@ -1235,6 +1236,16 @@ describe("GitHub workflows", () => {
             const job = slack();
             expect(job.env).to.deep.equal({ SLACK_WEBHOOK: "${{ secrets.SLACK_WEBHOOK }}" });
             const [post, notice] = job.steps;
+            // What the message is made of: each job's result, and the watch's stale stacks.
+            expect(post.env).to.deep.equal({
+                STAGING: "${{ needs.staging.result }}",
+                PRODUCTION: "${{ needs.production.result }}",
+                WATCH: "${{ needs.watch.result }}",
+                STALE: "${{ needs.watch.outputs.stale }}",
+                KEEPALIVE: "${{ needs.keepalive.result }}",
+                RUN_URL: "${{ github.server_url }}/${{ github.repository }}/actions/runs/${{ github.run_id }}",
+                REPOSITORY: "${{ github.repository }}",
+            });
             expect(holds(post.if, { env: { SLACK_WEBHOOK: "" } })).to.equal(false);
             expect(holds(notice.if, { env: { SLACK_WEBHOOK: "" } })).to.equal(true);
             expect(holds(post.if, { env: { SLACK_WEBHOOK: "https://hooks.slack.com/services/T/B/x" } })).to.equal(true);
@@ -1258,6 +1269,9 @@ describe("GitHub workflows", () => {
             expect(text()).to.equal(`<!here> notify-karpenter ${lapse}`);
             expect(runStep(post.run, { ...env, STAGING: "failure", PRODUCTION: "success", STALE: "production" }, { binDir: dir }).status).to.equal(0);
             expect(text()).to.equal(`<!here> notify-karpenter drift check is failing for staging; drift has not been checked successfully for 48 hours for production; ${lapse}`);
+            // The watch failed without naming a stack (GitHub's API refused it, say): the message still says why.
+            expect(runStep(post.run, { ...env, KEEPALIVE: "success", STAGING: "success", PRODUCTION: "skipped", WATCH: "failure" }, { binDir: dir }).status).to.equal(0);
+            expect(text()).to.equal("<!here> notify-karpenter the 48-hour check could not run: <https://github.com/cds-snc/notify-karpenter/actions/runs/9|cds-snc/notify-karpenter drift run> !");
         });
     });
 });
