@@ -73,11 +73,15 @@ export async function benchmark(argv: string[]): Promise<CommandResult> {
     }
 }
 
-function measure(rounds: number, tests: boolean, plans: string): CommandResult {
+/** A figure of the benchmark: what it is, the shell command timed, and the figure its ratio is against. */
+export type Figure = { what: string; command: string; baseline?: string };
+
+/** The figures, in the order they run: each command as its npm script runs it, V8 flags included; the plan's into `plans`. */
+export function figures(tests: boolean, plans: string): Figure[] {
     // The floor runs with the plan's own V8 flags, so that the two compare like for like.
     const planFlags = commands().find((c) => c.name === "plan")?.nodeFlags ?? "";
     const floor = `node ${planFlags}${PRELOAD} --input-type=module -e '${PLAN_PACKAGES.map((p) => `await import("${p}");`).join(" ")}'`;
-    const figures: { what: string; command: string; baseline?: string }[] = [
+    return [
         { what: "node -e 0", command: "node -e 0" },
         ...commands().map(({ name, entry, nodeFlags }) => ({ what: `${name} --help`, command: `node ${nodeFlags}${PRELOAD} ${entry} --help`, baseline: "node -e 0" })),
         { what: "Node loading the plan's packages", command: floor },
@@ -85,12 +89,16 @@ function measure(rounds: number, tests: boolean, plans: string): CommandResult {
         { what: "plan --stack staging", command: `node ${planFlags}${PRELOAD} plan/cli.ts --stack staging --out "$(mktemp -d -p ${JSON.stringify(plans)})"`, baseline: "Node loading the plan's packages" },
         ...(tests ? [{ what: "npm test", command: "npm test" }] : []),
     ];
+}
+
+function measure(rounds: number, tests: boolean, plans: string): CommandResult {
+    const timed = figures(tests, plans);
     // One untimed run of each warms the compile cache, as every run after the first finds it.
-    for (const f of figures) if (f.what !== "npm test") cpuSeconds(f.command);
-    const runs = new Map(figures.map((f) => [f.what, [] as number[]]));
-    for (let round = 0; round < rounds; round++) for (const f of figures) runs.get(f.what)!.push(cpuSeconds(f.command));
+    for (const f of timed) if (f.what !== "npm test") cpuSeconds(f.command);
+    const runs = new Map(timed.map((f) => [f.what, [] as number[]]));
+    for (let round = 0; round < rounds; round++) for (const f of timed) runs.get(f.what)!.push(cpuSeconds(f.command));
     const cpu = (what: string) => median(runs.get(what)!);
-    const rows = figures.map((f) => [f.what, cpu(f.what).toFixed(2), f.baseline ? `${(cpu(f.what) / cpu(f.baseline)).toFixed(1)}x ${f.baseline}` : ""]);
+    const rows = timed.map((f) => [f.what, cpu(f.what).toFixed(2), f.baseline ? `${(cpu(f.what) / cpu(f.baseline)).toFixed(1)}x ${f.baseline}` : ""]);
     return { exitCode: EXIT.ok, output: [`CPU seconds, median of ${rounds} interleaved runs (Node ${process.versions.node}, ${new Date().toISOString().slice(0, 10)}):`, ...table(["what", "CPU s", "ratio"], rows)].join("\n") };
 }
 

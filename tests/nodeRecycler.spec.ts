@@ -235,13 +235,13 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
     const claim = (name: string, ageMinutes: number, o: Parameters<typeof nodeClaim>[2] = {}) => nodeClaim(name, ageMinutes, { now: clock.now(), ...o });
     const nodeOf = (name: string, o: Parameters<typeof node>[1] = {}) => node(name, { now: clock.now(), ...o });
 
-    /** Runs the script's run to its end against a fake API holding `opts`, with the CronJob's settings unless `env` says otherwise: its exit code and log lines. */
     /** What stops the run (a test may request it): a sleep moves the clock on, and lets the fake cluster do what falls due meanwhile. */
     const clockStop = () =>
         stopper((seconds: number, done: () => void) => {
             void clock.sleep(seconds * 1000).then(done);
             return () => {};
         });
+    /** Runs the script's run to its end against a fake API holding `opts`, with the CronJob's settings unless `env` says otherwise: its exit code and log lines. */
     async function run(opts: FakeKubeApiOptions, env: Record<string, string> = {}, stop = clockStop()) {
         // The options themselves (not a copy), so that a test's getters answer at each request.
         const fake = await new FakeKubeApi(clock, Object.assign(opts, { token: "s3cret" })).start();
