@@ -299,8 +299,11 @@ const pinnedImage = text("a container image with a tag or digest, such as public
 const recycle = object({
     /** An image with Node.js 18 or later as `node` and a user 1000: Node's official alpine image, pinned. */
     image: pinnedImage,
-    /** When runs start, in UTC: outside sendingHours and nightlyBatch, where the budgets allow Drifted, well before either. */
-    schedule: optional(cron("cronjob"), "30 23 * * *"),
+    /**
+     * When runs start, in UTC: outside sendingHours and nightlyBatch, where the budgets allow Drifted, well before
+     * either. 01:00, after the budget the stacks give GC Notify's quarterly tasks (23:00-01:00, docs/capacity.md).
+     */
+    schedule: optional(cron("cronjob"), "0 1 * * *"),
     /** Nodes older than this are replaced: with expireAfter Never, the bound on a node's age. */
     maxAgeDays: optional(integer(1, 90), 7),
     /**

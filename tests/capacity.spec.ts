@@ -85,12 +85,13 @@ describe("capacity config section", () => {
         });
     }
 
-    it("burstStart places the day's bursts in sendingHours' time zone: 14:00 Eastern keeps production's nodes 1.5 h", () => {
+    it("burstStart places the day's bursts in sendingHours' time zone: 14:00 Eastern keeps production's nodes 3.5 h on the costliest day", () => {
         const cfg = parseStackConfig("production", rawConfig("production", "capacity", { burstStart: "14:00" }));
         const report = capacityReport(capacityInputs(cfg)!);
         if (typeof report === "string") throw new Error(report);
-        // 14:00 EDT is 18:00 UTC; 3.5 h of peak to 21:30 UTC; the budget window closes at 23:00 UTC.
-        expect(report.costs.configured).to.deep.include({ burstStartUtc: 18 * 60, keptHours: 1.5, releaseUtc: 23 * 60 });
+        // 14:00 EDT is 18:00 UTC; 3.5 h of peak to 21:30 UTC; on the costliest day, 1 April, the quarterly tasks' budget
+        // follows sending hours' and the window closes at 01:00 UTC.
+        expect(report.costs.configured).to.deep.include({ date: "2026-04-01", burstStartUtc: 18 * 60, keptHours: 3.5, releaseUtc: 25 * 60 });
     });
 
     it("needs the pod size and peak from nodePool.capacityCheck", () => {
@@ -326,7 +327,7 @@ describe("npm run capacity", () => {
             expect(r.output).to.match(/^The HPAs ask for \d+ pods at t=\d+ s; all run at t=\d+ s/m);
             expect(r.output).to.match(/^ {2}static on-demand group for the peak +\d+ +\d+ x \S+ +USD \d+\.\d\d$/m);
             expect(r.output).to.match(/^ {2}after a burst, until released +\d+ \+ \d+ headroom +\d+ x \S+ +USD \d+\.\d\d$/m);
-            expect(r.output).to.match(/^ {2}configured: WhenEmptyOrUnderutilized, consolidateAfter \d+m, expireAfter Never +[0-9. ]+ 23:00 UTC, consolidation +USD \d+\.\d\d$/m);
+            expect(r.output).to.match(/^ {2}configured: WhenEmptyOrUnderutilized, consolidateAfter \d+m, expireAfter Never +[0-9. ]+ 01:00 UTC, consolidation +USD \d+\.\d\d$/m);
             expect(r.output).to.match(/^ {2}WhenEmpty, consolidateAfter \d+m, expireAfter Never +[0-9. ]+ at the next burst +USD \d+\.\d\d$/m);
             expect(r.output).to.match(/^ {2}back to baseline 30 minutes after a burst +[0-9. ]+ \d\d:\d\d UTC, consolidation +USD \d+\.\d\d$/m);
             expect(r.output).to.match(/^Expiry: none \(expireAfter Never\)/m);
@@ -356,38 +357,38 @@ describe("npm run capacity", () => {
         const lines = r.output.split("\n");
         const from = lines.findIndex((l) => l.startsWith("Disruption policy, per day"));
         // m6a.2xlarge spot is 0.3852 x 0.4 = 0.15408 an hour: 9 peak nodes 1.38672, 3 kept nodes 0.46224, 2 baseline
-        // nodes 0.30816. The burst begins at 08:00 EDT = 12:00 UTC (the costliest days: the budget ends at 23:00 UTC
-        // all year); the peak holds 3.5 h. Scale-down ordered by node age leaves the 12 remaining pods on the 2 baseline
-        // nodes and the 6 headroom pods on 1 more, until 23:00 UTC, 7.5 h: 1.38672 x 3.5 + 0.46224 x 7.5 + 0.30816 x 13
-        // = 12.3264. WhenEmpty keeps the 3 until the next burst: 1.38672 x 3.5 + 0.46224 x 20.5 = 14.3294. Back to
-        // baseline: 1.38672 x 3.5 + 0.30816 x 20.5 = 11.1708.
+        // nodes 0.30816. The burst begins at 08:00 EDT = 12:00 UTC (the costliest day, 1 April: in EDT, and the quarterly
+        // tasks' budget follows sending hours' until 01:00 UTC); the peak holds 3.5 h. Scale-down ordered by node age
+        // leaves the 12 remaining pods on the 2 baseline nodes and the 6 headroom pods on 1 more, until 01:00 UTC, 9.5 h:
+        // 1.38672 x 3.5 + 0.46224 x 9.5 + 0.30816 x 11 = 12.63456. WhenEmpty keeps the 3 until the next burst: 1.38672 x
+        // 3.5 + 0.46224 x 20.5 = 14.3294. Back to baseline: 1.38672 x 3.5 + 0.30816 x 20.5 = 11.1708.
         // Recycling by drift: 2 baseline nodes / 7 days, each overlapping its replacement for 120 s of launch and at most
         // the 3600 s terminationGracePeriod of drain: 2 / 7 x 3720 / 3600 = 0.2952 node-h x 0.15408 = USD 0.0455 a day
-        // (3 / 7 x 3720 s = 0.4429 node-h, 0.0682, with WhenEmpty): 12.3719, 14.3977, 11.2163.
-        // The nightly batch (05:00-10:30 UTC) costs nothing that day: the kept nodes go at 23:00 UTC, before it; a node
+        // (3 / 7 x 3720 s = 0.4429 node-h, 0.0682, with WhenEmpty): 12.6801, 14.3977, 11.2163.
+        // The nightly batch (05:00-10:30 UTC) costs nothing that day: the kept nodes go at 01:00 UTC, before it; a node
         // left underutilized at 05:00 waits 5.5 h: 5.5 x 0.15408 = 0.85.
         expect(lines.slice(from, from + 19)).to.deep.equal([
-            "Disruption policy, per day (the costliest of 2026: 2026-03-08): bursts begin at 08:00 America/Toronto (12:00 UTC) and last 3 h;",
-            'sending hours 08:00-18:00 America/Toronto; Underutilized forbidden by "0 12 * * *" for 11h, "0 5 * * *" for 5h30m (UTC).',
+            "Disruption policy, per day (the costliest of 2026: 2026-04-01): bursts begin at 08:00 America/Toronto (12:00 UTC) and last 3 h;",
+            'sending hours 08:00-18:00 America/Toronto; Underutilized forbidden by "0 12 * * *" for 11h, "0 5 * * *" for 5h30m, "0 23 1-3 1,4,7,10 *" for 2h (UTC).',
             "  policy                                                                         peak h  kept h  baseline h  kept node-h  kept nodes go             per day",
-            "  configured: WhenEmptyOrUnderutilized, consolidateAfter 30m, expireAfter Never     3.5     7.5          13          7.5  23:00 UTC, consolidation  USD 12.37",
+            "  configured: WhenEmptyOrUnderutilized, consolidateAfter 30m, expireAfter Never     3.5     9.5          11          9.5  01:00 UTC, consolidation  USD 12.68",
             "  WhenEmpty, consolidateAfter 30m, expireAfter Never                                3.5    20.5           0         20.5  at the next burst         USD 14.40",
             "  back to baseline 30 minutes after a burst                                         3.5       0        20.5            0  15:30 UTC, consolidation  USD 11.22",
             "  peak h: the burst and consolidateAfter; kept h: at the after-burst count; kept node-h: nodes above the baseline x kept h.",
-            'Recycling (nodePool.recycle, "30 23 * * *" UTC): the 2 nodes kept from day to day are replaced every 7 days by drift, one at a time,',
+            'Recycling (nodePool.recycle, "0 1 * * *" UTC): the 2 nodes kept from day to day are replaced every 7 days by drift, one at a time,',
             "  0.29 a day; each replacement overlaps its node for at most 3720 s (nodeLaunchSeconds 120 + the drain, at most terminationGracePeriod 3600 s):",
             '  0.2952 node-h, USD 0.0455 a day, in "per day" above. A node that never initializes or goes NotReady waits at most',
             '  24 h for the next run: up to USD 3.70 once, a fault rather than a day\'s cost, not in "per day".',
-            "Nightly batch (nodePool.nightlyBatch, 05:00-10:30 Etc/UTC): no Underutilized consolidation then. The day above costs USD 12.37 with it,",
-            "  USD 12.37 with Underutilized allowed in it: USD 0.00 a day, as the burst's kept nodes go before it begins. A node the nightly tasks leave",
+            "Nightly batch (nodePool.nightlyBatch, 05:00-10:30 Etc/UTC): no Underutilized consolidation then. The day above costs USD 12.68 with it,",
+            "  USD 12.68 with Underutilized allowed in it: USD 0.00 a day, as the burst's kept nodes go before it begins. A node the nightly tasks leave",
             '  underutilized waits up to 5.5 h: up to USD 0.85 a node, not in "per day".',
             "Expiry: none (expireAfter Never); drift replaces nodes, and the budgets keep it out of sending hours and the nightly batch.",
             // The static group: 8 on-demand m6a.2xlarge at 0.3852 for 24 h, 73.9584.
-            "  Karpenter USD 12.37, static group USD 73.96: Karpenter saves USD 61.59 a day (83 %).",
-            // 12.3719 / 11.2163 = 1.103.
-            "  Goal: within 15 % of back to baseline 30 minutes after a burst (USD 11.22): 10 % more, met.",
-            // 15 % of 11.2163 is 1.6824, 10.92 node-hours at 0.15408; one node more for 7.5 h is 1.1556, which would miss it.
-            "  Margin: it allows 10.92 kept node-hours a day, the model keeps 7.5; one node more for the 7.5 kept hours adds USD 1.16 (10 % of back to baseline).",
+            "  Karpenter USD 12.68, static group USD 73.96: Karpenter saves USD 61.28 a day (83 %).",
+            // 12.6801 / 11.2163 = 1.131.
+            "  Goal: within 15 % of back to baseline 30 minutes after a burst (USD 11.22): 13 % more, met.",
+            // 15 % of 11.2163 is 1.6824, 10.92 node-hours at 0.15408; one node more for 9.5 h is 1.4638, which would miss it.
+            "  Margin: it allows 10.92 kept node-hours a day, the model keeps 9.5; one node more for the 9.5 kept hours adds USD 1.46 (13 % of back to baseline).",
             "",
         ]);
         expect(r.output).to.include("empties the newest nodes first: the 12 pods that remain stay on the nodes the baseline ran on, and the 6 headroom");
@@ -402,9 +403,9 @@ describe("npm run capacity", () => {
         const added = (2 / 7) * (3720 / 3600) * 0.15408;
         expect(on.costs.configured.recycling!.daily).to.be.closeTo(added, 1e-12);
         expect(off.costs.configured.recycling).to.equal(undefined);
-        // 1.38672 x 3.5 + 0.46224 x 7.5 + 0.30816 x 13 = 12.3264 before, 12.3719 after; back to baseline 11.1708, 11.2163.
-        expect(off.costs.configured.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.46224 * 7.5 + 0.30816 * 13, 1e-9);
-        expect(on.costs.configured.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.46224 * 7.5 + 0.30816 * 13 + added, 1e-9);
+        // 1.38672 x 3.5 + 0.46224 x 9.5 + 0.30816 x 11 = 12.63456 before, 12.6801 after; back to baseline 11.1708, 11.2163.
+        expect(off.costs.configured.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.46224 * 9.5 + 0.30816 * 11, 1e-9);
+        expect(on.costs.configured.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.46224 * 9.5 + 0.30816 * 11 + added, 1e-9);
         expect(off.costs.backToBaseline.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.30816 * 20.5, 1e-9);
         expect(on.costs.backToBaseline.daily.karpenter).to.be.closeTo(1.38672 * 3.5 + 0.30816 * 20.5 + added, 1e-9);
         // WhenEmpty keeps its 3 after-burst nodes from day to day, so all 3 are recycled.
@@ -415,7 +416,7 @@ describe("npm run capacity", () => {
         for (const [stack, spot] of [["production", 0.15408], ["staging", 0.07704]] as const) {
             const report = capacityReport(capacityInputs(stackConfig(stack))!);
             if (typeof report === "string") throw new Error(report);
-            // The kept nodes go at 23:00 UTC, 6 h before it begins; its own nodes are not modelled (one burst a day).
+            // The kept nodes go at 01:00 UTC, 4 h before it begins; its own nodes are not modelled (one burst a day).
             expect(report.costs.configured.daily.karpenter - report.costs.withoutNightlyBatch.daily.karpenter, stack).to.equal(0);
             expect(report.costs.nightlyWaitHours * spot, stack).to.be.closeTo(5.5 * spot, 1e-12);
         }
@@ -434,13 +435,13 @@ describe("npm run capacity", () => {
         const m = { ...capacityInputs(stackConfig("production"))!, scaleDownOrdered: false };
         const report = capacityReport(m);
         if (typeof report === "string") throw new Error(report);
-        // The 18 remaining pods can hold all 9 nodes until 23:00 UTC: 1.38672 x 11 + 0.30816 x 13 = 19.26, and the 2
-        // baseline nodes' recycling 0.0455: 19.31, 72 % above 11.22; WhenEmpty keeps them until the next burst:
+        // The 18 remaining pods can hold all 9 nodes until 01:00 UTC: 1.38672 x 13 + 0.30816 x 11 = 21.4171, and the 2
+        // baseline nodes' recycling 0.0455: 21.46, 91 % above 11.22; WhenEmpty keeps them until the next burst:
         // 1.38672 x 24 = 33.28, and the recycler then replaces all 9 every 7 days: 9 / 7 x 3720 s x 0.15408 = 0.2047
         // more, 33.49.
         expect(report.costs.afterBurst.nodes).to.equal(9);
-        expect(report.costs.configured.keptNodeHours).to.equal(52.5);
-        expect(report.costs.configured.daily.karpenter).to.be.closeTo(19.31, 0.005);
+        expect(report.costs.configured.keptNodeHours).to.equal(66.5);
+        expect(report.costs.configured.daily.karpenter).to.be.closeTo(21.46, 0.005);
         expect(report.costs.whenEmpty.daily.karpenter).to.be.closeTo(33.49, 0.005);
     });
 
@@ -448,11 +449,11 @@ describe("npm run capacity", () => {
         const report = capacityReport(capacityInputs(stackConfig("staging"))!);
         if (typeof report === "string") throw new Error(report);
         // m6a.xlarge spot 0.07704: 13 peak nodes 1.00152, 3 baseline nodes + 1 for the 2 headroom pods 0.30816, 3
-        // baseline 0.23112: 1.00152 x 3.5 + 0.30816 x 7.5 + 0.23112 x 13 = 8.8211, against 1.00152 x 3.5 + 0.23112 x
-        // 20.5 = 8.2433; recycling the 3 baseline nodes adds 3 / 7 x 3720 / 3600 x 0.07704 = 0.0341 to each: 8.86
-        // against 8.28 (7 % more).
+        // baseline 0.23112, until 01:00 UTC on 1 April: 1.00152 x 3.5 + 0.30816 x 9.5 + 0.23112 x 11 = 8.9752, against
+        // 1.00152 x 3.5 + 0.23112 x 20.5 = 8.2433; recycling the 3 baseline nodes adds 3 / 7 x 3720 / 3600 x 0.07704 =
+        // 0.0341 to each: 9.01 against 8.28 (9 % more).
         expect(report.costs.afterBurst.nodes).to.equal(4);
-        expect(report.costs.configured.daily.karpenter).to.be.closeTo(8.86, 0.005);
+        expect(report.costs.configured.daily.karpenter).to.be.closeTo(9.01, 0.005);
         expect(report.costs.backToBaseline.daily.karpenter).to.be.closeTo(8.28, 0.005);
     });
 
@@ -464,12 +465,13 @@ describe("npm run capacity", () => {
         const report = capacityReport(m);
         if (typeof report === "string") throw new Error(report);
         expect(report.costs.expiry).to.deep.equal({ nodes: 9, atUtc: 19 * 60, atLocal: 14 * 60, inSendingHours: true });
-        // A burst at 14:00 EDT (18:00 UTC) under the configured policy keeps 9 nodes from 21:30 to 23:00 UTC only:
-        // 1.38672 x (3.5 + 1.5) + 0.30816 x 19 = 12.7886, and recycling 0.0455: 12.83, within 15 % of 11.22.
+        // A burst at 14:00 EDT (18:00 UTC) under the configured policy keeps 9 nodes from 21:30 to 01:00 UTC on the
+        // costliest day (1 April, the quarterly tasks' budget): 1.38672 x (3.5 + 3.5) + 0.30816 x 17 = 14.9458, and
+        // recycling 0.0455: 14.99.
         const later = capacityReport({ ...capacityInputs(cfg)!, scaleDownOrdered: false, burstStart: "14:00" });
         if (typeof later === "string") throw new Error(later);
-        expect(later.costs.configured).to.deep.include({ keptHours: 1.5, releaseUtc: 23 * 60 });
-        expect(later.costs.configured.daily.karpenter).to.be.closeTo(12.83, 0.005);
+        expect(later.costs.configured).to.deep.include({ keptHours: 3.5, releaseUtc: 25 * 60 });
+        expect(later.costs.configured.daily.karpenter).to.be.closeTo(14.99, 0.005);
     });
 
     it("exits 1 when the limits do not allow the peak, and says what would", async () => {

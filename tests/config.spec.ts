@@ -96,10 +96,10 @@ describe("nodePool.recycle: the node recycler's config (components/nodeRecycler.
     const recycle = (patch: Record<string, unknown>, nodePool: Record<string, unknown> = {}) =>
         errorOf(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { recycle: { ...section("staging", "nodePool").recycle, ...patch }, ...nodePool })));
 
-    it("is on in staging and production, and takes its defaults: 23:30 UTC, 7 days, 30 minutes", () => {
-        for (const stack of STACKS) expect(parseStackConfig(stack, rawConfig(stack)).nodePool.recycle).to.deep.equal({ image: "public.ecr.aws/docker/library/node:24.18.0-alpine3.23", schedule: "30 23 * * *", maxAgeDays: 7, stuckMinutes: 30 });
+    it("is on in staging and production, and takes its defaults: 01:00 UTC, 7 days, 30 minutes", () => {
+        for (const stack of STACKS) expect(parseStackConfig(stack, rawConfig(stack)).nodePool.recycle).to.deep.equal({ image: "public.ecr.aws/docker/library/node:24.18.0-alpine3.23", schedule: "0 1 * * *", maxAgeDays: 7, stuckMinutes: 30 });
         const cfg = parseStackConfig("staging", rawConfig("staging", "nodePool", { recycle: { image: "public.ecr.aws/docker/library/node:24-alpine" } }));
-        expect(cfg.nodePool.recycle).to.deep.equal({ image: "public.ecr.aws/docker/library/node:24-alpine", schedule: "30 23 * * *", maxAgeDays: 7, stuckMinutes: 30 });
+        expect(cfg.nodePool.recycle).to.deep.equal({ image: "public.ecr.aws/docker/library/node:24-alpine", schedule: "0 1 * * *", maxAgeDays: 7, stuckMinutes: 30 });
         // Absent: off.
         expect(parseStackConfig("staging", rawConfig("staging", "nodePool", { recycle: undefined })).nodePool.recycle).to.equal(undefined);
     });
@@ -159,9 +159,20 @@ describe("nodePool.recycle: the node recycler's config (components/nodeRecycler.
     for (const [what, patch, nodePool, expected] of bad) it(`refuses ${what}, in one line naming the key`, () => expect(recycle(patch, nodePool)).to.equal(expected));
 
     it("follows the drain: a longer terminationGracePeriod needs an earlier run", () => {
-        // 23:30 UTC leaves 5.5 h before the nightly batch: enough for 25 minutes and a 5 h drain, not for 6 h.
-        expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { terminationGracePeriod: "5h" }))).to.not.throw();
-        expect(recycle({}, { terminationGracePeriod: "6h" })).to.match(/recycle\.schedule must start runs at least 385 minutes before nightlyBatch .* 2026-01-01 23:30 UTC \(23:30 local\), 330 minutes before/);
+        // 01:00 UTC leaves 4 h before the nightly batch: enough for 25 minutes and a 3.5 h drain, not for 4 h.
+        expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { terminationGracePeriod: "3h30m" }))).to.not.throw();
+        expect(recycle({}, { terminationGracePeriod: "4h" })).to.match(/recycle\.schedule must start runs at least 265 minutes before nightlyBatch .* 2026-01-01 01:00 UTC \(01:00 local\), 240 minutes before/);
+    });
+
+    it("keeps out of GC Notify's quarterly tasks: the stacks' budget forbids drift from 23:00 to 01:00 UTC on their days, so a 23:30 run is refused", () => {
+        expect(recycle({ schedule: "30 23 * * *" })).to.equal(
+            'staging: notify-karpenter:nodePool.recycle.schedule must start runs when the budgets allow Drifted and Underutilized disruption, as Karpenter replaces nodes only then: a run starts on 2026-01-01 23:30 UTC (18:30 local), when a budget allows no Drifted or Underutilized disruption (nodes "0") (got "30 23 * * *")',
+        );
+        // On other days 23:30 is outside every budget: without the quarterly one, the old schedule passes.
+        const nodePool = section("staging", "nodePool");
+        const budgets = nodePool.budgets.filter((b: { schedule?: string }) => !b.schedule?.startsWith("0 23 "));
+        expect(budgets).to.have.length(nodePool.budgets.length - 1);
+        expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets, recycle: { ...nodePool.recycle, schedule: "30 23 * * *" } }))).to.not.throw();
     });
 });
 

@@ -322,7 +322,7 @@ const CLAIMS: Claim[] = [
     ),
     {
         file: "docs/capacity.md",
-        pattern: /the costliest day is (\S+), the first EDT day, .* The peak lasts ([0-9.]+) h .* the (\d+)\s+remaining burst pods stay on the (\d+) baseline nodes and the (\d+) headroom pods hold (\d+) more, (\d+) nodes until ([0-9:]+) UTC,\s+which is ([0-9.]+) h; the baseline holds the other (\d+) h/s,
+        pattern: /the costliest day is (\S+), a day of GC Notify's quarterly tasks in\s+EDT: .* The peak lasts ([0-9.]+) h .* the (\d+)\s+remaining burst pods stay on the (\d+) baseline nodes and the (\d+) headroom pods hold (\d+) more, (\d+) nodes until ([0-9:]+) UTC,\s+which is ([0-9.]+) h; the baseline holds the other (\d+) h/s,
         what: "production's costliest day, hours and nodes",
         command: `${capacities("production")} (--json)`,
         now: (o) => {
@@ -459,7 +459,8 @@ const CLAIMS: Claim[] = [
             return [
                 p.inputs.baselinePods + p.inputs.headroomPods,
                 c.afterBurst.nodes,
-                c.configured.releaseUtc === undefined ? "never" : `${String(Math.floor(c.configured.releaseUtc / 60)).padStart(2, "0")}:${String(c.configured.releaseUtc % 60).padStart(2, "0")}`,
+                // A release past midnight (25:00 in the model's day) reads as the clock does.
+                c.configured.releaseUtc === undefined ? "never" : `${String(Math.floor((c.configured.releaseUtc % 1440) / 60)).padStart(2, "0")}:${String(c.configured.releaseUtc % 60).padStart(2, "0")}`,
                 usd(c.configured.daily.karpenter),
                 Math.round((100 * (c.configured.daily.karpenter - c.backToBaseline.daily.karpenter)) / c.backToBaseline.daily.karpenter),
                 usd(c.whenEmpty.daily.karpenter),

@@ -64,6 +64,8 @@ for (const stack of STACKS) {
                     { nodes: "10%" },
                     { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" },
                     { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 5 * * *", duration: "5h30m" },
+                    // GC Notify's quarterly tasks, 23:00 UTC on days 1-3 of January, April, July and October, until 01:00.
+                    { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 23 1-3 1,4,7,10 *", duration: "2h" },
                 ],
             });
             expect(spec.limits).to.deep.equal(stack === "staging" ? { cpu: "400", memory: "1000Gi" } : { cpu: "1000", memory: "1000Gi" });

@@ -725,9 +725,10 @@ describe("node recycler: what the stacks deploy (components/nodeRecycler.ts)", (
             const cronJob = r.get("kubernetes:batch/v1:CronJob", `${NAME}-cronjob`).inputs;
             expect(cronJob.metadata).to.deep.equal({ name: NAME, namespace: "karpenter" });
             const { jobTemplate, ...schedule } = cronJob.spec;
-            expect(schedule).to.deep.equal({ schedule: "30 23 * * *", timeZone: "Etc/UTC", concurrencyPolicy: "Forbid", startingDeadlineSeconds: 3600, successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 3 });
-            // 23:30 UTC to 05:00 UTC, the nightly batch, the nearest protected window: the run is killed by then at the latest.
-            expect([jobTemplate.spec.backoffLimit, jobTemplate.spec.activeDeadlineSeconds]).to.deep.equal([2, 330 * 60]);
+            // 01:00 UTC: after sending hours and GC Notify's quarterly tasks (their budget ends then, Pulumi.<stack>.yaml).
+            expect(schedule).to.deep.equal({ schedule: "0 1 * * *", timeZone: "Etc/UTC", concurrencyPolicy: "Forbid", startingDeadlineSeconds: 3600, successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 3 });
+            // 01:00 UTC to 05:00 UTC, the nightly batch, the nearest protected window: the run is killed by then at the latest.
+            expect([jobTemplate.spec.backoffLimit, jobTemplate.spec.activeDeadlineSeconds]).to.deep.equal([2, 240 * 60]);
             const pod = jobTemplate.spec.template.spec;
             expect(pod.nodeSelector).to.deep.equal({ "eks.amazonaws.com/capacityType": "ON_DEMAND" });
             expect(pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).to.deep.equal([{ matchExpressions: [{ key: "karpenter.sh/nodepool", operator: "DoesNotExist" }] }]);
