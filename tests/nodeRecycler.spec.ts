@@ -221,7 +221,7 @@ describe("stopping an in-cluster script (components/inCluster/inClusterApi.js st
 });
 
 describe("node recycler: a run against a fake Kubernetes API (the script's run, in-process)", () => {
-    /** The run starts at 23:30 UTC, the CronJob's minute: 5.5 hours before the nightly batch, and its clock moves only as it sleeps. */
+    /** The run starts at 23:30 UTC, 5.5 hours before the nightly batch (the stacks' CronJob starts at 01:00, 4 hours before), and its clock moves only as it sleeps. */
     const T0 = Date.UTC(2026, 6, 1, 23, 30);
     let api: FakeKubeApi | undefined;
     let clock: FakeClock;
