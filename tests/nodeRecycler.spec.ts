@@ -798,6 +798,12 @@ describe("node recycler: what the stacks deploy (components/nodeRecycler.ts)", (
             expect(recycleWindow("35 3 * * *", windows, budgets, clearance)).to.deep.equal({ shortestMinutes: 85, longestGapMinutes: 1440 });
             // Weekends only: a node stuck on Monday waits until Saturday.
             expect(recycleWindow("30 23 * * sat,sun", windows, budgets, clearance)).to.deep.include({ longestGapMinutes: 6 * 1440 });
+            // With the stacks' budget for GC Notify's quarterly tasks (23:00-01:00 UTC on days 1-3 of their months): the
+            // stacks' 01:00 run, the minute it ends (Karpenter's window excludes its end), leaves 4 h; 00:59 is inside it.
+            const quarterly = [...budgets, { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 23 1-3 1,4,7,10 *", duration: "2h" }];
+            expect(recycleWindow("0 1 * * *", windows, quarterly, clearance)).to.deep.equal({ shortestMinutes: 240, longestGapMinutes: 1440 });
+            expect(recycleWindow("59 0 * * *", windows, quarterly, clearance).problem).to.match(/a run starts on 2026-01-02 00:59 UTC .*when a budget allows no Drifted or Underutilized disruption/);
+            expect(recycleWindow("30 23 * * *", windows, quarterly, clearance).problem).to.match(/a run starts on 2026-01-01 23:30 UTC/);
         });
 
         it("refuses a run inside sending hours in EST only (22:30 UTC is 18:30 EDT but 17:30 EST), naming the window", () => {
