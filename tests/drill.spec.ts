@@ -32,6 +32,11 @@ const STAGING = "notification-canada-ca-staging-eks-cluster";
 const POOL = "notify-karpenter";
 const BURST = "notification-canada-ca/celery-burst";
 const STOP_ALARM = `${SCRATCH}-karpenter-nodepool-near-limit`;
+/** A service's API model in botocore 1.43.67, where BOTOCORE_REFERENCE_DIR names it (.ci/run sets it from ../shared); else undefined. */
+const botocoreModel = (service: string, version: string) => {
+    const file = process.env.BOTOCORE_REFERENCE_DIR && path.join(process.env.BOTOCORE_REFERENCE_DIR, service, version, "service-2.json");
+    return file && fs.existsSync(file) ? file : undefined;
+};
 
 // ---- The template and its role, as the stacks deploy them.
 
@@ -79,10 +84,7 @@ describe("spot interruption drill: the FIS template, its role and config", () =>
 
     // The request `pulumi up` makes of FIS (CreateExperimentTemplate, from the provider's inputs), held to the API's
     // own model: botocore 1.43.67 fis 2020-12-01 (required members, types, lengths, patterns), beside the checkout.
-    const FIS_MODEL = [process.env.BOTOCORE_REFERENCE_DIR, path.resolve(PROJECT_DIR, "..", "shared", "reference", "botocore-1.43.67")]
-        .filter((d): d is string => !!d)
-        .map((d) => path.join(d, "fis", "2020-12-01", "service-2.json"))
-        .find((f) => fs.existsSync(f));
+    const FIS_MODEL = botocoreModel("fis", "2020-12-01");
     (FIS_MODEL ? it : it.skip)("the template is a valid CreateExperimentTemplate request by FIS's API model (botocore fis 2020-12-01)", async () => {
         const shapes = JSON.parse(fs.readFileSync(FIS_MODEL!, "utf8")).shapes;
         for (const stack of ["scratch", "staging"]) {
@@ -861,13 +863,10 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
     });
 
     // SQS's batch calls, held to its API model where it is at hand (botocore 1.43.67 sqs 2012-11-05).
-    const SQS_MODEL = [process.env.BOTOCORE_REFERENCE_DIR, path.resolve(PROJECT_DIR, "..", "shared", "reference", "botocore-1.43.67")]
-        .filter((d): d is string => !!d)
-        .map((d) => path.join(d, "sqs", "2012-11-05", "service-2.json"))
-        .find((f) => fs.existsSync(f));
+    const SQS_MODEL = botocoreModel("sqs", "2012-11-05");
     const sqsShapes = () => (SQS_MODEL ? JSON.parse(fs.readFileSync(SQS_MODEL, "utf8")).shapes : undefined);
     // The two tests below hold their entries and answers to the model only where it is at hand: say so when it is not.
-    if (!SQS_MODEL) it.skip("the batch calls' entries and the fake's answers against botocore's sqs model (needs BOTOCORE_REFERENCE_DIR or ../shared)");
+    if (!SQS_MODEL) it.skip("the batch calls' entries and the fake's answers against botocore's sqs model (needs BOTOCORE_REFERENCE_DIR)");
     /** The body of the message a receipt handle is of, in any of the fake's queues. */
     const bodyOf = (aws: FakeAwsState, handle: string) => Object.values(aws.sqs ?? {}).flatMap((q) => q.messages).find((m) => m.handle === handle)?.body ?? "";
     const INTERNAL_ERROR: EntryFault = { code: "InternalError", message: "We encountered an internal error. Please try again.", senderFault: false };
