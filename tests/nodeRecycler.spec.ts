@@ -555,6 +555,45 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
         expect(messages(output)).to.deep.equal(["started", "marked nodeclaim drifted", "mark withdrawn", "stopped"]);
     });
 
+    it("once stopped (SIGTERM) while Karpenter deletes the NodeClaim it marked, exits at once and leaves the mark Karpenter acts on", async () => {
+        const stop = clockStop();
+        const { code, output } = await run(
+            {
+                nodeclaims: [claim("old", 9 * 1440), claim("old-2", 8 * 1440)],
+                nodes: [],
+                // Karpenter takes the mark, and its deletion never ends; the Job's deadline comes meanwhile.
+                onNodeClaimPatch: (nc) => {
+                    if (!isMark(nc)) return;
+                    api!.karpenterDeletes(nc.metadata.name);
+                    stop.request();
+                },
+            },
+            {},
+            stop,
+        );
+        expect(code).to.equal(0);
+        expect(marks()).to.deep.equal([["old", mark()]]);
+        expect(messages(output).slice(-2)).to.deep.equal(["karpenter is deleting it", "stopped"]);
+        // One look after the stop, not a list as fast as the API answers until the process exits.
+        expect(api!.requests.filter((r) => r === "GET /apis/karpenter.sh/v1/nodeclaims")).to.have.length(2);
+    });
+
+    it("never acts on a NodeClaim launched during the run, even one whose node goes NotReady", async () => {
+        const { code, output } = await run({
+            nodeclaims: [claim("stuck", 45, { initialized: false })],
+            nodes: [],
+            // Its replacement initializes, and its node is NotReady past STUCK_MINUTES by the next look.
+            onNodeClaimDelete: () => {
+                api!.put("nodes", nodeOf("replacement", { ready: "False", sinceMinutes: 40 }));
+                return { goneAfterSeconds: 5, add: [claim("replacement", 5)] };
+            },
+        });
+        expect(code).to.equal(0);
+        expect(deletes()).to.deep.equal(["DELETE /apis/karpenter.sh/v1/nodeclaims/stuck"]);
+        expect(api!.nodeClaim("replacement")).to.not.equal(undefined);
+        expect(logged(output).at(-1)).to.deep.include({ msg: "done", done: [{ name: "stuck", uid: "uid-stuck", action: "deleted" }] });
+    });
+
     it("stops, acting on nothing more, when a node launched during the run does not initialize", async () => {
         const { code, output } = await run({
             nodeclaims: [claim("stuck-1", 45, { initialized: false }), claim("stuck-2", 40, { initialized: false })],
@@ -803,7 +842,7 @@ describe("node recycler: what the stacks deploy (components/nodeRecycler.ts)", (
             const quarterly = [...budgets, { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 23 1-3 1,4,7,10 *", duration: "2h" }];
             expect(recycleWindow("0 1 * * *", windows, quarterly, clearance)).to.deep.equal({ shortestMinutes: 240, longestGapMinutes: 1440 });
             expect(recycleWindow("59 0 * * *", windows, quarterly, clearance).problem).to.match(/a run starts on 2026-01-02 00:59 UTC .*when a budget allows no Drifted or Underutilized disruption/);
-            expect(recycleWindow("30 23 * * *", windows, quarterly, clearance).problem).to.match(/a run starts on 2026-01-01 23:30 UTC/);
+            expect(recycleWindow("30 23 * * *", windows, quarterly, clearance).problem).to.match(/a run starts on 2026-01-01 23:30 UTC .*when a budget allows no Drifted or Underutilized disruption/);
         });
 
         it("refuses a run inside sending hours in EST only (22:30 UTC is 18:30 EDT but 17:30 EST), naming the window", () => {

@@ -176,7 +176,7 @@ describe("scale-down order: the annotator's run against a fake Kubernetes API (i
             return () => {};
         });
         const code: number = await annotator.run({ env: { ...annotatorEnv(fake, healthPort), ...env }, write: (line: string) => output.push(line), now: () => clock.now(), stop });
-        return { code, output, api: fake };
+        return { code, output, api: fake, stop };
     }
     const failures = (output: string[], msg: string) => output.filter((l) => l.includes(msg)).map((l) => JSON.parse(l));
 
@@ -264,8 +264,11 @@ describe("scale-down order: the annotator's run against a fake Kubernetes API (i
         const taken = net.createServer();
         await new Promise<void>((resolve) => taken.listen(0, resolve));
         try {
-            const { code, output } = await annotate({ pods: [] }, { HEALTH_PORT: String((taken.address() as net.AddressInfo).port) }, () => {});
+            const { code, output, stop } = await annotate({ pods: [] }, { HEALTH_PORT: String((taken.address() as net.AddressInfo).port) }, () => {});
             expect(code).to.equal(1);
+            // The passes end too: nothing goes on asking the API server once the run has returned.
+            expect(stop.requested).to.equal(true);
+
             const lines = output.map((l) => JSON.parse(l));
             expect(lines.map((l) => l.msg)).to.deep.equal(["started", "health port"]);
             expect(lines[1].error).to.match(/EADDRINUSE/);

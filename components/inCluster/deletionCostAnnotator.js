@@ -113,7 +113,8 @@ async function run({ env, write, now, stop }) {
     const api = apiClient(env);
     const state = { lastSuccess: undefined };
     const health = healthServer(state, settings.intervalSeconds, now).listen(settings.healthPort);
-    // The port cannot be served: the run ends at once, whatever the pass under way is doing.
+    // The port cannot be served: the run ends at once, whatever the pass under way is doing. The stop ends the passes
+    // too; healthFailed keeps them from logging "stopped" when they get there, after the exit code is already 1.
     let healthFailed = false;
     const unhealthy = new Promise((resolve) =>
         health.on("error", (err) => {

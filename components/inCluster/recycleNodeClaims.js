@@ -407,7 +407,7 @@ async function run({ env, write, now, stop }) {
                 return 1;
             }
             const plan = planFor(nodeClaims, nodes, s, at);
-            const candidates = plan.candidates.filter((c) => first.has(c.uid) && !done.some((d) => d.uid === c.uid) && !notReplaced.some((d) => d.uid === c.uid));
+            const candidates = plan.candidates.filter((c) => first.has(c.uid) && !done.some((d) => d.uid === c.uid));
             if (candidates.length === 0) {
                 log(notReplaced.length ? "error" : "info", "done", { nodeClaims: nodeClaims.length, done, notReplaced });
                 return 0;
