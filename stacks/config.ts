@@ -301,7 +301,7 @@ const recycle = object({
     image: pinnedImage,
     /**
      * When runs start, in UTC: outside sendingHours and nightlyBatch, where the budgets allow Drifted, well before
-     * either. 01:00, after the budget the stacks give GC Notify's quarterly tasks (23:00-01:00, docs/capacity.md).
+     * either. 01:00, after the budget for GC Notify's quarterly tasks (23:00-01:00 UTC, in the default budgets too).
      */
     schedule: optional(cron("cronjob"), "0 1 * * *"),
     /** Nodes older than this are replaced: with expireAfter Never, the bound on a node's age. */
@@ -372,11 +372,14 @@ const nodePool = object(
                 ),
                 { min: 1, max: 50, unique: true },
             ),
-            // Karpenter's own default, and no Underutilized or Drifted disruption in the default sendingHours and nightlyBatch.
+            // Karpenter's own default, and no Underutilized or Drifted disruption in the default sendingHours and
+            // nightlyBatch, nor in GC Notify's quarterly tasks (23:00-01:00 UTC, docs/capacity.md), which the default
+            // recycle schedule (01:00) starts after.
             [
                 { nodes: "10%" },
                 { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" },
                 { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 5 * * *", duration: "5h30m" },
+                { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 23 1-3 1,4,7,10 *", duration: "2h" },
             ] as { nodes: string; reasons?: ("Underutilized" | "Empty" | "Drifted")[]; schedule?: string; duration?: string }[],
         ),
         /** When batches run (GC Notify: 08:00-18:00 Eastern): no Underutilized disruption, no expiry, no drift then. */

@@ -173,6 +173,10 @@ describe("nodePool.recycle: the node recycler's config (components/nodeRecycler.
         const budgets = nodePool.budgets.filter((b: { schedule?: string }) => !b.schedule?.startsWith("0 23 "));
         expect(budgets).to.have.length(nodePool.budgets.length - 1);
         expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets, recycle: { ...nodePool.recycle, schedule: "30 23 * * *" } }))).to.not.throw();
+        // A stack that leaves budgets out gets the same protection, and the default recycler starts after it.
+        const defaults = parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets: undefined })).nodePool;
+        expect(defaults.budgets).to.deep.include({ nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 23 1-3 1,4,7,10 *", duration: "2h" });
+        expect(defaults.recycle?.schedule).to.equal("0 1 * * *");
     });
 });
 
