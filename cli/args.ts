@@ -167,14 +167,14 @@ export function isResult(v: unknown): v is CommandResult {
     return typeof v === "object" && v !== null && "exitCode" in v && "output" in v;
 }
 
+/** Where this project keeps what it compiles once: Node's compile cache (cli/compileCache.mjs writes the same path), ajv's validators, Go's build cache for the tests. */
+export const CACHE_DIR = path.join(import.meta.dirname, "..", "node_modules", ".cache", "notify-karpenter");
+
 /**
  * Runs a command as the process: progress lines on stderr while it runs; its report (stderr for usage errors and
  * checks not made, stdout for JSON and partial reports), its status words coloured where the stream shows colour
  * (cli/output.ts); then its exit code (stdout and stderr writes are synchronous on Linux).
  */
-/** Where this project keeps what it compiles once: Node's compile cache (cli/compileCache.mjs writes the same path), ajv's validators, Go's build cache for the tests. */
-export const CACHE_DIR = path.join(import.meta.dirname, "..", "node_modules", ".cache", "notify-karpenter");
-
 export function runMain(command: () => Promise<CommandResult>): void {
     // The compile cache of cli/compileCache.mjs, which npm scripts preload, for a command run as `node <entry>.ts`:
     // from here on, what it loads (its run, the SDKs) comes compiled and stripped from node_modules/.cache.

@@ -1246,6 +1246,8 @@ interface BatchRetry {
  * SDK does not retry: it is tried again, with the other such entries of the call, after the waits a throttled call
  * gets (1, 2, 4... s). One still failing after `retry.attempts` tries, or failed by the request's fault (SenderFault
  * true: sending it again cannot help), ends the run as a refused call does, naming the call, the entry and SQS's code.
+ * AWS's own batching client splits failed entries the same way (aws/aws-sdk-java aws-java-sdk-sqs buffered/
+ * SendQueueBuffer.java: a SenderFault entry fails; any other is sent again, and retried).
  * An entry the answer leaves out of both lists cannot be told done or not: the answer is refused as cut.
  */
 async function sqsBatch<E extends { Id: string }>(call: Call, retry: BatchRetry, what: string, entries: E[], send: (some: E[]) => Promise<BatchAnswer>, label: (entry: E) => string, done: (some: E[]) => void = () => {}): Promise<void> {

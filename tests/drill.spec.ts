@@ -675,8 +675,14 @@ async function harness(opts: ScenarioOptions = {}, change: (s: ReturnType<typeof
 
 /** The deadlines of these runs: the real ones (nothing waits on them), a throttled call retried at once. */
 const DEADLINES: Partial<Deadlines> = { throttleFirstDelayMs: 1 };
-const run = (h: Harness, argv: string[], progress?: (line: string) => void, deadlines = DEADLINES, clock: { now(): number; sleep(ms: number): Promise<void> } = h.clock) =>
-    drill(argv, { kubeConfig: () => kubeConfig(h.kube), aws: h.aws.clientConfig(), clock, signals: h.signals, env: h.env, progress: progress ?? ((l) => h.progress.push(l)), deadlines });
+const run = async (h: Harness, argv: string[], progress?: (line: string) => void, deadlines = DEADLINES, clock: { now(): number; sleep(ms: number): Promise<void> } = h.clock) => {
+    const r = await drill(argv, { kubeConfig: () => kubeConfig(h.kube), aws: h.aws.clientConfig(), clock, signals: h.signals, env: h.env, progress: progress ?? ((l) => h.progress.push(l)), deadlines });
+    // In every run: FIS is asked no more once it has answered a final state (its times come with it).
+    const states = h.aws.experimentStates;
+    const final = states.findIndex((st) => ["completed", "stopped", "failed", "cancelled"].includes(st));
+    expect(final === -1 ? states.length : final + 1, `fis:GetExperiment answered ${states.join(", ")}`).to.equal(states.length);
+    return r;
+};
 const SCRATCH_ARGS = (h: Harness) => ["--stack", "scratch", "--context", "scratch", "--out", h.out];
 const STAGING_ARGS = (h: Harness) => ["--stack", "staging", "--context", "staging", "--out", h.out];
 
@@ -869,6 +875,7 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
     if (!SQS_MODEL) it.skip("the batch calls' entries and the fake's answers against botocore's sqs model (needs BOTOCORE_REFERENCE_DIR)");
     /** The body of the message a receipt handle is of, in any of the fake's queues. */
     const bodyOf = (aws: FakeAwsState, handle: string) => Object.values(aws.sqs ?? {}).flatMap((q) => q.messages).find((m) => m.handle === handle)?.body ?? "";
+    // SQS documents no wording for an internal error of one entry: this message is the fake's own.
     const INTERNAL_ERROR: EntryFault = { code: "InternalError", message: "We encountered an internal error. Please try again.", senderFault: false };
     const messageNumbers = (out: string) => fs.readFileSync(path.join(out, "messages.csv"), "utf8").trim().split("\r\n").slice(1).map((l) => Number(l.split(",")[0]));
 
@@ -900,6 +907,10 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
         expect(row12.split(",")[2]).to.equal("1");
         const shapes = sqsShapes();
         if (shapes) for (const x of seen) expect(modelProblems(shapes, `${x.action.slice(4)}RequestEntry`, x.entry, "entry"), x.action).to.deep.equal([]);
+        // The done queue is read every 5 s, not every second (a read may take several receives to empty it): 34 receives
+        // in this 128 s run, where a read a second would be more than 128.
+        const seconds = (h.clock.now() - T0) / 1000;
+        expect(h.aws.requests.filter((q) => q === "sqs:ReceiveMessage").length).to.be.below(seconds / 2);
     });
 
     it("a batch entry SQS refused (SenderFault true), or still failing after a throttled call's tries, or left out of the answer, ends the run naming the call, the entry and SQS's code; what SQS took is recorded, nothing else; it cleans up", async () => {
@@ -958,9 +969,13 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
             const got = (await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }))).Messages!;
             const { $metadata: _d, ...deleted } = await sqs.send(new DeleteMessageBatchCommand({ QueueUrl, Entries: got.map((m, i) => ({ Id: `r${i}`, ReceiptHandle: m.ReceiptHandle! })) }));
             expect(deleted).to.deep.equal({ Successful: [{ Id: "r0" }, { Id: "r1" }], Failed: [] });
+            // An entry failed by SQS's own fault, as the fake answers one (BatchResultErrorEntry: Id, SenderFault, Code required).
+            h.aws.state.entryFault = (_action, e) => (e.Id === "c" ? INTERNAL_ERROR : undefined);
+            const { $metadata: _p, ...partly } = await sqs.send(new SendMessageBatchCommand({ QueueUrl, Entries: [{ Id: "c", MessageBody: "z" }, { Id: "d", MessageBody: "w" }] }));
+            expect(partly).to.deep.equal({ Successful: [{ Id: "d", MessageId: partly.Successful![0].MessageId, MD5OfMessageBody: partly.Successful![0].MD5OfMessageBody }], Failed: [{ Id: "c", SenderFault: false, Code: "InternalError", Message: INTERNAL_ERROR.message }] });
             const shapes = sqsShapes();
             if (shapes) {
-                expect(modelProblems(shapes, "SendMessageBatchResult", sent, "answer")).to.deep.equal([]);
+                for (const answer of [sent, partly]) expect(modelProblems(shapes, "SendMessageBatchResult", answer, "answer")).to.deep.equal([]);
                 expect(modelProblems(shapes, "DeleteMessageBatchResult", deleted, "answer")).to.deep.equal([]);
             }
         } finally {
@@ -1142,6 +1157,9 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
         expect(h.aws.requests.filter((q) => q === "sqs:CreateQueue")).to.deep.equal([]);
         // Paginated: two events a page.
         expect(h.aws.requests.filter((q) => q === "logs:FilterLogEvents").length).to.be.at.least(3);
+        // Each live queue's URL is asked once, however often its depth is read.
+        expect(h.aws.requests.filter((q) => q === "sqs:GetQueueUrl")).to.have.length(2);
+        expect(h.aws.requests.filter((q) => q === "sqs:GetQueueAttributes").length).to.be.greaterThan(2);
     });
 
     it("live: a task the displaced worker received and never ended, and no worker received again within the longest visibility timeout, is lost", async () => {

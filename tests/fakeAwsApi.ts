@@ -168,6 +168,8 @@ export interface FakeCluster {
 export class FakeAwsApi extends LoopbackServer {
     /** "service:Action" of every request, in order. */
     readonly requests: string[] = [];
+    /** The state each fis:GetExperiment answered, in order. */
+    readonly experimentStates: string[] = [];
     /** Logs Insights queries started, by ID: the query string, its answer, and how often its results were asked for. */
     readonly queries: Record<string, { input: any; answer: InsightsAnswer; polls: number; stopped: boolean }> = {};
 
@@ -582,6 +584,7 @@ export class FakeAwsApi extends LoopbackServer {
                     if (["completed", "stopped", "failed"].includes(status)) return restError(res, 400, "ValidationException", `Experiment ${id} is ${status} and cannot be stopped.`);
                     experiments[id].stopped ??= this.now();
                 }
+                if (action === "GetExperiment") this.experimentStates.push(experiment(id).state.status);
                 return jsonReply(res, 200, { experiment: experiment(id) });
             }
             case "ListExperimentResolvedTargets": {
