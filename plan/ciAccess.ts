@@ -43,7 +43,7 @@ export function ciAccessFileNames(stack: string) {
 export const PREVIEW_READ_ACCESS = "PreviewReadAccess component";
 
 /** This repository's secrets that notification-terraform keeps in step (aws/github/manifest-secrets.tf writes the same for notification-manifests). */
-export const VPN_SECRETS = [
+const VPN_SECRETS = [
     { secret: "GHA_VPN_ID", variable: "gha_vpn_id" },
     { secret: "GHA_VPN_CERT", variable: "gha_vpn_certificate" },
     { secret: "GHA_VPN_KEY", variable: "gha_vpn_key" },
@@ -79,7 +79,7 @@ export function ciRoleNames(stack: string): { preview: string; up: string } {
 }
 
 /** IAM's longest role name (IAM API reference, CreateRole: RoleName, 1 to 64 characters). */
-export const IAM_ROLE_NAME_MAX = 64;
+const IAM_ROLE_NAME_MAX = 64;
 
 /** Why CI's role names for `stack` would be too long for IAM (the plan refuses the stack), or undefined. */
 export function ciRoleNameProblem(stack: string): string | undefined {
@@ -142,7 +142,7 @@ export const PREFLIGHT_ACTIONS = [
  * The workflow's own AWS calls (pulumi.yml): the credentials check, the kubeconfig, the token `aws eks get-token`
  * presigns, and for client-vpn stacks the gha-vpn endpoint's client configuration (as GC Notify's setup-cluster-access).
  */
-export function workflowActions(access: StackConfig["cluster"]["access"]): string[] {
+function workflowActions(access: StackConfig["cluster"]["access"]): string[] {
     return ["sts:GetCallerIdentity", "eks:DescribeCluster", ...(access === "client-vpn" ? ["ec2:ExportClientVpnClientConfiguration"] : [])];
 }
 
@@ -152,7 +152,7 @@ export function workflowActions(access: StackConfig["cluster"]["access"]): strin
  * (internal/service/logs/group_data_source.go is @Tags(identifierAttribute="arn"), engine-review W2). The provider's
  * own configure calls sts:GetCallerIdentity.
  */
-export const LOOKUP_ACTIONS: Record<string, string[]> = {
+const LOOKUP_ACTIONS: Record<string, string[]> = {
     "aws:eks/getCluster:getCluster": ["eks:DescribeCluster"],
     "aws:eks/getAddon:getAddon": ["eks:DescribeAddon"],
     "aws:cloudwatch/getLogGroup:getLogGroup": ["logs:DescribeLogGroups", "logs:ListTagsForResource"],
@@ -164,7 +164,7 @@ export const LOOKUP_ACTIONS: Record<string, string[]> = {
  * What a refresh (`pulumi preview --refresh`, every PR and drift run) reads of each AWS resource type the program
  * creates: the resource's Read in terraform-provider-aws, with its tags (the tags interceptor lists them).
  */
-export const REFRESH_ACTIONS: Record<string, string[]> = {
+const REFRESH_ACTIONS: Record<string, string[]> = {
     "aws:iam/role:Role": ["iam:GetRole", "iam:ListRoleTags", "iam:ListRolePolicies", "iam:GetRolePolicy", "iam:ListAttachedRolePolicies"],
     "aws:iam/policy:Policy": ["iam:GetPolicy", "iam:GetPolicyVersion", "iam:ListPolicyTags"],
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ["iam:ListAttachedRolePolicies"],
@@ -484,7 +484,7 @@ export interface CiPolicies {
  * repository's GHA_VPN_* secrets of that environment. Every Terraform name carries the stack's, so both stacks' files
  * can sit in aws/github/ together.
  */
-export function rolesTerraform(stack: string, policies: CiPolicies): string {
+function rolesTerraform(stack: string, policies: CiPolicies): string {
     const when = `var.env == ${q(stack)} ? 1 : 0`;
     const names = ciRoleNames(stack);
     const envs = ciEnvironments(stack);
@@ -586,7 +586,7 @@ const header = (stack: string, where: string) =>
  * PREVIEW_GROUP, which the stack's PreviewReadAccess binds to reads. Authentication modes CONFIG_MAP (GC Notify's)
  * and API_AND_CONFIG_MAP read it; API ignores it.
  */
-export function awsAuthRoles(stack: string): string {
+function awsAuthRoles(stack: string): string {
     const names = ciRoleNames(stack);
     const entry = (name: string, groups: string[]) =>
         [`      {`, `        rolearn  = ${q(iamArn(`role/${name}`))}`, `        username = ${q(name)}`, `        groups   = [${groups.map(q).join(", ")}]`, `      },`].join("\n");
@@ -606,7 +606,7 @@ export function awsAuthRoles(stack: string): string {
  * refuses access entries in CONFIG_MAP): the up role with AmazonEKSClusterAdminPolicy, the preview role in
  * PREVIEW_GROUP only (no access policy: the stack's PreviewReadAccess gives the group its reads).
  */
-export function accessEntriesTerraform(stack: string): string {
+function accessEntriesTerraform(stack: string): string {
     const when = `var.env == ${q(stack)} ? 1 : 0`;
     const names = ciRoleNames(stack);
     const cluster = "aws_eks_cluster.notification-canada-ca-eks-cluster.name";

@@ -7,7 +7,7 @@
 // account two of its three letters.
 import { type Issue, got } from "./schema.ts";
 
-export const REGIONS_AS_OF = "2026-11";
+const REGIONS_AS_OF = "2026-11";
 
 /** Zone letters of the regions GC Notify runs in or next to; other known regions are checked by name only. */
 const ZONES: Record<string, string> = {
@@ -27,7 +27,7 @@ const OTHER_REGIONS = [
     "us-gov-east-1", "us-gov-west-1", "cn-north-1", "cn-northwest-1",
 ];
 
-export const KNOWN_REGIONS: string[] = [...Object.keys(ZONES), ...OTHER_REGIONS];
+const KNOWN_REGIONS: string[] = [...Object.keys(ZONES), ...OTHER_REGIONS];
 
 /** Why `region` is not an AWS region, or undefined. */
 export function regionProblem(region: string): string | undefined {
@@ -37,7 +37,7 @@ export function regionProblem(region: string): string | undefined {
 }
 
 /** The zones of `region` this table knows, or undefined for a region whose zones it does not list. */
-export function zonesOf(region: string): string[] | undefined {
+function zonesOf(region: string): string[] | undefined {
     return ZONES[region] === undefined ? undefined : [...ZONES[region]].map((letter) => `${region}${letter}`);
 }
 

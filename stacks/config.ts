@@ -503,7 +503,7 @@ function celeryFitProblems(p: NodePoolConfig, path: string): Issue[] {
  * EC2 refuses a launch whose volume is smaller than its snapshot. Bottlerocket's root (/dev/xvda) holds only the OS:
  * 4Gi by default (bottlerocket.go:185). An AMI of your own may have a larger snapshot: preflight's DescribeImages tells.
  */
-export const AMI_ROOT_SNAPSHOT_GIB: Record<string, number> = { AL2023: 20, AL2: 20, Bottlerocket: 4 };
+const AMI_ROOT_SNAPSHOT_GIB: Record<string, number> = { AL2023: 20, AL2: 20, Bottlerocket: 4 };
 
 /** The families an alias may name (the CRD also has Windows families; these nodes run Linux). */
 const ALIAS_FAMILIES: Record<string, "AL2023" | "AL2" | "Bottlerocket"> = { al2023: "AL2023", al2: "AL2", bottlerocket: "Bottlerocket" };

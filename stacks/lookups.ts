@@ -6,10 +6,10 @@ import type { ClusterFacts } from "../components/models/clusterFacts.ts";
 import type { StackConfig } from "./config.ts";
 
 /** ValidatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1) from Kubernetes 1.30 (KEP-3488). */
-export const MIN_KUBERNETES_MINOR = 30;
+const MIN_KUBERNETES_MINOR = 30;
 
 /** Why a cluster's version cannot run this program, or undefined. */
-export function kubernetesVersionProblem(cluster: string, version: string): string | undefined {
+function kubernetesVersionProblem(cluster: string, version: string): string | undefined {
     const minor = /^1\.([0-9]+)/.exec(version)?.[1];
     return minor !== undefined && Number(minor) >= MIN_KUBERNETES_MINOR
         ? undefined

@@ -16,9 +16,9 @@ import { CONFIG_KEY_NAMESPACES as CONFIG_NAMESPACES, PULUMI_CONFIG_KEYS as PULUM
 import { Alias, Document, isAlias, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, Scalar } from "yaml";
 
 /** The top-level keys of a stack file (sdk/go/common/workspace/project.go ProjectStack); the CLI ignores any other. */
-export const STACK_FILE_KEYS = ["config", "encryptedkey", "encryptionsalt", "environment", "secretsprovider"];
+const STACK_FILE_KEYS = ["config", "encryptedkey", "encryptionsalt", "environment", "secretsprovider"];
 /** Stack files are a few kilobytes; anything near this is not one. */
-export const STACK_FILE_MAX_BYTES = 1_000_000;
+const STACK_FILE_MAX_BYTES = 1_000_000;
 /** Aliases that resolve to a collection, at most (the yaml package's default; an alias bomb needs millions). */
 const MAX_ALIAS_COUNT = 100;
 

@@ -57,7 +57,7 @@ function validateStackConfig(stack: string, raw: Record<string, unknown>, projec
 }
 
 /** Every warning the config raises, acknowledged or not, in a stable order. */
-export function configWarnings(cfg: StackConfig, project = "notify-karpenter"): ConfigWarning[] {
+function configWarnings(cfg: StackConfig, project = "notify-karpenter"): ConfigWarning[] {
     const p = cfg.nodePool;
     return [
         ...nodePoolFindings(nodePoolArgs(cfg, "node-role")),

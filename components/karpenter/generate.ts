@@ -20,7 +20,7 @@ const CRD_FILE_MAX_BYTES = 5_000_000;
  * (components/models/nodePool.ts renderNodePool). A CRD of the right kind name alone, such as a two-line stand-in,
  * would otherwise become the module every NodePool is checked against, and check nothing.
  */
-export const EXPECTED_CRDS = {
+const EXPECTED_CRDS = {
     NodePool: {
         name: "nodepools.karpenter.sh",
         group: "karpenter.sh",

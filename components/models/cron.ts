@@ -69,7 +69,7 @@ const goFields = (s: string) => s.split(new RegExp(`[${GO_SPACE}]+`)).filter((f)
 const goTrimSpace = (s: string) => s.replace(new RegExp(`^[${GO_SPACE}]+|[${GO_SPACE}]+$`, "g"), "");
 
 /** Whether the CRD's pattern matches, read as Go's regexp reads it; linear, without the pattern's backtracking. */
-export function matchesKarpenterSchedulePattern(s: string): boolean {
+function matchesKarpenterSchedulePattern(s: string): boolean {
     if (/^@(annually|yearly|monthly|weekly|daily|midnight|hourly)/.test(s)) return true;
     // ((.+)\s(.+)\s(.+)\s(.+)\s(.+))$ unanchored at the start: ok[i] when s[i..] is k runs without a line feed split by k-1
     // separators, for k = 1..5; from[i] when some separator at j >= i has ok[j + 1] with no line feed in s[i..j).

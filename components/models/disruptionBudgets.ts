@@ -24,7 +24,7 @@ const MINUTE = 60_000;
 const DAY_MINUTES = 1440;
 
 /** "11h", "30m", "1h30m" (the CRD's budget duration pattern) in minutes. */
-export function durationMinutes(d: string): number {
+function durationMinutes(d: string): number {
     return [...d.matchAll(/([0-9]+)([hm])/g)].reduce((sum, [, n, u]) => sum + Number(n) * (u === "h" ? 60 : 1), 0);
 }
 
@@ -64,7 +64,7 @@ export function forbiddenMinutes(budgets: DisruptionBudget[], reason: Disruption
 const formats = new Map<string, Intl.DateTimeFormat>();
 
 /** UTC offset of a time zone, in minutes, at an instant ("America/Toronto" in July: -240). */
-export function utcOffsetMinutes(timeZone: string, at: Date): number {
+function utcOffsetMinutes(timeZone: string, at: Date): number {
     let format = formats.get(timeZone);
     if (!format) {
         format = new Intl.DateTimeFormat("en-US", { timeZone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit" });
@@ -120,7 +120,7 @@ export const utcClock = (minutes: number) => {
  * The first instant of the model year, as "2026-03-08 12:30 UTC (08:30 local)", at which the budgets allow
  * `reason` during the window; undefined when they forbid it throughout.
  */
-export function firstUncovered(budgets: DisruptionBudget[], reason: DisruptionReason, h: DailyWindow): string | undefined {
+function firstUncovered(budgets: DisruptionBudget[], reason: DisruptionReason, h: DailyWindow): string | undefined {
     const forbidden = forbiddenInSpan(budgets, reason);
     const inside = windowMinutes(h);
     // From each minute inside the window to the next one the budgets leave open, and on to the window's next minute.
