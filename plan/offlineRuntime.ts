@@ -95,9 +95,9 @@ export interface Recording {
 
 /**
  * Records every registration, with the parent, dependencies and options that the stock MockMonitor drops, and
- * fails what the engine fails: a second registration of one URN, and a lookup whose provider returns an error. Reads
- * of existing resources (`Resource.get`, the stock readResource) are not recorded: the program makes none; one that
- * does needs readResource overridden to record it.
+ * fails what the engine fails: a second registration of one URN, and a lookup whose provider returns an error. A
+ * read of an existing resource (`Resource.get`) would not be in the recording, so preview.json and the policy pack
+ * would not see it: it fails the run instead. The program makes none; one that does needs it recorded here first.
  */
 class RecordingMonitor extends MockMonitor {
     /** What the engine would have reported as errors, in order; the run fails with them. */
@@ -163,6 +163,10 @@ class RecordingMonitor extends MockMonitor {
             if (err instanceof InvokeFailure) return this.fail(`invocation of ${req.getTok()} returned an error: ${err.message}`, callback);
             callback(err, resp);
         });
+    }
+
+    async readResource(req: any, callback: (err: any, resp: any) => void) {
+        this.fail(`${req.getType()} ${req.getName()}: read with .get(), which the offline plan does not record (plan/offlineRuntime.ts)`, callback);
     }
 
     private fail(message: string, callback: (err: any, resp: any) => void) {

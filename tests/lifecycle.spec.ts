@@ -1,6 +1,7 @@
 // Resource options, rollout order and the lookups that fail a preview: what decides whether a first `up`, a
 // mistaken `destroy` or a later chart deploy hurts the live clusters. Asserted where reviewers see them: preview.json.
 import { expect } from "chai";
+import * as aws from "@pulumi/aws";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -182,6 +183,12 @@ describe("the offline runtime, closer to the engine", () => {
         expect(error).to.be.instanceOf(PreviewError);
         expect(error.message).to.equal(duplicateUrnMessage(urn));
         expect(error.message).to.equal(`Duplicate resource URN '${urn}'; try giving it a unique name`);
+    });
+
+    it("fails a read of an existing resource (.get), which the recording would leave out of preview.json and the policy pack", async () => {
+        const error = await runOffline("staging", () => aws.sqs.Queue.get("existing", "https://sqs.ca-central-1.amazonaws.com/123456789012/q")).then(() => undefined, (e) => e);
+        expect(error).to.be.instanceOf(PreviewError);
+        expect(error.message).to.equal("aws:sqs/queue:Queue existing: read with .get(), which the offline plan does not record (plan/offlineRuntime.ts)");
     });
 
     for (const stack of ALL_STACKS) {
