@@ -32,7 +32,7 @@ const STAGING = "notification-canada-ca-staging-eks-cluster";
 const POOL = "notify-karpenter";
 const BURST = "notification-canada-ca/celery-burst";
 const STOP_ALARM = `${SCRATCH}-karpenter-nodepool-near-limit`;
-/** A service's API model in botocore 1.43.67, where BOTOCORE_REFERENCE_DIR names it (.ci/run sets it from ../shared); else undefined. */
+/** A service's API model in botocore 1.43.67, where BOTOCORE_REFERENCE_DIR names it (.ci/run sets it where CI has the reference data); else undefined. */
 const botocoreModel = (service: string, version: string) => {
     const file = process.env.BOTOCORE_REFERENCE_DIR && path.join(process.env.BOTOCORE_REFERENCE_DIR, service, version, "service-2.json");
     return file && fs.existsSync(file) ? file : undefined;
