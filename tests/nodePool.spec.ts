@@ -1,6 +1,7 @@
 import { expect } from "chai";
-import { type EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolFindings, nodePoolWarnings, quantityValue, renderNodePool } from "../components/models/nodePool.ts";
+import { type DisruptionBudget, type EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolFindings, nodePoolWarnings, quantityValue, renderNodePool } from "../components/models/nodePool.ts";
 import { type KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate.ts";
+import { type DisruptionReason, MODEL_YEAR, SPAN_DAYS, SPAN_FROM, forbiddenMinutes } from "../components/models/disruptionBudgets.ts";
 import { nodePoolArgs } from "../stacks/componentArgs.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
 import { STACKS, buildStack, configErrorOf, patchSections, rawConfig, stackConfig } from "./helpers.ts";
@@ -277,6 +278,40 @@ describe("Disruption policy config: no Underutilized disruption, expiry or drift
         // One budget over both windows, 05:00-23:00 UTC, does it too.
         expect(pool({ budgets: [{ nodes: "10%" }, budget("0 5 * * *", "18h")] })).to.equal("");
         expect(pool({})).to.equal("");
+    });
+
+    /**
+     * GC Notify's quarterly tasks as its Celery beat schedules them, in UTC, on periodic-tasks (which burst workers
+     * share): task, day of month, month (notification-api 72e3ae1e app/config.py:561-609). Neither has a time limit:
+     * the 2 h each is kept from disruption is the stacks' assumption (docs/capacity.md).
+     */
+    const QUARTERLY_RUNS = [
+        ["insert-quarter-data-for-annual-limits", 1, 7],
+        ["insert-quarter-data-for-annual-limits", 1, 10],
+        ["insert-quarter-data-for-annual-limits", 1, 1],
+        ["insert-quarter-data-for-annual-limits", 1, 4],
+        ["send-quarterly-email", 2, 7],
+        ["send-quarterly-email", 2, 10],
+        ["send-quarterly-email", 3, 1],
+    ] as const;
+    /** For each run of 2026 at 23:00 UTC, the first of its 120 minutes in which `reason` is allowed ("" when none). */
+    const openDuringQuarterlyRuns = (budgets: DisruptionBudget[], reason: DisruptionReason) => {
+        const forbidden = forbiddenMinutes(budgets, reason, SPAN_FROM, SPAN_DAYS);
+        return QUARTERLY_RUNS.flatMap(([task, day, month]) => {
+            const start = (Date.UTC(MODEL_YEAR, month - 1, day, 23) - SPAN_FROM.getTime()) / 60_000;
+            const open = forbidden.subarray(start, start + 120).indexOf(0);
+            return open < 0 ? [] : [`${reason} ${open} min after ${task} starts on ${MODEL_YEAR}-${month}-${day}`];
+        });
+    };
+
+    it("keeps Underutilized and Drifted out of the 2 h from each run of GC Notify's quarterly tasks (notification-api 72e3ae1e app/config.py:561-609), in every stack file and by default", () => {
+        const budgetsOf = (stack: string, patch: Record<string, unknown> = {}) => parseStackConfig(stack, rawConfig(stack, "nodePool", patch)).nodePool.budgets;
+        for (const [name, budgets] of [...["staging", "production", "scratch"].map((s) => [s, budgetsOf(s)] as const), ["the default budgets", budgetsOf("staging", { budgets: undefined })] as const]) {
+            expect([...openDuringQuarterlyRuns(budgets, "Underutilized"), ...openDuringQuarterlyRuns(budgets, "Drifted")], name).to.deep.equal([]);
+        }
+        // Without the quarterly budget, the sending-hours budget ends as each run starts.
+        const others = budgetsOf("staging").filter((b) => !b.schedule?.startsWith("0 23 "));
+        expect(openDuringQuarterlyRuns(others, "Drifted")).to.have.length(QUARTERLY_RUNS.length).and.to.include("Drifted 0 min after send-quarterly-email starts on 2026-1-3");
     });
 
     it("refuses an expireAfter that expires a node launched at any minute of the day inside sending hours: 24h, 720h, and 36h too", () => {
