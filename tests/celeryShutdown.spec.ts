@@ -11,7 +11,7 @@ import { type BurstDeployment, DRAIN_SLACK_SECONDS, HOOK_MARGIN_SECONDS, burstGr
 import { GC_NOTIFY_PRESTOP } from "../plan/gcNotifyCharts.ts";
 import { burstDeployments, placementArgs } from "../stacks/componentArgs.ts";
 import { stackConfig } from "./helpers.ts";
-import { tempDir } from "./opsHelpers.ts";
+import { CACHED_NODE_ENV, tempDir } from "./opsHelpers.ts";
 
 const STAND_IN = path.join(import.meta.dirname, "celeryStandIn.ts");
 /** GC Notify's /app/scripts/run_celery_exit.sh as it treats the worker (the drill's model of it says what it is). */
@@ -39,7 +39,7 @@ async function drain(command: string[], tasks: number[], threads = 4, extraEnv: 
     const eventsFile = path.join(dir, "events");
     const hookLog = path.join(dir, "hook.log");
     fs.writeFileSync(eventsFile, "");
-    const worker = spawn(process.execPath, [...(workerCommand ?? [STAND_IN]), pidfile, eventsFile, String(threads), tasks.join(",")], { stdio: "ignore" });
+    const worker = spawn(process.execPath, [...(workerCommand ?? [STAND_IN]), pidfile, eventsFile, String(threads), tasks.join(",")], { stdio: "ignore", env: workerCommand ? process.env : CACHED_NODE_ENV });
     const workerEnd = exited(worker);
     while (!fs.existsSync(pidfile) || fs.readFileSync(pidfile, "utf8") === "") await new Promise((r) => setTimeout(r, 20));
     const [file, ...args] = command;

@@ -2,10 +2,11 @@
 import { expect } from "chai";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
+import { getCompileCacheDir } from "module";
 import * as path from "path";
-import { type Command, type CommandResult, OUTPUT_FLAGS, didYouMean, helpText, parseCommandLine } from "../cli/args.ts";
+import { CACHE_DIR, type Command, type CommandResult, OUTPUT_FLAGS, didYouMean, helpText, parseCommandLine } from "../cli/args.ts";
 import { SCHEMA_VERSION } from "../cli/output.ts";
-import { tempDir } from "./opsHelpers.ts";
+import { CACHED_NODE_ENV, tempDir } from "./opsHelpers.ts";
 import { CAPACITY, capacity } from "../ops/capacityCli.ts";
 import { PREFLIGHT, preflight } from "../ops/preflight.ts";
 import { DRILL, drill } from "../ops/drill.ts";
@@ -105,7 +106,7 @@ describe("every command's flags (util.parseArgs)", () => {
         this.timeout(30000);
         const out = tempDir();
         const run = (env: Record<string, string>, ...argv: string[]) =>
-            spawnSync(process.execPath, [path.join(PROJECT_DIR, "ops", "capacityCli.ts"), "--out", out, ...argv], { cwd: PROJECT_DIR, encoding: "utf8", env: { ...process.env, ...env } });
+            spawnSync(process.execPath, [path.join(PROJECT_DIR, "ops", "capacityCli.ts"), "--out", out, ...argv], { cwd: PROJECT_DIR, encoding: "utf8", env: { ...CACHED_NODE_ENV, ...env } });
         const coloured = run({ FORCE_COLOR: "1" }, "--stack", "production", "--findings");
         expect([coloured.status, coloured.stdout]).to.deep.equal([0, "Capacity of stack production: findings only\n\u001b[32mOK\u001b[39m: the limits allow the peak\n"]);
         // JSON goes to standard output, uncoloured, whatever the exit code: a usage error shows it without a model run.
@@ -116,12 +117,23 @@ describe("every command's flags (util.parseArgs)", () => {
 
     it("as a process: --help goes to standard output with exit 0, a usage error to standard error with exit 2, on Node 22 or later", function () {
         this.timeout(30000);
-        const run = (...argv: string[]) => spawnSync(process.execPath, [path.join(PROJECT_DIR, "ops", "capacityCli.ts"), ...argv], { cwd: PROJECT_DIR, encoding: "utf8" });
+        const run = (...argv: string[]) => spawnSync(process.execPath, [path.join(PROJECT_DIR, "ops", "capacityCli.ts"), ...argv], { cwd: PROJECT_DIR, encoding: "utf8", env: CACHED_NODE_ENV });
         const help = run("--help");
         expect([help.status, help.stdout.trim(), help.stderr]).to.deep.equal([0, helpText(CAPACITY), ""]);
         const bad = run("--stack", "staging", "--stack", "production");
         expect([bad.status, bad.stdout, bad.stderr.split("\n")[0]]).to.deep.equal([2, "", "--stack is given twice"]);
         expect(Number(process.versions.node.split(".")[0])).to.be.at.least(22);
+    });
+
+    it("as a process: a command run as `node <entry>.ts` compiles into the project's cache (runMain), the directory the npm scripts' preload uses", function () {
+        this.timeout(30000);
+        const entry = path.join(tempDir("cache-"), "cacheDir.ts");
+        fs.writeFileSync(entry, `import { getCompileCacheDir } from "module";\nimport { runMain } from ${JSON.stringify(path.join(PROJECT_DIR, "cli", "args.ts"))};\nrunMain(async () => ({ exitCode: 0, output: getCompileCacheDir() ?? "none" }));\n`);
+        const { NODE_COMPILE_CACHE: _, ...env } = process.env;
+        const r = spawnSync(process.execPath, [entry], { cwd: PROJECT_DIR, encoding: "utf8", env });
+        expect(r.stdout.startsWith(`${CACHE_DIR}${path.sep}`), `${r.stdout}${r.stderr}`).to.equal(true);
+        // This process: mocha preloads cli/compileCache.mjs (.mocharc.json), as every npm script does.
+        expect(getCompileCacheDir()?.startsWith(`${CACHE_DIR}${path.sep}`), getCompileCacheDir()).to.equal(true);
     });
 
     it("as a process: a fault of the command itself is one line on standard error and exit 3, never a stack trace", function () {

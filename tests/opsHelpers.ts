@@ -4,6 +4,14 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
+import { CACHE_DIR } from "../cli/args.ts";
+
+/**
+ * The environment for a Node process a test starts from one of the project's own files: the compile cache every npm
+ * script preloads (cli/compileCache.mjs), so that it does not strip its TypeScript again (about 0.3 CPU s each). Not
+ * for an entry in a temporary directory: the cache keys its entries by path, and would keep one for every run.
+ */
+export const CACHED_NODE_ENV: NodeJS.ProcessEnv = { ...process.env, NODE_COMPILE_CACHE: CACHE_DIR };
 
 export interface ChartSeries {
     /** The title of the panel the series is in. */
