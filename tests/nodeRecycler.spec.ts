@@ -555,6 +555,34 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
         expect(messages(output)).to.deep.equal(["started", "marked nodeclaim drifted", "mark withdrawn", "stopped"]);
     });
 
+    it("once stopped (SIGTERM), gives up a withdrawal refused for a change at every look after 10 s, says the mark is still there and exits 1, before the forced exit", async () => {
+        const withdrawals: number[] = [];
+        const stop = clockStop();
+        const { code, output } = await run(
+            {
+                nodeclaims: [claim("old", 9 * 1440)],
+                nodes: [],
+                onNodeClaimPatch: (nc) => {
+                    if (isMark(nc)) stop.request();
+                },
+                // Karpenter updates it before every withdrawal.
+                beforeNodeClaimPatch: (name, body) => {
+                    if (body.metadata.annotations[HASH] !== HASHES[HASH]) return;
+                    withdrawals.push(clock.now());
+                    const nc = api!.nodeClaim(name);
+                    api!.put("nodeclaims", { ...nc, status: { ...nc.status, touched: withdrawals.length } });
+                },
+            },
+            {},
+            stop,
+        );
+        expect(code).to.equal(1);
+        expect(withdrawals.map((t) => t - withdrawals[0])).to.deep.equal(Array.from({ length: 11 }, (_, i) => i * 1000));
+        expect(api!.nodeClaim("old").metadata.annotations[HASH]).to.equal(mark());
+        const lines = logged(output);
+        expect(lines[lines.length - 1]).to.deep.include({ level: "error", msg: "stopping: the mark could not be withdrawn", nodeClaim: "old", status: 409 });
+    });
+
     it("once stopped (SIGTERM) while Karpenter deletes the NodeClaim it marked, exits at once and leaves the mark Karpenter acts on", async () => {
         const stop = clockStop();
         const { code, output } = await run(
@@ -674,6 +702,29 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
         expect(messages(output).slice(-2)).to.deep.equal(["mark withdrawn", "run failed"]);
     });
 
+    it("withdraws its mark after a failed run even when the NodeClaim changed since the look (409 on the first withdrawal)", async () => {
+        let failures = 0;
+        let conflicts = 1;
+        const { code, output } = await run({
+            nodeclaims: [claim("old", 8 * 1440)],
+            nodes: [],
+            onNodeClaimPatch: (nc) => {
+                if (isMark(nc)) failures = 1;
+            },
+            get listStatus() {
+                return failures-- > 0 ? 500 : undefined;
+            },
+            beforeNodeClaimPatch: (name, body) => {
+                if (body.metadata.annotations[HASH] !== HASHES[HASH] || conflicts-- <= 0) return;
+                const nc = api!.nodeClaim(name);
+                api!.put("nodeclaims", { ...nc, status: { ...nc.status, touched: true } });
+            },
+        });
+        expect(code).to.equal(1);
+        expect(api!.nodeClaim("old").metadata.annotations).to.deep.equal(HASHES);
+        expect(messages(output).slice(-2)).to.deep.equal(["mark withdrawn", "run failed"]);
+    });
+
     it("fails the run, without hanging, when the connection is cut mid-answer", async () => {
         const cut = await new CutMidAnswer("NodeClaimList").start();
         try {
@@ -773,6 +824,8 @@ describe("node recycler: what the stacks deploy (components/nodeRecycler.ts)", (
             expect(pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).to.deep.equal([{ matchExpressions: [{ key: "karpenter.sh/nodepool", operator: "DoesNotExist" }] }]);
             expect([pod.serviceAccountName, pod.restartPolicy]).to.deep.equal([NAME, "Never"]);
             expect(pod.securityContext).to.deep.equal({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } });
+            // The script exits STOP_SECONDS after SIGTERM, withdrawal included: the kubelet must wait longer.
+            expect(pod.terminationGracePeriodSeconds).to.equal(30).and.to.be.above(recycler.STOP_SECONDS);
             const container = pod.containers[0];
             expect(container.image).to.equal("public.ecr.aws/docker/library/node:24.18.0-alpine3.23");
             expect(container.command).to.deep.equal(["node", "/app/recycleNodeClaims.js"]);

@@ -51,7 +51,7 @@
 // every protected window, and marks only when MARK_SECONDS + COMMAND_SECONDS + DRAIN_SECONDS does: the last moment a
 // mark can start a drain, then the drain.
 "use strict";
-const { apiClient, listAll, logger, message, stopOnSigterm, stopper } = require("./inClusterApi.js");
+const { REQUEST_SECONDS, apiClient, listAll, logger, message, stopOnSigterm, stopper } = require("./inClusterApi.js");
 
 const NODEPOOL_LABEL = "karpenter.sh/nodepool";
 /** The NodePool hash a NodeClaim was made from, and its version (pkg/apis/v1/labels.go:52-53). */
@@ -64,8 +64,20 @@ const NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims";
 const STOP_SECONDS = 20;
 /** How much longer than DRAIN_SECONDS a deleted NodeClaim may take to go (instance termination, finalizers). */
 const GONE_MARGIN_SECONDS = 300;
-/** Once stopped, how long a withdrawal refused for a change since the list (409) waits before it looks again. */
-const STOPPED_RETRY_SECONDS = 1;
+/**
+ * How long a withdrawal refused for a change since the look (409) waits before it looks again, once stopped or after
+ * a failed run: Karpenter writes NodeClaim status, at most every 10 s from pod events (v1.14.1
+ * pkg/controllers/nodeclaim/podevents/controller.go:41-44), and each write is a new resourceVersion.
+ */
+const CONFLICT_RETRY_SECONDS = 1;
+/**
+ * Once stopped, how long refused withdrawals go on before the run gives up, says the mark is still there, and exits
+ * 1: the last look and patch may take REQUEST_SECONDS more, within STOP_SECONDS, so the exit is the run's own and not
+ * the silent forced one.
+ */
+const STOPPED_WITHDRAW_SECONDS = STOP_SECONDS - REQUEST_SECONDS;
+/** After a failed run, how many times a withdrawal refused for a change since the look (409) is made. */
+const FAILED_RUN_WITHDRAW_TRIES = 3;
 const MINUTE = 60_000;
 const CLOCK = /^([01][0-9]|2[0-3]):[0-5][0-9]$/;
 /** The recycler's mark: "recycle-2026-07-01-<the hash the NodeClaim had>", so that the hash can be put back. */
@@ -321,24 +333,36 @@ async function run({ env, write, now, stop }) {
             return await waitForReplacement(c, mark);
         } catch (err) {
             // The run fails (an API error): the mark must not outlive it, or Karpenter could act on it at any hour.
-            await withdrawOnce(c, mark).catch(() => undefined);
+            await withdrawAfterFailure(c, mark).catch(() => undefined);
             throw err;
         }
     }
 
-    /** Puts the hash back once, if the mark is still there and Karpenter has not begun deleting the NodeClaim. */
-    async function withdrawOnce(c, mark) {
-        const { nodeClaims } = await lookAtPool(api, s);
-        const current = found(nodeClaims, c);
-        if (!current || current.metadata.deletionTimestamp || annotations(current)[HASH] !== mark) return;
-        const back = await setHash(api, c.name, current.metadata.resourceVersion, unmarked(mark));
-        log(back.status === 200 ? "info" : "error", back.status === 200 ? "mark withdrawn" : "the mark could not be withdrawn", { nodeClaim: c.name, status: back.status });
+    /**
+     * Puts the hash back if the mark is still there and Karpenter has not begun deleting the NodeClaim; a refusal for a
+     * change since the look (409) is looked at again, a few times.
+     */
+    async function withdrawAfterFailure(c, mark) {
+        for (let tries = 1; ; tries++) {
+            const { nodeClaims } = await lookAtPool(api, s);
+            const current = found(nodeClaims, c);
+            if (!current || current.metadata.deletionTimestamp || annotations(current)[HASH] !== mark) return;
+            const back = await setHash(api, c.name, current.metadata.resourceVersion, unmarked(mark));
+            if (back.status === 409 && tries < FAILED_RUN_WITHDRAW_TRIES) {
+                await stop.pause(CONFLICT_RETRY_SECONDS);
+                continue;
+            }
+            log(back.status === 200 ? "info" : "error", back.status === 200 ? "mark withdrawn" : "the mark could not be withdrawn", { nodeClaim: c.name, status: back.status });
+            return;
+        }
     }
 
     /** Until the marked NodeClaim is gone, or its mark withdrawn: "next", or an exit code. */
     async function waitForReplacement(c, mark) {
         const withdrawAt = now() + s.markSeconds * 1000;
         let deletingUntil;
+        /** When the first withdrawal after the stop was refused for a change since the look. */
+        let stoppedConflictAt;
         for (;;) {
             await stop.sleep(s.pollSeconds);
             const { nodeClaims } = await lookAtPool(api, s);
@@ -372,7 +396,14 @@ async function run({ env, write, now, stop }) {
             if (back.status === 409) {
                 // Looked at again after pollSeconds (the sleep above); once stopped, that sleep is none, so a second
                 // apart: a NodeClaim whose status Karpenter keeps changing is not patched as fast as the API answers.
-                if (stop.requested) await stop.pause(STOPPED_RETRY_SECONDS);
+                if (stop.requested) {
+                    stoppedConflictAt ??= now();
+                    if (now() - stoppedConflictAt >= STOPPED_WITHDRAW_SECONDS * 1000) {
+                        log("error", "stopping: the mark could not be withdrawn", { nodeClaim: c.name, status: 409, error: `changed at each look for ${STOPPED_WITHDRAW_SECONDS} s`, done });
+                        return 1;
+                    }
+                    await stop.pause(CONFLICT_RETRY_SECONDS);
+                }
                 continue;
             }
             if (back.status === 404) return "next";
@@ -437,7 +468,7 @@ async function run({ env, write, now, stop }) {
     return 0;
 }
 
-module.exports = { DO_NOT_DISRUPT, HASH, inWindow, localMinutes, markFor, planFor, protectedWithin, reasonFor, run, settingsFrom };
+module.exports = { DO_NOT_DISRUPT, HASH, STOP_SECONDS, inWindow, localMinutes, markFor, planFor, protectedWithin, reasonFor, run, settingsFrom };
 
 if (require.main === module) {
     const stop = stopper();
