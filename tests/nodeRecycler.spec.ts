@@ -528,20 +528,22 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
         expect(messages(output)).to.deep.equal(["started", "marked nodeclaim drifted", "not replaced in time: mark withdrawn", "done"]);
     });
 
-    it("once stopped (SIGTERM), tries a withdrawal refused for a change since the list (409) again a second later, not at once, and withdraws the mark", async () => {
+    /**
+     * A run stopped (the Job's deadline) as its mark lands, Karpenter updating the NodeClaim before each of the first
+     * `conflicts` withdrawals (a new resourceVersion each time): the clock at each withdrawal, and how the run ended.
+     */
+    async function stoppedWithConflicts(conflicts: number) {
         const withdrawals: number[] = [];
         const stop = clockStop();
-        const { code, output } = await run(
+        const ended = await run(
             {
                 nodeclaims: [claim("old", 9 * 1440)],
                 nodes: [],
-                // The Job's deadline as the mark lands.
                 onNodeClaimPatch: (nc) => {
                     if (isMark(nc)) stop.request();
                 },
-                // Karpenter updates it before each of the first three withdrawals: a new resourceVersion each time.
                 beforeNodeClaimPatch: (name, body) => {
-                    if (body.metadata.annotations[HASH] !== HASHES[HASH] || withdrawals.push(clock.now()) > 3) return;
+                    if (body.metadata.annotations[HASH] !== HASHES[HASH] || withdrawals.push(clock.now()) > conflicts) return;
                     const nc = api!.nodeClaim(name);
                     api!.put("nodeclaims", { ...nc, status: { ...nc.status, touched: withdrawals.length } });
                 },
@@ -549,35 +551,21 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
             {},
             stop,
         );
+        return { ...ended, withdrawals: withdrawals.map((t) => t - withdrawals[0]) };
+    }
+
+    it("once stopped (SIGTERM), tries a withdrawal refused for a change since the list (409) again a second later, not at once, and withdraws the mark", async () => {
+        const { code, output, withdrawals } = await stoppedWithConflicts(3);
         expect(code).to.equal(0);
-        expect(withdrawals.map((t) => t - withdrawals[0])).to.deep.equal([0, 1000, 2000, 3000]);
+        expect(withdrawals).to.deep.equal([0, 1000, 2000, 3000]);
         expect(api!.nodeClaim("old").metadata.annotations).to.deep.equal(HASHES);
         expect(messages(output)).to.deep.equal(["started", "marked nodeclaim drifted", "mark withdrawn", "stopped"]);
     });
 
     it("once stopped (SIGTERM), gives up a withdrawal refused for a change at every look after 10 s, says the mark is still there and exits 1, before the forced exit", async () => {
-        const withdrawals: number[] = [];
-        const stop = clockStop();
-        const { code, output } = await run(
-            {
-                nodeclaims: [claim("old", 9 * 1440)],
-                nodes: [],
-                onNodeClaimPatch: (nc) => {
-                    if (isMark(nc)) stop.request();
-                },
-                // Karpenter updates it before every withdrawal.
-                beforeNodeClaimPatch: (name, body) => {
-                    if (body.metadata.annotations[HASH] !== HASHES[HASH]) return;
-                    withdrawals.push(clock.now());
-                    const nc = api!.nodeClaim(name);
-                    api!.put("nodeclaims", { ...nc, status: { ...nc.status, touched: withdrawals.length } });
-                },
-            },
-            {},
-            stop,
-        );
+        const { code, output, withdrawals } = await stoppedWithConflicts(Infinity);
         expect(code).to.equal(1);
-        expect(withdrawals.map((t) => t - withdrawals[0])).to.deep.equal(Array.from({ length: 11 }, (_, i) => i * 1000));
+        expect(withdrawals).to.deep.equal(Array.from({ length: 11 }, (_, i) => i * 1000));
         expect(api!.nodeClaim("old").metadata.annotations[HASH]).to.equal(mark());
         const lines = logged(output);
         expect(lines[lines.length - 1]).to.deep.include({ level: "error", msg: "stopping: the mark could not be withdrawn", nodeClaim: "old", status: 409 });
