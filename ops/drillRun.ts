@@ -978,6 +978,8 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
 
     let lastProgress = -Infinity;
     let lastPoll = -Infinity;
+    // FIS's final states (botocore fis 2020-12-01 ExperimentStatus: pending, initiating, running, completed, stopping,
+    // stopped, failed, cancelled).
     const terminal = () => ["completed", "stopped", "failed", "cancelled"].includes(e.status ?? "");
     const poll = async () => {
         run.end = clock.now();
@@ -1191,7 +1193,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
         watches.stopAll();
         for (const sig of ["SIGINT", "SIGTERM"] as const) signals.off(sig, handlers[sig]);
         run.end = clock.now();
-        if (e.id && !["completed", "stopped", "failed", "cancelled"].includes(e.status ?? "")) {
+        if (e.id && !terminal()) {
             try {
                 readExperiment(e, (await call(`fis:StopExperiment ${e.id}`, () => clients.fis.send(new aws.fis.StopExperimentCommand({ id: e.id })))).experiment, durationSeconds);
                 cleanup.push(`Cleanup: stopped experiment ${e.id} (a notice already sent is not taken back)`);

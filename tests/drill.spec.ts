@@ -973,6 +973,8 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
             h.aws.state.entryFault = (_action, e) => (e.Id === "c" ? INTERNAL_ERROR : undefined);
             const { $metadata: _p, ...partly } = await sqs.send(new SendMessageBatchCommand({ QueueUrl, Entries: [{ Id: "c", MessageBody: "z" }, { Id: "d", MessageBody: "w" }] }));
             expect(partly).to.deep.equal({ Successful: [{ Id: "d", MessageId: partly.Successful![0].MessageId, MD5OfMessageBody: partly.Successful![0].MD5OfMessageBody }], Failed: [{ Id: "c", SenderFault: false, Code: "InternalError", Message: INTERNAL_ERROR.message }] });
+            // The answers as the SDK parsed them: its deserializer drops members the model lacks, so this holds the
+            // required members and their types, not that the fake sent nothing more.
             const shapes = sqsShapes();
             if (shapes) {
                 for (const answer of [sent, partly]) expect(modelProblems(shapes, "SendMessageBatchResult", answer, "answer")).to.deep.equal([]);
@@ -1059,6 +1061,24 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
         expect(noKube.output).to.match(/^Could not run: the cluster of context scratch did not answer: list nodes: fetch failed: .*ECONNREFUSED/);
         expect(fs.readdirSync(h.out)).to.deep.equal([]);
         await h.kube.start();
+    });
+
+    it("exits 1, not 3, when a call is refused once the run has begun (fis:StartExperiment), naming the call, and cleans up (docs/drill.md)", async () => {
+        h = await harness({}, (s) => (s.aws.deny = ["fis:StartExperiment"]));
+        const r = await run(h, SCRATCH_ARGS(h));
+        expect(r.exitCode, r.output).to.equal(1);
+        expect(r.output).to.match(/Result: FAILED: fis:StartExperiment: HTTP 403 AccessDeniedException/);
+        expect(r.output).to.match(/Cleanup: deleted namespace/);
+    });
+
+    const FIS_ANSWERS_MODEL = botocoreModel("fis", "2020-12-01");
+    (FIS_ANSWERS_MODEL ? it : it.skip)("the fake answers as FIS's API model says (botocore fis 2020-12-01): each answer of a run, as it was sent", async () => {
+        h = await harness();
+        const r = await run(h, SCRATCH_ARGS(h));
+        expect(r.exitCode, r.output).to.equal(0);
+        const shapes = JSON.parse(fs.readFileSync(FIS_ANSWERS_MODEL!, "utf8")).shapes;
+        expect([...new Set(h.aws.fisAnswers.map((a) => a.action))].sort()).to.deep.equal(["GetExperiment", "GetExperimentTemplate", "ListExperimentResolvedTargets", "ListExperimentTemplates", "StartExperiment"]);
+        for (const a of h.aws.fisAnswers) expect(modelProblems(shapes, `${a.action}Response`, a.body, a.action), a.action).to.deep.equal([]);
     });
 
     it("--json: the run in the documented schema (docs/json-output.md); a refusal and a usage error are JSON too", async () => {

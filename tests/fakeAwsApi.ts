@@ -170,6 +170,8 @@ export class FakeAwsApi extends LoopbackServer {
     readonly requests: string[] = [];
     /** The state each fis:GetExperiment answered, in order. */
     readonly experimentStates: string[] = [];
+    /** Each FIS answer of 200 as sent, by action: the tests hold them to FIS's API model. */
+    readonly fisAnswers: { action: string; body: unknown }[] = [];
     /** Logs Insights queries started, by ID: the query string, its answer, and how often its results were asked for. */
     readonly queries: Record<string, { input: any; answer: InsightsAnswer; polls: number; stopped: boolean }> = {};
 
@@ -520,6 +522,10 @@ export class FakeAwsApi extends LoopbackServer {
         if (this.denied("fis", action)) return restError(res, 403, "AccessDeniedException", `User is not authorized to perform: fis:${action}`);
         if (this.fault("fis", action, "rest", res)) return;
         const id = m?.[2] && decodeURIComponent(m[2]);
+        const answer = (body: object) => {
+            this.fisAnswers.push({ action, body });
+            jsonReply(res, 200, body);
+        };
         const seconds = (ms: number) => ms / 1000;
         const experiment = (eid: string) => {
             const e = experiments[eid];
@@ -559,14 +565,14 @@ export class FakeAwsApi extends LoopbackServer {
             case "ListExperimentTemplates": {
                 const from = Number(url.searchParams.get("nextToken") ?? 0);
                 const page = f.templates.slice(from, from + 2);
-                return jsonReply(res, 200, {
+                return answer({
                     experimentTemplates: page.map((x) => ({ id: x.id, arn: `arn:aws:fis:ca-central-1:${this.state.account}:experiment-template/${x.id}`, description: (x.template as any).description, creationTime: 1700000000, tags: x.tags })),
                     ...(from + 2 < f.templates.length ? { nextToken: String(from + 2) } : {}),
                 });
             }
             case "GetExperimentTemplate": {
                 const x = f.templates.find((t) => t.id === id);
-                return x ? jsonReply(res, 200, { experimentTemplate: { id: x.id, ...x.template, tags: x.tags } }) : restError(res, 404, "ResourceNotFoundException", `Experiment template ${id} not found.`);
+                return x ? answer({ experimentTemplate: { id: x.id, ...x.template, tags: x.tags } }) : restError(res, 404, "ResourceNotFoundException", `Experiment template ${id} not found.`);
             }
             case "StartExperiment": {
                 if (!input.clientToken) return restError(res, 400, "ValidationException", "clientToken is required");
@@ -574,7 +580,7 @@ export class FakeAwsApi extends LoopbackServer {
                 const eid = `EXP${Object.keys(experiments).length + 1}abcdef`;
                 experiments[eid] = { templateId: input.experimentTemplateId, started: this.now(), tags: input.tags ?? {} };
                 f.onStart?.(eid, this.now());
-                return jsonReply(res, 200, { experiment: experiment(eid) });
+                return answer({ experiment: experiment(eid) });
             }
             case "GetExperiment":
             case "StopExperiment": {
@@ -585,13 +591,13 @@ export class FakeAwsApi extends LoopbackServer {
                     experiments[id].stopped ??= this.now();
                 }
                 if (action === "GetExperiment") this.experimentStates.push(experiment(id).state.status);
-                return jsonReply(res, 200, { experiment: experiment(id) });
+                return answer({ experiment: experiment(id) });
             }
             case "ListExperimentResolvedTargets": {
                 if (!id || !experiments[id]) return restError(res, 404, "ResourceNotFoundException", `Experiment ${id} not found.`);
                 const resolved = experiment(id).state.status !== "initiating";
                 // The API reference leaves targetInformation's keys open (a map of strings); the instance's ARN is one value.
-                return jsonReply(res, 200, {
+                return answer({
                     resolvedTargets: resolved
                         ? f.instances.map((i) => ({ resourceType: "aws:ec2:spot-instance", targetName: Object.keys((f.templates[0].template as any).targets ?? {})[0], targetInformation: { identifier: `arn:aws:ec2:ca-central-1:${this.state.account}:instance/${i}` } }))
                         : [],

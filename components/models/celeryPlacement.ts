@@ -36,11 +36,13 @@ export const SPOT_NOTICE_SECONDS = 120;
 
 /**
  * From the notice to the worker's SIGTERM: EventBridge to the interruption queue, Karpenter's receive, the NodeClaim's
- * deletion, the taint and the eviction; the drill measures it and fails above this. Karpenter long-polls the queue and
- * polls again at once (aws/karpenter-provider-aws v1.14.1 pkg/providers/sqs/sqs.go:59-61 WaitTimeSeconds 20,
- * pkg/controllers/interruption/controller.go:102,125 RequeueImmediately), so a notice is taken within seconds. 20 s
- * is also the receive's VisibilityTimeout (sqs.go:60): a message whose first handling fails comes back only after it,
- * so a reaction past 20 s means a failed handling, or a lagging queue or controller.
+ * deletion, the taint and the eviction. The drill measures the part up to the NodeClaim's deletion and fails above
+ * this (ops/drillRun.ts, check "reaction"); the taint and eviction that follow in Karpenter's termination controller
+ * are not measured. Karpenter long-polls the queue and polls again at once (aws/karpenter-provider-aws v1.14.1
+ * pkg/providers/sqs/sqs.go:59-61 WaitTimeSeconds 20, pkg/controllers/interruption/controller.go:102,125
+ * RequeueImmediately), so a notice is taken within seconds. 20 s is also the receive's VisibilityTimeout (sqs.go:60):
+ * a message whose first handling fails comes back only after it, so a deletion past 20 s means a failed handling, or
+ * a lagging queue or controller.
  */
 export const INTERRUPTION_REACTION_SECONDS = 20;
 
