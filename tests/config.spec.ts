@@ -168,11 +168,13 @@ describe("nodePool.recycle: the node recycler's config (components/nodeRecycler.
         expect(recycle({ schedule: "30 23 * * *" })).to.equal(
             'staging: notify-karpenter:nodePool.recycle.schedule must start runs when the budgets allow Drifted and Underutilized disruption, as Karpenter replaces nodes only then: a run starts on 2026-01-01 23:30 UTC (18:30 local), when a budget allows no Drifted or Underutilized disruption (nodes "0") (got "30 23 * * *")',
         );
-        // On other days 23:30 is outside every budget: without the quarterly one, the old schedule passes.
+        // Without the quarterly budget the budgets themselves are refused, whatever the recycler's hour.
         const nodePool = section("staging", "nodePool");
         const budgets = nodePool.budgets.filter((b: { schedule?: string }) => !b.schedule?.startsWith("0 23 "));
         expect(budgets).to.have.length(nodePool.budgets.length - 1);
-        expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets, recycle: { ...nodePool.recycle, schedule: "30 23 * * *" } }))).to.not.throw();
+        expect(errorOf(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets, recycle: { ...nodePool.recycle, schedule: "30 23 * * *" } })))).to.match(
+            /^staging: notify-karpenter:nodePool\.budgets must allow no Underutilized or Drifted disruption \(nodes "0"\) for 2 h from 23:00 UTC on the days GC Notify's quarterly tasks start/,
+        );
         // A stack that leaves budgets out gets the same protection, and the default recycler starts after it.
         const defaults = parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets: undefined })).nodePool;
         expect(defaults.budgets).to.deep.include({ nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 23 1-3 1,4,7,10 *", duration: "2h" });

@@ -1,8 +1,9 @@
 import { expect } from "chai";
-import { type DisruptionBudget, type EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolFindings, nodePoolWarnings, quantityValue, renderNodePool } from "../components/models/nodePool.ts";
+import { type EphemeralNodePoolArgs, approvedTypeProblems, instanceShape, nodePoolFindings, nodePoolWarnings, quantityValue, renderNodePool } from "../components/models/nodePool.ts";
 import { type KarpenterObject, validateKarpenterObject } from "../components/karpenter/validate.ts";
-import { type DisruptionReason, MODEL_YEAR, SPAN_DAYS, SPAN_FROM, forbiddenMinutes } from "../components/models/disruptionBudgets.ts";
+import { QUARTERLY_RUNS, quarterlyGaps } from "../components/models/disruptionBudgets.ts";
 import { nodePoolArgs } from "../stacks/componentArgs.ts";
+import { knownStacks } from "../stacks/stackNames.ts";
 import { parseStackConfig } from "../stacks/validatedConfig.ts";
 import { STACKS, buildStack, configErrorOf, patchSections, rawConfig, stackConfig } from "./helpers.ts";
 
@@ -217,29 +218,31 @@ describe("Disruption policy config: no Underutilized disruption, expiry or drift
     const budget = (schedule: string, duration: string, reasons = ["Underutilized", "Drifted"]) => ({ nodes: "0", reasons, schedule, duration });
     // The stack files' nightly budget: 05:00-10:30 UTC every day.
     const NIGHT = budget("0 5 * * *", "5h30m");
+    // The stack files' budget for GC Notify's quarterly tasks: 23:00-01:00 UTC on days 1-3 of their months.
+    const QUARTER = budget("0 23 1-3 1,4,7,10 *", "2h");
     const example = '{ nodes: "0", reasons: [Underutilized, Drifted], schedule: "0 12 * * *", duration: 11h }, which covers 08:00-18:00 America/Toronto all year';
     const nightExample = '{ nodes: "0", reasons: [Underutilized, Drifted], schedule: "0 5 * * *", duration: 5h30m }, which covers 05:00-10:30 Etc/UTC all year';
 
     it("refuses WhenEmptyOrUnderutilized without a budget forbidding Underutilized in sending hours, in one line naming the key", () => {
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h", ["Drifted"]), NIGHT] })).to.equal(
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h", ["Drifted"]), NIGHT, QUARTER] })).to.equal(
             `staging: notify-karpenter:nodePool.budgets must allow no Underutilized disruption (nodes "0") throughout sendingHours (08:00-18:00 America/Toronto), since consolidationPolicy is WhenEmptyOrUnderutilized: it is allowed on 2026-01-01 13:00 UTC (08:00 local), which would drain nodes under running batches; add a budget such as ${example}`,
         );
         // Balanced consolidates underutilized nodes too.
-        expect(pool({ consolidationPolicy: "Balanced", budgets: [{ nodes: "10%" }, NIGHT] })).to.match(/^staging: notify-karpenter:nodePool\.budgets must allow no Underutilized or Drifted disruption .* since consolidationPolicy is Balanced, and expireAfter is Never/);
+        expect(pool({ consolidationPolicy: "Balanced", budgets: [{ nodes: "10%" }, NIGHT, QUARTER] })).to.match(/^staging: notify-karpenter:nodePool\.budgets must allow no Underutilized or Drifted disruption .* since consolidationPolicy is Balanced, and expireAfter is Never/);
     });
 
     it("refuses budgets that leave a gap in the nightly batch, in one line naming the key", () => {
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h")] })).to.equal(
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), QUARTER] })).to.equal(
             `staging: notify-karpenter:nodePool.budgets must allow no Underutilized or Drifted disruption (nodes "0") throughout nightlyBatch (05:00-10:30 Etc/UTC), since consolidationPolicy is WhenEmptyOrUnderutilized, and expireAfter is Never, so drift (a new AMI, a changed NodePool, the recycler) is what replaces nodes: it is allowed on 2026-01-01 05:00 UTC (05:00 local), which would drain nodes under GC Notify's nightly tasks; add a budget such as ${nightExample}`,
         );
         // Until 10:00 only: the deletes GC Notify sizes at 35 minutes from 09:45 still run.
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 5 * * *", "5h")] })).to.match(/throughout nightlyBatch .*: it is allowed on 2026-01-01 10:00 UTC \(10:00 local\)/);
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 5 * * *", "5h"), QUARTER] })).to.match(/throughout nightlyBatch .*: it is allowed on 2026-01-01 10:00 UTC \(10:00 local\)/);
         // Drifted alone left out: the recycler's marks and a new AMI would replace nodes under the nightly tasks.
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 5 * * *", "5h30m", ["Underutilized"])] })).to.match(
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 5 * * *", "5h30m", ["Underutilized"]), QUARTER] })).to.match(
             /^staging: notify-karpenter:nodePool\.budgets must allow no Drifted disruption \(nodes "0"\) throughout nightlyBatch/,
         );
         // Both windows uncovered: one line each.
-        expect(pool({ budgets: [{ nodes: "10%" }] }).split("\n").map((l) => l.match(/throughout (\w+)/)![1])).to.deep.equal(["sendingHours", "nightlyBatch"]);
+        expect(pool({ budgets: [{ nodes: "10%" }, QUARTER] }).split("\n").map((l) => l.match(/throughout (\w+)/)![1])).to.deep.equal(["sendingHours", "nightlyBatch"]);
     });
 
     it("reads a nightly batch given in Eastern time in EST and EDT, across the changes of clock", () => {
@@ -247,71 +250,71 @@ describe("Disruption policy config: no Underutilized disruption, expiry or drift
         // (01:00 is still EST, 06:00 UTC); on 1 November back at 02:00 (01:00 is EDT, 05:00 UTC, and 01:00-02:00 comes twice).
         const eastern = { nightlyBatch: { start: "01:00", end: "05:30", timeZone: "America/Toronto" } };
         // One UTC window over both seasons, as the example says.
-        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), NIGHT] })).to.equal("");
+        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), NIGHT, QUARTER] })).to.equal("");
         // Winter's UTC window alone: EDT's first night (9 March, 01:00 EDT = 05:00 UTC) is not covered.
-        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 6 * * *", "4h30m")] })).to.match(
+        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 6 * * *", "4h30m"), QUARTER] })).to.match(
             /throughout nightlyBatch \(01:00-05:30 America\/Toronto\), .*: it is allowed on 2026-03-09 05:00 UTC \(01:00 local\), .* schedule: "0 5 \* \* \*", duration: 5h30m \}/,
         );
         // Summer's alone (05:00-09:30 UTC): winter nights run to 10:30 UTC, uncovered from 09:30 (04:30 EST) on 1 January.
-        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 5 * * *", "4h30m")] })).to.match(/it is allowed on 2026-01-01 09:30 UTC \(04:30 local\)/);
+        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), budget("0 5 * * *", "4h30m"), QUARTER] })).to.match(/it is allowed on 2026-01-01 09:30 UTC \(04:30 local\)/);
         // Seasonal windows by month: 1 November's night is still EDT (01:00 EDT = 05:00 UTC), so a winter window from
         // November misses 05:00-06:00 UTC that night (a model that took each day's noon offset would miss it too).
         const seasonal = [budget("0 5 * 3-10 *", "5h30m"), budget("0 6 * 1,2,11,12 *", "4h30m")];
-        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), ...seasonal] })).to.match(/it is allowed on 2026-11-01 05:00 UTC \(01:00 local\)/);
+        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), ...seasonal, QUARTER] })).to.match(/it is allowed on 2026-11-01 05:00 UTC \(01:00 local\)/);
         // Summer's window through November covers it.
         const overlapping = [budget("0 5 * 3-11 *", "5h30m"), budget("0 6 * 1,2,12 *", "4h30m")];
-        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), ...overlapping] })).to.equal("");
+        expect(pool({ ...eastern, budgets: [{ nodes: "10%" }, budget("0 12 * * *", "11h"), ...overlapping, QUARTER] })).to.equal("");
     });
 
     it("refuses a UTC window that covers only winter time, or only weekdays (schedules are UTC: nodepool.go:416)", () => {
         // 13:00-23:00 UTC is 08:00-18:00 EST, but 09:00-19:00 EDT: 08:00 EDT on the day clocks change is not covered.
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 13 * * *", "10h"), NIGHT] })).to.match(/throughout sendingHours .*: it is allowed on 2026-03-08 12:00 UTC \(08:00 local\)/);
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 13 * * *", "10h"), NIGHT, QUARTER] })).to.match(/throughout sendingHours .*: it is allowed on 2026-03-08 12:00 UTC \(08:00 local\)/);
         // 3 January 2026 is a Saturday.
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * mon-fri", "11h"), NIGHT] })).to.match(/: it is allowed on 2026-01-03 13:00 UTC \(08:00 local\)/);
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * mon-fri", "11h"), NIGHT, QUARTER] })).to.match(/: it is allowed on 2026-01-03 13:00 UTC \(08:00 local\)/);
         // A 10 % budget limits how many nodes go at once, not whether.
-        expect(pool({ budgets: [{ nodes: "10%" }, { nodes: "1", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }, NIGHT] })).to.match(/must allow no Underutilized or Drifted disruption/);
+        expect(pool({ budgets: [{ nodes: "10%" }, { nodes: "1", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }, NIGHT, QUARTER] })).to.match(/must allow no Underutilized or Drifted disruption/);
     });
 
     it("accepts two seasonal windows that cover EDT and EST, and the stack files' windows: 12:00-23:00 and 05:00-10:30 UTC", () => {
         // 12:00-22:00 UTC all year (08:00-18:00 EDT), plus 22:00-23:00 UTC from November to March (18:00 EST).
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "10h"), budget("0 22 * 1-3,11,12 *", "1h"), NIGHT] })).to.equal("");
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 12 * * *", "10h"), budget("0 22 * 1-3,11,12 *", "1h"), NIGHT, QUARTER] })).to.equal("");
         // One budget over both windows, 05:00-23:00 UTC, does it too.
-        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 5 * * *", "18h")] })).to.equal("");
+        expect(pool({ budgets: [{ nodes: "10%" }, budget("0 5 * * *", "18h"), QUARTER] })).to.equal("");
         expect(pool({})).to.equal("");
     });
 
-    /**
-     * GC Notify's quarterly tasks as its Celery beat schedules them, in UTC, on periodic-tasks (which burst workers
-     * share): task, day of month, month (notification-api 72e3ae1e app/config.py:561-609). Neither has a time limit:
-     * the 2 h each is kept from disruption is the stacks' assumption (docs/capacity.md).
-     */
-    const QUARTERLY_RUNS = [
-        ["insert-quarter-data-for-annual-limits", 1, 7],
-        ["insert-quarter-data-for-annual-limits", 1, 10],
-        ["insert-quarter-data-for-annual-limits", 1, 1],
-        ["insert-quarter-data-for-annual-limits", 1, 4],
-        ["send-quarterly-email", 2, 7],
-        ["send-quarterly-email", 2, 10],
-        ["send-quarterly-email", 3, 1],
-    ] as const;
-    /** For each run of 2026 at 23:00 UTC, the first of its 120 minutes in which `reason` is allowed ("" when none). */
-    const openDuringQuarterlyRuns = (budgets: DisruptionBudget[], reason: DisruptionReason) => {
-        const forbidden = forbiddenMinutes(budgets, reason, SPAN_FROM, SPAN_DAYS);
-        return QUARTERLY_RUNS.flatMap(([task, day, month]) => {
-            const start = (Date.UTC(MODEL_YEAR, month - 1, day, 23) - SPAN_FROM.getTime()) / 60_000;
-            const open = forbidden.subarray(start, start + 120).indexOf(0);
-            return open < 0 ? [] : [`${reason} ${open} min after ${task} starts on ${MODEL_YEAR}-${month}-${day}`];
-        });
-    };
+    it("reads GC Notify's quarterly tasks as its Celery beat schedules them (notification-api 72e3ae1e app/config.py:561-609, at 23:00 UTC)", () => {
+        // Task, day of month, month, as the beat schedule lists them (its comment on send-quarterly-email-q3 says 2nd Jan; the crontab says 3).
+        const beat = [
+            ["insert-quarter-data-for-annual-limits", 1, 7],
+            ["insert-quarter-data-for-annual-limits", 1, 10],
+            ["insert-quarter-data-for-annual-limits", 1, 1],
+            ["insert-quarter-data-for-annual-limits", 1, 4],
+            ["send-quarterly-email", 2, 7],
+            ["send-quarterly-email", 2, 10],
+            ["send-quarterly-email", 3, 1],
+        ];
+        const key = ([task, day, month]: (string | number)[]) => `${task} ${month}-${day}`;
+        expect(QUARTERLY_RUNS.map((r) => key([r.task, r.day, r.month])).sort()).to.deep.equal(beat.map(key).sort());
+    });
 
-    it("keeps Underutilized and Drifted out of the 2 h from each run of GC Notify's quarterly tasks (notification-api 72e3ae1e app/config.py:561-609), in every stack file and by default", () => {
+    it("keeps Underutilized and Drifted out of the 2 h from each quarterly task's start in every stack file and by default, and refuses budgets that do not", () => {
         const budgetsOf = (stack: string, patch: Record<string, unknown> = {}) => parseStackConfig(stack, rawConfig(stack, "nodePool", patch)).nodePool.budgets;
-        for (const [name, budgets] of [...["staging", "production", "scratch"].map((s) => [s, budgetsOf(s)] as const), ["the default budgets", budgetsOf("staging", { budgets: undefined })] as const]) {
-            expect([...openDuringQuarterlyRuns(budgets, "Underutilized"), ...openDuringQuarterlyRuns(budgets, "Drifted")], name).to.deep.equal([]);
+        const stacks = knownStacks();
+        expect(stacks).to.include.members(["staging", "production", "scratch"]);
+        for (const [name, budgets] of [...stacks.map((s) => [s, budgetsOf(s)] as const), ["the default budgets", budgetsOf("staging", { budgets: undefined })] as const]) {
+            expect([...quarterlyGaps(budgets, "Underutilized"), ...quarterlyGaps(budgets, "Drifted")], name).to.deep.equal([]);
         }
-        // Without the quarterly budget, the sending-hours budget ends as each run starts.
+        // Without the quarterly budget, the sending-hours budget ends as each run starts: every run is open from its first minute.
         const others = budgetsOf("staging").filter((b) => !b.schedule?.startsWith("0 23 "));
-        expect(openDuringQuarterlyRuns(others, "Drifted")).to.have.length(QUARTERLY_RUNS.length).and.to.include("Drifted 0 min after send-quarterly-email starts on 2026-1-3");
+        expect(quarterlyGaps(others, "Drifted")).to.deep.equal(QUARTERLY_RUNS.map((r) => ({ ...r, minute: 0 })));
+        expect(pool({ budgets: others })).to.equal(
+            'staging: notify-karpenter:nodePool.budgets must allow no Underutilized or Drifted disruption (nodes "0") for 2 h from 23:00 UTC on the days GC Notify\'s quarterly tasks start (1 January, April, July and October; 2 July and October; 3 January), since consolidationPolicy is WhenEmptyOrUnderutilized, and expireAfter is Never, so drift (a new AMI, a changed NodePool, the recycler) is what replaces nodes: it is allowed on 2026-01-01 23:00 UTC, which would drain nodes under insert-quarter-data-for-annual-limits, whose run Celery has already acknowledged; add a budget such as { nodes: "0", reasons: [Underutilized, Drifted], schedule: "0 23 1-3 1,4,7,10 *", duration: 2h }',
+        );
+        // One hour is not enough; the budget's open second hour is named.
+        expect(pool({ budgets: [...others, budget("0 23 1-3 1,4,7,10 *", "1h")] })).to.match(/it is allowed on 2026-01-02 00:00 UTC, which would drain nodes under insert-quarter-data-for-annual-limits/);
+        // WhenEmpty with an expiry needs neither reason held back: nothing to refuse here.
+        expect(pool({ budgets: others, consolidationPolicy: "WhenEmpty", expireAfter: "720h" })).to.not.match(/quarterly/);
     });
 
     it("refuses an expireAfter that expires a node launched at any minute of the day inside sending hours: 24h, 720h, and 36h too", () => {

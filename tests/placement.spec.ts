@@ -505,10 +505,11 @@ describe("placement config errors", () => {
     });
 
     it("rejects a disruption budget that can never apply: only Underutilized under WhenEmpty (one that also holds Drifted back still applies)", () => {
-        // The nightly batch's budget too (05:00-10:30 UTC), which disruption validation asks for.
+        // The nightly batch's and the quarterly tasks' budgets too, which disruption validation asks for.
         const nightly = { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 5 * * *", duration: "5h30m" };
-        const budgets = [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized"], schedule: "0 12 * * *", duration: "11h" }, nightly];
-        const withDrift = [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }, nightly];
+        const quarterly = { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 23 1-3 1,4,7,10 *", duration: "2h" };
+        const budgets = [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized"], schedule: "0 12 * * *", duration: "11h" }, nightly, quarterly];
+        const withDrift = [{ nodes: "10%" }, { nodes: "0", reasons: ["Underutilized", "Drifted"], schedule: "0 12 * * *", duration: "11h" }, nightly, quarterly];
         expect(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets: withDrift, consolidationPolicy: "WhenEmpty" }))).to.not.throw();
         expect(errorOf(() => parseStackConfig("staging", rawConfig("staging", "nodePool", { budgets, consolidationPolicy: "WhenEmpty" }))).split("\n")[0]).to.equal(
             "staging: notify-karpenter:nodePool.budgets[1].reasons must not list Underutilized with consolidationPolicy WhenEmpty, which never disrupts a node for that reason: the budget would do nothing (use Empty or Drifted)",

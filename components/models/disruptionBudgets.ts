@@ -244,6 +244,35 @@ const PROTECTED: { key: "sendingHours" | "nightlyBatch"; work: string }[] = [
     { key: "nightlyBatch", work: "GC Notify's nightly tasks" },
 ];
 
+/**
+ * GC Notify's quarterly tasks, as its Celery beat starts them at 23:00 UTC (Celery's timezone is UTC:
+ * notification-api 72e3ae1e app/config.py:424-425, and no TIMEZONE is set by notification-manifests) on periodic-tasks,
+ * which the burst workers share (app/config.py:561-609), in the order of the year. Neither task has a time limit: QUARTERLY_MINUTES from each
+ * start are kept from disruption (docs/capacity.md).
+ */
+export const QUARTERLY_RUNS: readonly { task: string; day: number; month: number }[] = [
+    { task: "insert-quarter-data-for-annual-limits", day: 1, month: 1 },
+    { task: "send-quarterly-email", day: 3, month: 1 },
+    { task: "insert-quarter-data-for-annual-limits", day: 1, month: 4 },
+    { task: "insert-quarter-data-for-annual-limits", day: 1, month: 7 },
+    { task: "send-quarterly-email", day: 2, month: 7 },
+    { task: "insert-quarter-data-for-annual-limits", day: 1, month: 10 },
+    { task: "send-quarterly-email", day: 2, month: 10 },
+];
+export const QUARTERLY_MINUTES = 120;
+/** The budget that covers them: cron cannot list days per month, so it covers days 1-3 of each of their months. */
+const QUARTERLY_BUDGET = '{ nodes: "0", reasons: [Underutilized, Drifted], schedule: "0 23 1-3 1,4,7,10 *", duration: 2h }';
+
+/** For each quarterly run of the model year, the first of its QUARTERLY_MINUTES in which `reason` is allowed. */
+export function quarterlyGaps(budgets: DisruptionBudget[], reason: DisruptionReason): { task: string; day: number; month: number; minute: number }[] {
+    const forbidden = forbiddenInSpan(budgets, reason);
+    return QUARTERLY_RUNS.flatMap((r) => {
+        const start = (Date.UTC(MODEL_YEAR, r.month - 1, r.day, 23) - SPAN_FROM.getTime()) / MINUTE;
+        const minute = forbidden.subarray(start, start + QUARTERLY_MINUTES).indexOf(0);
+        return minute < 0 ? [] : [{ ...r, minute }];
+    });
+}
+
 /** One problem with a NodePool's disruption settings, keyed by the nodePool key it names. */
 export interface DisruptionProblem {
     key: string;
@@ -301,6 +330,18 @@ function findDisruptionProblems(p: DisruptionSettings): DisruptionProblem[] {
         problems.push({
             key: "budgets",
             message: `must allow no ${gaps.map((g) => g.reason).join(" or ")} disruption (nodes "0") throughout ${key} (${w.start}-${w.end} ${w.timeZone}), since ${gaps.map((g) => g.why).join(", and ")}: it is allowed on ${gaps[0].gap}, which would drain nodes under ${work}; add a budget such as { nodes: "0", reasons: [Underutilized, Drifted], schedule: "${cover.schedule}", duration: ${cover.duration} }, which covers ${w.start}-${w.end} ${w.timeZone} all year`,
+        });
+    }
+    const quarterly = needed.flatMap(([reason, why]) => {
+        const gap = quarterlyGaps(p.budgets, reason)[0];
+        return gap ? [{ reason, why, gap }] : [];
+    });
+    if (quarterly.length) {
+        const { task, day, month, minute } = quarterly[0].gap;
+        const at = new Date(Date.UTC(MODEL_YEAR, month - 1, day, 23, minute)).toISOString().replace("T", " ").slice(0, 16);
+        problems.push({
+            key: "budgets",
+            message: `must allow no ${quarterly.map((g) => g.reason).join(" or ")} disruption (nodes "0") for ${QUARTERLY_MINUTES / 60} h from 23:00 UTC on the days GC Notify's quarterly tasks start (1 January, April, July and October; 2 July and October; 3 January), since ${quarterly.map((g) => g.why).join(", and ")}: it is allowed on ${at} UTC, which would drain nodes under ${task}, whose run Celery has already acknowledged; add a budget such as ${QUARTERLY_BUDGET}`,
         });
     }
     // Refused, not warned: expiry cannot be held back once a node has it, a preview warning goes unread, and the
