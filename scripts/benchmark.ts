@@ -74,7 +74,7 @@ export async function benchmark(argv: string[]): Promise<CommandResult> {
 }
 
 /** A figure of the benchmark: what it is, the shell command timed, and the figure its ratio is against. */
-export type Figure = { what: string; command: string; baseline?: string };
+type Figure = { what: string; command: string; baseline?: string };
 
 /** The figures, in the order they run: each command as its npm script runs it, V8 flags included; the plan's into `plans`. */
 export function figures(tests: boolean, plans: string): Figure[] {
