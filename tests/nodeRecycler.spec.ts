@@ -5,10 +5,12 @@ import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { SPAN_FROM, windowMinutes } from "../components/models/disruptionBudgets.ts";
-import { NODEPOOL_LABEL, ownPoolOnlyPolicySpec, recyclerUser } from "../components/nodeRecycler.ts";
+import { NODEPOOL_LABEL, NodeRecycler, ownPoolOnlyPolicySpec, recyclerUser } from "../components/nodeRecycler.ts";
+import { runOffline } from "../plan/offlineRuntime.ts";
+import { nodeRecyclerArgs } from "../stacks/componentArgs.ts";
 import { recycleWindow } from "../components/models/recycleWindow.ts";
 import { FakeKubeApi, type FakeKubeApiOptions, FakeClock, iso } from "./fakeKubeApi.ts";
-import { STACKS, buildStack, rawConfig } from "./helpers.ts";
+import { STACKS, buildStack, rawConfig, stackConfig } from "./helpers.ts";
 import { tempDir, expectScriptConfigMap } from "./opsHelpers.ts";
 import { CutMidAnswer } from "./loopbackServer.ts";
 const require = createRequire(import.meta.url);
@@ -797,6 +799,24 @@ describe("node recycler: the script as a process (node recycleNodeClaims.js, as 
 });
 
 describe("node recycler: what the stacks deploy (components/nodeRecycler.ts)", () => {
+    it("refuses arguments config never gives, naming each, before it creates anything (the component's own check)", async () => {
+        const args = nodeRecyclerArgs(stackConfig("staging"))!;
+        const bad = { ...args, maxAgeDays: 0, stuckMinutes: 1.5, activeDeadlineSeconds: 59, windows: [] };
+        const refused = await runOffline("staging", () => new NodeRecycler(NAME, bad)).then(
+            () => "",
+            (e: Error) => e.message,
+        );
+        expect(refused).to.equal(
+            [
+                `NodeRecycler ${NAME}:`,
+                "maxAgeDays must be a whole number of days, at least 1 (got 0)",
+                "stuckMinutes must be a whole number of minutes, at least 1 (got 1.5)",
+                "activeDeadlineSeconds must be at least 60 (got 59)",
+                "windows must name at least one protected window",
+            ].join("\n"),
+        );
+    });
+
     for (const stack of STACKS) {
         it(`${stack}: a nightly CronJob on a stable node, in UTC after sending hours, allowed to list, patch and delete NodeClaims and list nodes, guarded to its pool and the one annotation`, async () => {
             const r = await buildStack(stack);
