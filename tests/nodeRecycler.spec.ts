@@ -575,6 +575,7 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
 
     it("once stopped (SIGTERM) while Karpenter deletes the NodeClaim it marked, exits at once and leaves the mark Karpenter acts on", async () => {
         const stop = clockStop();
+        let lists = 0;
         const { code, output } = await run(
             {
                 nodeclaims: [claim("old", 9 * 1440), claim("old-2", 8 * 1440)],
@@ -585,6 +586,9 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
                     api!.karpenterDeletes(nc.metadata.name);
                     stop.request();
                 },
+                // A run that went on looking would meet a broken answer at its fifth list and fail, rather than list
+                // until the test's timeout.
+                fault: (method, path) => (method === "GET" && path === "/apis/karpenter.sh/v1/nodeclaims" && ++lists > 4 ? { kind: "garbage" } : undefined),
             },
             {},
             stop,
