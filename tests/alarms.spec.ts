@@ -475,8 +475,12 @@ for (const stack of STACKS) {
 
 // ---- A week's replay: what CloudWatch would store and evaluate ---------------------------------------------------
 
-/** A datapoint as CloudWatch stores it: minute `t` from Monday 00:00 UTC, metric, dimensions, value. */
-type Point = { t: number; namespace: string; metricName: string; dimensions: Record<string, string>; value: number };
+/** A metric's identity: namespace, name and its dimensions in any order. */
+type MetricId = { namespace: string; metricName: string; dimensions?: Record<string, string> };
+/** A metric of the replay, made once and shared by its datapoints, with its key (metricKey). */
+type Metric = Required<MetricId> & { key: string };
+/** A datapoint as CloudWatch stores it: minute `t` from Monday 00:00 UTC, its metric, value. */
+type Point = { t: number; metric: Metric; value: number };
 /** A log event of the application log group: minute, and Fluent Bit's record. */
 type LogEvent = { t: number; record: string };
 
@@ -486,44 +490,55 @@ const DAY = 24 * HOUR;
 /** Monday 00:00 UTC to the next Monday 12:00 UTC: a working week, a quiet weekend, and Monday before sending hours. */
 const REPLAY_MINUTES = 7 * DAY + 12 * HOUR;
 
-/** A metric's identity: namespace, name and its dimensions in any order. */
-type MetricId = { namespace: string; metricName: string; dimensions?: Record<string, string> };
 const metricKey = (m: MetricId) => {
     const dimensions = Object.entries(m.dimensions ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
     return `${m.namespace}\u0000${m.metricName}${dimensions.map(([k, v]) => `\u0000${k}\u0001${v}`).join("")}`;
 };
+/**
+ * The replay's metrics, one object each: a week holds some 150,000 datapoints of a few dozen metrics, and a key or
+ * dimensions object per datapoint made the replay slow to index and heavy to keep.
+ */
+const metrics = new Map<string, Metric>();
+function metric(namespace: string, metricName: string, dimensions: Record<string, string> = {}): Metric {
+    const key = metricKey({ namespace, metricName, dimensions });
+    let m = metrics.get(key);
+    if (!m) metrics.set(key, (m = { namespace, metricName, dimensions, key }));
+    return m;
+}
 /** Datapoints by metric (metricKey), as CloudWatch stores them. */
 type Index = Map<string, Point[]>;
 const indexes = new WeakMap<Point[], Index>();
-/** Each datapoint's metricKey, kept: the tests' variations of a week share most of its datapoints. */
-const pointKeys = new WeakMap<Point, string>();
 function indexOf(points: Point[]): Index {
     let index = indexes.get(points);
     if (!index) {
         index = new Map();
         for (const p of points) {
-            let k = pointKeys.get(p);
-            if (k === undefined) pointKeys.set(p, (k = metricKey(p)));
-            if (!index.has(k)) index.set(k, []);
-            index.get(k)!.push(p);
+            const list = index.get(p.metric.key);
+            if (list) list.push(p);
+            else index.set(p.metric.key, [p]);
         }
         indexes.set(points, index);
     }
     return index;
 }
 
+/** How CloudWatch's statistics combine a period's datapoints, one at a time (`a` undefined: the period's first). */
+const STATISTICS: Record<string, (a: number | undefined, v: number) => number> = {
+    Sum: (a, v) => (a ?? 0) + v,
+    Minimum: (a, v) => Math.min(a ?? v, v),
+    Maximum: (a, v) => Math.max(a ?? v, v),
+    SampleCount: (a) => (a ?? 0) + 1,
+};
 /** Datapoints of one metric per period (undefined: none), with CloudWatch's statistic. */
 function periodSeries(index: Index, m: MetricId, stat: string, periodSeconds: number): (number | undefined)[] {
     const per = periodSeconds / MINUTE;
-    const buckets: number[][] = Array.from({ length: Math.floor(REPLAY_MINUTES / per) }, () => []);
-    for (const p of index.get(metricKey(m)) ?? []) buckets[Math.floor(p.t / per)]?.push(p.value);
-    const statistic: Record<string, (v: number[]) => number> = {
-        Sum: (v) => v.reduce((x, y) => x + y, 0),
-        Minimum: (v) => Math.min(...v),
-        Maximum: (v) => Math.max(...v),
-        SampleCount: (v) => v.length,
-    };
-    return buckets.map((v) => (v.length === 0 ? undefined : statistic[stat](v)));
+    const combine = STATISTICS[stat];
+    const series: (number | undefined)[] = Array(Math.floor(REPLAY_MINUTES / per)).fill(undefined);
+    for (const p of index.get(metricKey(m)) ?? []) {
+        const i = Math.floor(p.t / per);
+        if (i < series.length) series[i] = combine(series[i], p.value);
+    }
+    return series;
 }
 
 /**
@@ -544,25 +559,29 @@ function alarmSeries(alarm: RecordedResource, filters: RecordedResource[], point
 
 /** The datapoints plus those the metric filters write (per log event 1 on a match, else the default value), by metric. */
 const withLogs = new WeakMap<LogEvent[], WeakMap<Point[], Index>>();
+/** What each metric filter writes from a week's log events: the tests' variations share their log events. */
+const written = new WeakMap<LogEvent[], Map<RecordedResource, Point[]>>();
 function withLogMetrics(filters: RecordedResource[], points: Point[], logs: LogEvent[]): Index {
     const cached = withLogs.get(logs)?.get(points);
     if (cached) return cached;
-    // Most records repeat (the same API line every minute): each pattern is matched once per distinct record.
-    const matches = new Map<string, Map<string, boolean>>();
-    const matched = (pattern: string, record: string) => {
-        let byRecord = matches.get(pattern);
-        if (!byRecord) matches.set(pattern, (byRecord = new Map()));
-        let match = byRecord.get(record);
-        if (match === undefined) byRecord.set(record, (match = filterPatternMatches(pattern, record)));
-        return match;
-    };
+    if (!written.has(logs)) written.set(logs, new Map());
+    const byFilter = written.get(logs)!;
     // The datapoints' own lists are shared, never changed: a metric the filters write gets a new list.
     const all: Index = new Map(indexOf(points));
     for (const f of filters) {
         const { namespace, name: metricName, value, defaultValue } = f.inputs.metricTransformation;
-        const key = metricKey({ namespace, metricName, dimensions: {} });
-        const written = logs.map((e) => ({ t: e.t, namespace, metricName, dimensions: {}, value: matched(f.inputs.pattern, e.record) ? Number(value) : Number(defaultValue) }));
-        all.set(key, [...(all.get(key) ?? []), ...written]);
+        const m = metric(namespace, metricName);
+        if (!byFilter.has(f)) {
+            // Most records repeat (the same API line every minute): the pattern is matched once per distinct record.
+            const matches = new Map<string, boolean>();
+            const matched = (record: string) => {
+                let match = matches.get(record);
+                if (match === undefined) matches.set(record, (match = filterPatternMatches(f.inputs.pattern, record)));
+                return match;
+            };
+            byFilter.set(f, logs.map((e) => ({ t: e.t, metric: m, value: matched(e.record) ? Number(value) : Number(defaultValue) })));
+        }
+        all.set(m.key, [...(all.get(m.key) ?? []), ...byFilter.get(f)!]);
     }
     withLogs.set(logs, (withLogs.get(logs) ?? new WeakMap()).set(points, all));
     return all;
@@ -590,9 +609,17 @@ function healthyWeek(cluster: string, stack: string): { points: Point[]; logs: L
         if (!l) throw new Error(`no ordinary line ${message}`);
         logs.push({ t, record: fluentBitRecord(l) });
     };
-    const prom = (t: number, metricName: string, dimensions: Record<string, string>, value: number) => points.push({ t, namespace: PROM, metricName, dimensions: { ClusterName: cluster, ...dimensions }, value });
+    // Each gauge is looked up by its name and dimensions as written, not by metricKey: a cheaper key, a week long.
+    const gauges = new Map<string, Metric>();
+    const prom = (t: number, metricName: string, dimensions: Record<string, string>, value: number) => {
+        const id = metricName + JSON.stringify(dimensions);
+        let m = gauges.get(id);
+        if (!m) gauges.set(id, (m = metric(PROM, metricName, { ClusterName: cluster, ...dimensions })));
+        points.push({ t, metric: m, value });
+    };
     const replicas = (t: number, namespace: string, deployment: string, unavailable: number) =>
         prom(t, "kube_deployment_status_replicas_unavailable", { namespace, deployment }, unavailable);
+    const queueAge = metric("AWS/SQS", "ApproximateAgeOfOldestMessage", { QueueName: `${cluster}-karpenter` });
     const apiLine = fluentBitRecord(JSON.stringify({ level: "INFO", message: "GET /_status 200" }), { namespace: "notification-canada-ca", pod: "notify-api-5f6d7c8b9-aaaaa", container: "api" });
     for (let t = 0; t < REPLAY_MINUTES; t++) {
         const day = Math.floor(t / DAY);
@@ -610,7 +637,7 @@ function healthyWeek(cluster: string, stack: string): { points: Point[]; logs: L
         replicas(t, "karpenter", "karpenter", day === 1 && minute === 10 * HOUR ? 1 : 0);
         replicas(t, "karpenter", "burst-scale-down-order", 0);
         for (const d of BURST) replicas(t, "notification-canada-ca", d, burst && minute < 14 * HOUR + 2 ? 6 : 0);
-        points.push({ t, namespace: "AWS/SQS", metricName: "ApproximateAgeOfOldestMessage", dimensions: { QueueName: `${cluster}-karpenter` }, value: day === 2 && minute === 9 * HOUR ? 3 : 0 });
+        points.push({ t, metric: queueAge, value: day === 2 && minute === 9 * HOUR ? 3 : 0 });
         if (weekday && minute === 14 * HOUR) {
             for (const m of ["found provisionable pod(s)", "computed new nodeclaim(s) to fit pod(s)", "created nodeclaim", "launched nodeclaim"]) karpenterLine(t, m);
         }
@@ -670,18 +697,25 @@ for (const stack of STACKS) {
 
         it("fires the stuck alarms, and only them, when a replacement node never initializes on Saturday and another goes NotReady on Sunday", () => {
             const stuck = { points: [...week.points], logs: week.logs };
-            for (let m = 0; m < 45; m++) stuck.points.push({ t: 5 * DAY + 3 * HOUR + m, namespace: PROM, metricName: "operator_nodeclaim_status_condition_current_status_seconds", dimensions: { ClusterName: cluster, karpenter_sh_nodepool: POOL, type: "Initialized" }, value: (m + 1) * 60 });
-            for (let m = 0; m < 45; m++) stuck.points.push({ t: 6 * DAY + 10 * HOUR + m, namespace: PROM, metricName: "operator_node_status_condition_current_status_seconds", dimensions: { ClusterName: cluster, karpenter_sh_nodepool: POOL, type: "Ready" }, value: (m + 1) * 60 });
+            const initialized = metric(PROM, "operator_nodeclaim_status_condition_current_status_seconds", { ClusterName: cluster, karpenter_sh_nodepool: POOL, type: "Initialized" });
+            const ready = metric(PROM, "operator_node_status_condition_current_status_seconds", { ClusterName: cluster, karpenter_sh_nodepool: POOL, type: "Ready" });
+            for (let m = 0; m < 45; m++) stuck.points.push({ t: 5 * DAY + 3 * HOUR + m, metric: initialized, value: (m + 1) * 60 });
+            for (let m = 0; m < 45; m++) stuck.points.push({ t: 6 * DAY + 10 * HOUR + m, metric: ready, value: (m + 1) * 60 });
             expect(firing(stuck)).to.have.members([`${cluster}-karpenter-nodeclaim-not-initialized`, `${cluster}-karpenter-node-not-ready`]);
         });
 
         it("fires the metrics heartbeat, and only it, when cwagent-prometheus stops scraping Karpenter on Sunday", () => {
-            const silent = { points: week.points.filter((p) => !(p.metricName.startsWith("karpenter_") && p.t >= 6 * DAY + 2 * HOUR && p.t < 6 * DAY + 3 * HOUR)), logs: week.logs };
+            const silent = { points: week.points.filter((p) => !(p.metric.metricName.startsWith("karpenter_") && p.t >= 6 * DAY + 2 * HOUR && p.t < 6 * DAY + 3 * HOUR)), logs: week.logs };
             expect(firing(silent)).to.deep.equal([`${cluster}-karpenter-metrics-heartbeat`]);
         });
 
         it("fires the log heartbeat, and only it, when Fluent Bit stops parsing Karpenter's lines for the whole week", () => {
-            const unparsed = { points: week.points, logs: week.logs.map((e) => ({ t: e.t, record: JSON.stringify({ ...JSON.parse(e.record), log_processed: undefined }) })) };
+            const unparsedRecords = new Map<string, string>();
+            const unparsedRecord = (record: string) => {
+                if (!unparsedRecords.has(record)) unparsedRecords.set(record, JSON.stringify({ ...JSON.parse(record), log_processed: undefined }));
+                return unparsedRecords.get(record)!;
+            };
+            const unparsed = { points: week.points, logs: week.logs.map((e) => ({ t: e.t, record: unparsedRecord(e.record) })) };
             expect(firing(unparsed)).to.deep.equal([`${cluster}-karpenter-log-heartbeat`]);
         });
     });
