@@ -17,7 +17,7 @@ import { PROJECT_DIR } from "../stacks/stackNames.ts";
 import { LINT_WORKFLOWS, lintWorkflowsCommand } from "../scripts/lint-workflows.ts";
 import { DOCS_CONFIG, docsConfig } from "../scripts/config-reference.ts";
 import { GENERATE_KARPENTER, generateKarpenter } from "../scripts/generate-karpenter-schema.ts";
-import { BENCHMARK, benchmark, childrenCpuSeconds, figures, commands as npmCommands } from "../scripts/benchmark.ts";
+import { BENCHMARK, benchmark, childrenCpuSeconds, figures, commands as npmCommands, ratioText } from "../scripts/benchmark.ts";
 
 const commands: [string, Command, (argv: string[]) => Promise<CommandResult>][] = [
     ["plan", PLAN, (argv) => plan(argv)],
@@ -163,6 +163,8 @@ describe("npm run benchmark (docs/development.md's figures)", () => {
         expect(timed["capacity --help"]).to.equal("node --import ./cli/compileCache.mjs ops/capacityCli.ts --help");
         expect(figures(true, "/tmp/plans").at(-1)).to.deep.equal({ what: "npm test", command: "npm test" });
         expect(childrenCpuSeconds("0m0.004s 0m0.002s\n1m2.500s 0m0.250s\n")).to.equal(62.75);
+        // A ratio just over a target shows as over it.
+        expect(ratioText(1.76, 1.15)).to.equal("1.53x");
     });
 
     it("--rounds takes a whole number from 1 to 99", async () => {
