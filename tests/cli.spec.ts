@@ -153,10 +153,10 @@ describe("npm run benchmark (docs/development.md's figures)", () => {
         const scripts: Record<string, string> = JSON.parse(fs.readFileSync(path.join(PROJECT_DIR, "package.json"), "utf8")).scripts;
         for (const { name, entry, nodeFlags } of [...listed, { name: "benchmark", entry: "scripts/benchmark.ts", nodeFlags: "" }]) expect(scripts[name]).to.equal(`node ${nodeFlags}--import ./cli/compileCache.mjs ${entry}`);
         // Only the plan tunes V8 (docs/development.md, "How a command starts").
-        expect(listed.filter((c) => c.nodeFlags).map((c) => [c.name, c.nodeFlags])).to.deep.equal([["plan", "--single-threaded --max-opt=1 --max-semi-space-size=32 "]]);
+        expect(listed.filter((c) => c.nodeFlags).map((c) => [c.name, c.nodeFlags])).to.deep.equal([["plan", "--single-threaded --max-opt=1 --max-semi-space-size=4 "]]);
         // Each figure runs its command as its npm script does, and the plan's floor with the plan's own flags.
         const timed = Object.fromEntries(figures(false, "/tmp/plans").map((f) => [f.what, f.command]));
-        const plan = "node --single-threaded --max-opt=1 --max-semi-space-size=32 --import ./cli/compileCache.mjs";
+        const plan = "node --single-threaded --max-opt=1 --max-semi-space-size=4 --import ./cli/compileCache.mjs";
         expect(timed["plan --help"]).to.equal(`${plan} plan/cli.ts --help`);
         expect(timed["plan --stack staging"]).to.match(new RegExp(`^${plan} plan/cli\\.ts --stack staging --out "\\$\\(mktemp -d -p "/tmp/plans"\\)"$`));
         expect(timed["Node loading the plan's packages"]).to.match(new RegExp(`^${plan} --input-type=module -e 'await import\\("@pulumi/pulumi"\\);`));
