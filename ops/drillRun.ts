@@ -61,6 +61,11 @@ const METRIC_POLL_MS = 30_000;
 const NAMESPACE_GONE_SECONDS = 120;
 /** Beyond the work queue's visibility timeout, the time it must hold nothing before missing messages are lost. */
 const WORK_EMPTY_MARGIN_SECONDS = 60;
+/**
+ * How often the work queue's depth is asked once every message is sent: a minute's margin needs no answer a second,
+ * and each is a GetQueueAttributes call.
+ */
+const WORK_DEPTH_POLL_MS = 5000;
 /** For the displaced workers' lines to reach CloudWatch Logs (Fluent Bit flushes every 5 s) past their eviction. */
 const LOG_ARRIVAL_SECONDS = 3 * 60;
 const LOG_POLL_MS = 20_000;
@@ -1022,6 +1027,7 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
     /** Messages numbered so far; rec.messages holds those SQS took. */
     let numbered = 0;
     let workEmptySince: number | undefined;
+    let lastWorkDepth = -Infinity;
     let reread = false;
     const batchRetry: BatchRetry = { attempts: env.net.deadlines.throttleAttempts, firstDelayMs: env.net.deadlines.throttleFirstDelayMs, sleep: (ms) => clock.sleep(ms) };
     /** The next n messages, ten to a call; each is recorded as sent once SQS has taken it. */
@@ -1171,7 +1177,8 @@ async function execute(cfg: StackConfig, o: Options, run: DrillRun, env: Env): P
                     if (synthetic) await send(1);
                     await sendNotificationsDuring(1);
                 }
-                if (synthetic && rec.messages.size >= run.messagesPlanned && !reread) {
+                if (synthetic && rec.messages.size >= run.messagesPlanned && !reread && clock.now() - lastWorkDepth >= WORK_DEPTH_POLL_MS) {
+                    lastWorkDepth = clock.now();
                     const depth = await queueDepth(call, clients.sqs, queues.work!, "the work queue");
                     const held = depth.visible + depth.inFlight;
                     workEmptySince = held > 0 ? undefined : (workEmptySince ?? clock.now());
