@@ -834,8 +834,9 @@ describe("npm run drill, against the fake AWS (FIS, SQS, EC2, CloudWatch, CloudW
         const sent = fs.readFileSync(path.join(h.out, "messages.csv"), "utf8").trim().split("\r\n").slice(1).map((l) => Number(l.split(",")[1]));
         expect(Math.max(...sent)).to.be.at.least(99);
         expect(h.clock.now() - notice).to.be.at.least((Math.max(...sent) + 26 + 60) * 1000);
-        // Asked every 5 s once all is sent (WORK_DEPTH_POLL_MS), not each second: it settles within one more poll and
-        // a collection, and the wait cost about 20 GetQueueAttributes calls, not 90.
+        // Asked every 5 s once all is sent (WORK_DEPTH_POLL_MS), not each second: it settles within about two polls
+        // (the queue empties up to one before it is seen, and the wait ends on the next), and the wait cost about 20
+        // GetQueueAttributes calls, not 90.
         expect(h.clock.now() - notice).to.be.at.most((Math.max(...sent) + 26 + 60 + 10) * 1000);
         const waited = h.clock.now() - notice - Math.max(...sent) * 1000;
         expect(h.aws.requests.filter((x) => x === "sqs:GetQueueAttributes").length).to.be.at.most(Math.ceil(waited / 5000) + 2);
