@@ -260,14 +260,16 @@ describe("scale-down order: the annotator's run against a fake Kubernetes API (i
         expect(code).to.equal(1);
     });
 
-    it("exits 1 when its health port is taken: the readiness probe could not tell whether it orders pods", async () => {
+    it("exits 1 when its health port is taken, once the pass under way ends: the readiness probe could not tell whether it orders pods", async () => {
         const taken = net.createServer();
         await new Promise<void>((resolve) => taken.listen(0, resolve));
         try {
-            const { code, output, stop } = await annotate({ pods: [] }, { HEALTH_PORT: String((taken.address() as net.AddressInfo).port) }, () => {});
+            const { code, output, stop, api } = await annotate({ pods: [] }, { HEALTH_PORT: String((taken.address() as net.AddressInfo).port) }, () => {});
             expect(code).to.equal(1);
-            // The passes end too: nothing goes on asking the API server once the run has returned.
+            // The passes end too, before the run returns: the one under way lists its nodes and pods, and nothing goes on
+            // asking the API server. It logs no "stopped" (healthFailed).
             expect(stop.requested).to.equal(true);
+            expect(api.requests).to.deep.equal(["GET /api/v1/nodes", `GET /api/v1/namespaces/${NS}/pods`]);
 
             const lines = output.map((l) => JSON.parse(l));
             expect(lines.map((l) => l.msg)).to.deep.equal(["started", "health port"]);

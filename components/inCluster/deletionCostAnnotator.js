@@ -113,8 +113,8 @@ async function run({ env, write, now, stop }) {
     const api = apiClient(env);
     const state = { lastSuccess: undefined };
     const health = healthServer(state, settings.intervalSeconds, now).listen(settings.healthPort);
-    // The port cannot be served: the run ends at once, whatever the pass under way is doing. The stop ends the passes
-    // too; healthFailed keeps them from logging "stopped" when they get there, after the exit code is already 1.
+    // The port cannot be served: the run ends with 1 once the pass under way ends (the stop ends the passes), so that
+    // nothing goes on asking the API server; healthFailed keeps the passes from logging "stopped".
     let healthFailed = false;
     const unhealthy = new Promise((resolve) =>
         health.on("error", (err) => {
@@ -148,7 +148,9 @@ async function run({ env, write, now, stop }) {
         log("info", "stopped");
         return 0;
     }
-    const code = await Promise.race([unhealthy, passes()]);
+    const passing = passes();
+    const code = await Promise.race([unhealthy, passing]);
+    if (healthFailed) await passing;
     health.close();
     return code;
 }
