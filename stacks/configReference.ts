@@ -46,7 +46,7 @@ function rows(schema: Schema<unknown>, key: string, groups: Group[]): Row[] {
     const opt = optionalOf(schema);
     const { fields, item, values } = schema.parts ?? {};
     const nested = fields ? { schema, at: key } : item?.parts?.fields ? { schema: item, at: `${key}[]` } : values?.parts?.fields ? { schema: values, at: `${key}.<name>` } : undefined;
-    const allowed = nested ? schema.expected.replace(/an object with the keys [^]*$/, "an object (its keys follow)") : schema.expected;
+    const allowed = nested ? schema.expected.replace(/an object with the keys [^]*$/, "an object") : schema.expected;
     const own: Row = { key, required: !opt, fallback: opt?.fallback, allowed };
     if (!nested) return key ? [own] : [];
     const entries = Object.entries(nested.schema.parts!.fields!);
@@ -113,7 +113,7 @@ export function configReference(): string {
         "",
         "Each section is one structured value in the `notify-karpenter` namespace of `Pulumi.<stack>.yaml`",
         "(`notify-karpenter:cluster`, `notify-karpenter:nodePool`, ...). A key is required unless it has a default or says",
-        "optional; `[]` is an item of a list, `<name>` a key of your choosing. Rules that span keys (`nodePool.terminationGracePeriod`",
+        "optional; an object's keys are the rows after it, `[]` is an item of a list, `<name>` a key of your choosing. Rules that span keys (`nodePool.terminationGracePeriod`",
         "at least each burst worker's grace, zones of the cluster's region, budgets that cover sending hours, ...) are",
         "checked too, each message naming the keys: [configuration-notes.md](configuration-notes.md). What each stack",
         "chooses, and why: [configuring.md](configuring.md). `npm run plan -- --stack <name>` shows what a stack file amounts to.",
