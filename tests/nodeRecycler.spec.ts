@@ -676,9 +676,10 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
         expect(JSON.parse(output[output.length - 1])).to.deep.include({ msg: "done", nodeClaims: 5 });
     });
 
-    it("withdraws its mark when the run fails while it waits (the API answers 500 once), then exits 1", async () => {
+    /** A NodeClaim due for recycling, and a run whose first list after the mark fails (the API answers 500 once). */
+    function failingAfterMark(more: Partial<FakeKubeApiOptions> = {}): FakeKubeApiOptions {
         let failures = 0;
-        const { code, output } = await run({
+        return {
             nodeclaims: [claim("old", 8 * 1440)],
             nodes: [],
             onNodeClaimPatch: (nc) => {
@@ -687,7 +688,12 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
             get listStatus() {
                 return failures-- > 0 ? 500 : undefined;
             },
-        });
+            ...more,
+        };
+    }
+
+    it("withdraws its mark when the run fails while it waits (the API answers 500 once), then exits 1", async () => {
+        const { code, output } = await run(failingAfterMark());
         expect(code).to.equal(1);
         expect(marks()).to.deep.equal([
             ["old", mark()],
@@ -697,23 +703,16 @@ describe("node recycler: a run against a fake Kubernetes API (the script's run, 
     });
 
     it("withdraws its mark after a failed run even when the NodeClaim changed since the look (409 on the first withdrawal)", async () => {
-        let failures = 0;
         let conflicts = 1;
-        const { code, output } = await run({
-            nodeclaims: [claim("old", 8 * 1440)],
-            nodes: [],
-            onNodeClaimPatch: (nc) => {
-                if (isMark(nc)) failures = 1;
-            },
-            get listStatus() {
-                return failures-- > 0 ? 500 : undefined;
-            },
-            beforeNodeClaimPatch: (name, body) => {
-                if (body.metadata.annotations[HASH] !== HASHES[HASH] || conflicts-- <= 0) return;
-                const nc = api!.nodeClaim(name);
-                api!.put("nodeclaims", { ...nc, status: { ...nc.status, touched: true } });
-            },
-        });
+        const { code, output } = await run(
+            failingAfterMark({
+                beforeNodeClaimPatch: (name, body) => {
+                    if (body.metadata.annotations[HASH] !== HASHES[HASH] || conflicts-- <= 0) return;
+                    const nc = api!.nodeClaim(name);
+                    api!.put("nodeclaims", { ...nc, status: { ...nc.status, touched: true } });
+                },
+            }),
+        );
         expect(code).to.equal(1);
         expect(api!.nodeClaim("old").metadata.annotations).to.deep.equal(HASHES);
         expect(messages(output).slice(-2)).to.deep.equal(["mark withdrawn", "run failed"]);
