@@ -213,6 +213,13 @@ export interface OfflineRunOptions {
     preview?: boolean;
     /** Answers that replace the table's for some lookups, keyed by token; throw InvokeFailure to fail one. */
     invokes?: Record<string, InvokeAnswer>;
+    /**
+     * A name for `program` when its recording depends on the stack's config alone ("createStack"). A later run under
+     * the same name, with the same stack, config and mode, returns the first run's recording, frozen, instead of
+     * building it again: the tests build GC Notify's unchanged stacks dozens of times, and a diff against a ref
+     * whose stack file is unchanged builds it once. Runs with `invokes` are never reused.
+     */
+    reuseAs?: string;
 }
 
 export type InvokeAnswer = (inputs: any, region: string) => Record<string, unknown>;
@@ -227,6 +234,42 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
         if (v === undefined) delete config[k];
         else config[k] = typeof v === "string" ? v : JSON.stringify(v);
     }
+    const reuseKey = opts.reuseAs !== undefined && opts.invokes === undefined ? JSON.stringify([opts.reuseAs, stack, config, opts.preview ?? false]) : undefined;
+    const reused = reuseKey === undefined ? undefined : recordings.get(reuseKey);
+    if (reused) {
+        recordings.delete(reuseKey!);
+        recordings.set(reuseKey!, reused);
+        return reused as Recording & { outputs: T };
+    }
+    const recording = await record(stack, config, program, opts);
+    if (reuseKey !== undefined) {
+        deepFreeze(recording);
+        recordings.set(reuseKey, recording);
+        if (recordings.size > KEPT_RECORDINGS) recordings.delete(recordings.keys().next().value!);
+    }
+    return recording;
+}
+
+/**
+ * Recordings of runs named by `reuseAs`, by name, stack, config and mode, the most recently used last. A few are
+ * enough: the repeats are GC Notify's stacks as their files stand; each recording holds its build's objects.
+ */
+const recordings = new Map<string, Recording & { outputs: unknown }>();
+const KEPT_RECORDINGS = 8;
+
+/**
+ * Freezes plain objects and arrays all the way down, so that no reader of a shared recording can change it for the
+ * next. Class instances (the program's components and their outputs) are left as they are.
+ */
+function deepFreeze(value: unknown): void {
+    if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== Array.prototype && proto !== null) return;
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+}
+
+async function record<T>(stack: string, config: Record<string, string>, program: () => T, opts: OfflineRunOptions): Promise<Recording & { outputs: T }> {
     const region = regionOf(config);
     const resources: RecordedResource[] = [];
     const unmockedCalls: string[] = [];

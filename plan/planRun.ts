@@ -118,7 +118,7 @@ async function build(stack: string, dir: string, what = `stack ${stack}`): Promi
             createStack(cfg);
             return cfg;
         },
-        { dir },
+        { dir, reuseAs: "plan" },
     );
     progress(`plan: built ${what} in ${elapsed(started)}: ${recording.resources.length} resources recorded`);
     return { resources: recording.resources, calls: recording.calls, cfg: recording.outputs };

@@ -37,7 +37,7 @@ export function patchSections(stack: string, patches: Record<string, Record<stri
 
 /** Runs the whole program for a stack under the recording mocks. */
 export function buildStack(stack: string, patches: Record<string, Record<string, unknown>> = {}) {
-    return runOffline(stack, () => createStack(loadConfig()), { overrides: patchSections(stack, patches) });
+    return runOffline(stack, () => createStack(loadConfig()), { overrides: patchSections(stack, patches), reuseAs: "createStack" });
 }
 
 /** The config error a stack's program throws with the given changes, as text ("" when it builds). */

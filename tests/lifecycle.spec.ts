@@ -191,6 +191,31 @@ describe("the offline runtime, closer to the engine", () => {
         expect(error.message).to.equal("aws:sqs/queue:Queue existing: read with .get(), which the offline plan does not record (plan/offlineRuntime.ts)");
     });
 
+    it("builds a program named by reuseAs once per stack, config and mode: a repeat gets the first recording, frozen", async () => {
+        let builds = 0;
+        const program = () => {
+            builds++;
+            return { queue: new aws.sqs.Queue("q", { name: loadConfig().cluster.name }) };
+        };
+        const run = (stack: string, opts: Parameters<typeof runOffline>[2] = {}) => runOffline(stack, program, { reuseAs: "reuse test", ...opts });
+        const first = await run("staging");
+        expect(await run("staging")).to.equal(first);
+        expect(builds).to.equal(1);
+        // Its data cannot change under the next reader; the program's own objects are left alone.
+        expect(() => (first.get("aws:sqs/queue:Queue", "q").inputs.name = "changed")).to.throw(TypeError);
+        expect(() => first.resources.pop()).to.throw(TypeError);
+        expect(Object.isFrozen(first.outputs.queue)).to.equal(false);
+        // Another stack, config or mode, lookups of its own, or no name: built again.
+        await run("production");
+        await run("staging", { overrides: patchSections("staging", { controller: { logLevel: "debug" } }) });
+        await run("staging", { preview: true });
+        await run("staging", { invokes: {} });
+        await runOffline("staging", program);
+        expect(builds).to.equal(6);
+        expect(await run("staging")).to.equal(first);
+        expect(builds).to.equal(6);
+    });
+
     for (const stack of ALL_STACKS) {
         it(`${stack}: registers the same resources under preview semantics, where outputs of new resources are unknown`, async function () {
             this.timeout(30_000);
