@@ -890,7 +890,8 @@ describe("GitHub workflows", () => {
             ]);
             const run = step();
             const commands = run.run.split("\n").filter((l: string) => !/^\s*(#|\/\/)/.test(l)).join("\n");
-            expect(commands).not.to.match(/kubectl (diff|apply|patch|edit|replace|delete|create)/);
+            expect(commands).to.match(/run\("kubectl", \["get", "-f"/);
+            expect(commands).not.to.match(/kubectl"?,? \[?"?(diff|apply|patch|edit|replace|delete|create)/);
             expect(run.if).to.equal("${{ !cancelled() && inputs.check-releases && steps.kubeconfig.outcome == 'success' }}");
             // After a failed preview too, and only when asked (drift.yml).
             const ctx = (checkReleases: boolean) => ({ inputs: { "check-releases": checkReleases }, steps: { kubeconfig: { outcome: "success" } } });
