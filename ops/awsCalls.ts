@@ -63,7 +63,7 @@ export const isThrottled = (e: unknown) => {
 /** The SDK's clients for `region`, with the connection and silence deadlines (its request handler's own settings). */
 export function awsClientConfig(region: string, config: AwsClientConfig, d: Deadlines) {
     // throwOnRequestTimeout: newer handlers (@smithy/node-http-handler 4) only warn on requestTimeout without it.
-    return { region, ...config, requestHandler: { connectionTimeout: d.awsConnectMs, requestTimeout: d.awsRequestMs, throwOnRequestTimeout: true } };
+    return { region, ...config, requestHandler: config.requestHandler ?? { connectionTimeout: d.awsConnectMs, requestTimeout: d.awsRequestMs, throwOnRequestTimeout: true } };
 }
 
 /** Past the whole call's deadline: the SDK's own retries could not get an answer in time. */

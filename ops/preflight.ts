@@ -119,8 +119,12 @@ export const PREFLIGHT: Command = {
     ],
 };
 
-/** SDK client settings: the region always; --profile a shared-config profile; tests add an endpoint, static credentials and one attempt. */
-export type AwsClientConfig = { endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string }; maxAttempts?: number; profile?: string };
+/**
+ * SDK client settings: the region always; --profile a shared-config profile; tests add an endpoint, static credentials
+ * and one attempt, and may give the SDK a request handler of their own instead of Node's HTTP client (an in-process
+ * fake's; the deadlines of awsClientConfig then do not apply).
+ */
+export type AwsClientConfig = { endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string }; maxAttempts?: number; profile?: string; requestHandler?: object };
 
 /** How often task-durations asks for its query's results, and how long it waits for them before it stops the query. */
 export interface QueryTiming {

@@ -10,6 +10,11 @@ export abstract class LoopbackServer {
 
     protected abstract handle(req: http.IncomingMessage, res: http.ServerResponse): void;
 
+    /** Between start() and stop(). */
+    get listening(): boolean {
+        return this.server.listening;
+    }
+
     async start(): Promise<this> {
         await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
         this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
