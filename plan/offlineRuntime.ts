@@ -243,7 +243,8 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
     }
     const recording = await record(stack, config, program, opts);
     if (reuseKey !== undefined) {
-        deepFreeze(recording);
+        // Its data only: the outputs are the program's own objects, which share the config's defaults with later runs.
+        for (const data of [recording.resources, recording.unmockedCalls, recording.warnings, recording.calls]) deepFreeze(data);
         recordings.set(reuseKey, recording);
         if (recordings.size > KEPT_RECORDINGS) recordings.delete(recordings.keys().next().value!);
     }
@@ -258,10 +259,7 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
 const recordings = new Map<string, Recording & { outputs: unknown }>();
 const KEPT_RECORDINGS = 32;
 
-/**
- * Freezes plain objects and arrays all the way down, so that no reader of a shared recording can change it for the
- * next. Class instances (the program's components and their outputs) are left as they are.
- */
+/** Freezes plain objects and arrays all the way down, so that no reader of a shared recording can change it for the next. */
 function deepFreeze(value: unknown): void {
     if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
     const proto = Object.getPrototypeOf(value);
