@@ -2,7 +2,8 @@
 // credentials, send their real requests (serialized and signed) and parse answers shaped as each service's protocol
 // and the AWS API reference document them. The service is read from the SigV4 credential scope of each request.
 // clientConfig() hands the requests over in process (`transport`); a test that plants a fault on the way (a hang, a
-// slow or trickling answer, a huge one) or stops the endpoint gets HTTP on 127.0.0.1, where the SDK's own timeouts act.
+// slow or trickling answer, a huge one) or stops the endpoint before it asks gets HTTP on 127.0.0.1, where the SDK's
+// own timeouts act.
 // - EC2 (ec2 query, XML): https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_<Action>.html and
 //   .../APIReference/errors-overview.html (<Response><Errors><Error>).
 // - IAM, SNS, STS (awsQuery, XML <Action>Response/<Action>Result, errors <ErrorResponse><Error>):
@@ -133,6 +134,9 @@ interface SdkRequest {
     body?: unknown;
 }
 
+/** A query string's escaping, as the SDK's HTTP handler builds it (@smithy/querystring-builder, @smithy/util-uri-escape). */
+const escapeUri = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
 /** Faults whose point is the connection's timing: they go over HTTP, where the SDK's deadlines act. */
 const SOCKET_FAULTS: Fault["kind"][] = ["hang", "slow", "trickle", "huge"];
 
@@ -227,8 +231,15 @@ export class FakeAwsApi extends LoopbackServer {
         metadata: { handlerProtocol: "http/1.1" },
         handle: (request: SdkRequest) =>
             new Promise<{ response: { statusCode: number; headers: Record<string, string>; body: Readable } }>((resolve) => {
-                const query = Object.entries(request.query ?? {}).flatMap(([k, v]) => (v === null ? [k] : [v].flat().map((x) => `${k}=${encodeURIComponent(x)}`)));
-                const body = request.body === undefined ? [] : [Buffer.from(request.body as string | Uint8Array)];
+                const query = Object.keys(request.query ?? {})
+                    .sort()
+                    .flatMap((k) => {
+                        const v = request.query![k];
+                        return Array.isArray(v) ? v.map((x) => `${escapeUri(k)}=${escapeUri(x)}`) : [typeof v === "string" ? `${escapeUri(k)}=${escapeUri(v)}` : escapeUri(k)];
+                    });
+                // A view of the SDK's bytes: Buffer.from(bytes) would read its JSON bodies through valueOf, which the SDK warns of.
+                const bytes = request.body as string | Uint8Array | undefined;
+                const body = bytes === undefined ? [] : [typeof bytes === "string" ? Buffer.from(bytes) : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)];
                 const req = Object.assign(Readable.from(body), {
                     method: request.method,
                     url: `${request.path}${query.length ? `?${query.join("&")}` : ""}`,
