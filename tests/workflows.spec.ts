@@ -795,7 +795,7 @@ describe("GitHub workflows", () => {
         };
 
         /** Runs the step with helm and kubectl answering from the fixtures; its output, exit code and kubectl's calls. */
-        function checkReleases(opts: { status?: Record<string, string>; live?: (name: string, items: any[]) => any[]; forbidden?: string[]; raw?: Record<string, string> } = {}) {
+        function checkReleases(opts: { status?: Record<string, string>; live?: (name: string, items: any[]) => any[]; forbidden?: string[]; raw?: Record<string, string>; missing?: "helm" } = {}) {
             const dir = tempDir("helm-checks-");
             const fixtures = path.join(dir, "fixtures");
             const bin = path.join(dir, "bin");
@@ -809,11 +809,12 @@ describe("GitHub workflows", () => {
                 if (opts.forbidden?.includes(name)) fs.writeFileSync(path.join(fixtures, `${name}.forbidden`), "");
             }
             const script = (text: string) => `#!/bin/bash\nf="${fixtures}"\n${text}\n`;
-            fs.writeFileSync(
-                path.join(bin, "helm"),
-                script(`case "$1 $2" in\n  status*) s=$(cat "$f/$2.status"); [ "$s" = missing ] && { echo "Error: release: not found" >&2; exit 1; }; echo "{\\"info\\":{\\"status\\":\\"$s\\"}}" ;;\n  "get manifest") cat "$f/$3.yaml" ;;\n  *) exit 9 ;;\nesac`),
-                { mode: 0o755 },
-            );
+            if (opts.missing !== "helm")
+                fs.writeFileSync(
+                    path.join(bin, "helm"),
+                    script(`case "$1 $2" in\n  status*) s=$(cat "$f/$2.status"); [ "$s" = missing ] && { echo "Error: release: not found" >&2; exit 1; }; echo "{\\"info\\":{\\"status\\":\\"$s\\"}}" ;;\n  "get manifest") cat "$f/$3.yaml" ;;\n  *) exit 9 ;;\nesac`),
+                    { mode: 0o755 },
+                );
             fs.writeFileSync(
                 path.join(bin, "kubectl"),
                 script(`echo "kubectl $*" >> "$f/kubectl.log"\nif [ "$1" = get ]; then n=$(basename "$3" .yaml); [ -f "$f/$n.forbidden" ] && { echo 'Error from server (Forbidden): deployments.apps "karpenter" is forbidden' >&2; exit 1; }; cat "$f/$n.live.json"; fi`),
@@ -890,8 +891,11 @@ describe("GitHub workflows", () => {
             ]);
             const run = step();
             const commands = run.run.split("\n").filter((l: string) => !/^\s*(#|\/\/)/.test(l)).join("\n");
+            // Helm and kubectl only read: helm status and get, kubectl get (and its own context's namespace).
             expect(commands).to.match(/run\("kubectl", \["get", "-f"/);
-            expect(commands).not.to.match(/kubectl"?,? \[?"?(diff|apply|patch|edit|replace|delete|create)/);
+            expect(commands).not.to.match(/run\("helm",\s*\[\s*"(?!status"|get")/);
+            expect(commands).not.to.match(/run\("kubectl",\s*\[\s*"(?!get"|config")/);
+            expect(commands).not.to.match(/(^|[;&|(]\s*)(kubectl (diff|apply|patch|edit|replace|delete|create)|helm (install|upgrade|rollback|uninstall))\b/m);
             expect(run.if).to.equal("${{ !cancelled() && inputs.check-releases && steps.kubeconfig.outcome == 'success' }}");
             // After a failed preview too, and only when asked (drift.yml).
             const ctx = (checkReleases: boolean) => ({ inputs: { "check-releases": checkReleases }, steps: { kubeconfig: { outcome: "success" } } });
@@ -907,6 +911,15 @@ describe("GitHub workflows", () => {
             expect(failed.out).to.include("karpenter/karpenter-crd: deployed, live objects as its manifest");
             expect(failed.calls.filter((c) => c.startsWith("kubectl get"))).to.have.length(1);
             expect(pendingCrd().out).to.include("karpenter/karpenter-crd is pending-upgrade, not deployed");
+        });
+
+        it("say why a command could not start (helm not on PATH) and fail every release it could not read", function () {
+            this.timeout(120000);
+            const noHelm = checkReleases({ missing: "helm" });
+            expect(noHelm.status).to.equal(1);
+            expect(noHelm.out.match(/^helm: spawnSync helm ENOENT$/gm)).to.have.length(3);
+            for (const release of ["karpenter/karpenter-crd", "karpenter/karpenter", "kube-system/nidhogg"]) expect(noHelm.out).to.include(`::error::Helm release ${release} is not found, not deployed`);
+            expect(noHelm.calls).to.deep.equal([]);
         });
 
         it("name the remedies that work: helm rollback for a release not deployed or objects edited by hand, never \"re-run the up\", which changes neither (EN2-F5)", function () {
