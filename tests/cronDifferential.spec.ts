@@ -204,8 +204,10 @@ describe("cron.ts against robfig/cron v3.0.1 (tests/cron-oracle, Go)", function 
         // GOPATH mode, offline: a GOPATH whose github.com/robfig/cron/v3 is Debian's source.
         const robfig = path.join(GOPATH, "src/github.com/robfig/cron/v3");
         fs.mkdirSync(path.dirname(robfig), { recursive: true });
-        fs.rmSync(robfig, { force: true });
-        fs.symlinkSync(source!, robfig);
+        // Replaced in one step (a rename over the old link), so that another run's build never finds it missing.
+        const link = `${robfig}.${process.pid}`;
+        fs.symlinkSync(source!, link);
+        fs.renameSync(link, robfig);
         oracle = path.join(dir, "oracle");
         const env = { ...process.env, GO111MODULE: "off", GOPATH, GOCACHE: GO_BUILD_CACHE, GOPROXY: "off", GOFLAGS: "", GOTOOLCHAIN: "local", CGO_ENABLED: "0" };
         const build = spawnSync("go", ["build", "-o", oracle, path.join(import.meta.dirname, "cron-oracle", "main.go")], { env, encoding: "utf8" });
