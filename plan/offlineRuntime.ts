@@ -215,9 +215,9 @@ export interface OfflineRunOptions {
     invokes?: Record<string, InvokeAnswer>;
     /**
      * A name for `program` when its recording depends on the stack's config alone ("createStack"). A later run under
-     * the same name, with the same stack, config and mode, returns the first run's recording, frozen, instead of
-     * building it again: the tests build GC Notify's unchanged stacks dozens of times, and a diff against a ref
-     * whose stack file is unchanged builds it once. Runs with `invokes` are never reused.
+     * the same name, with the same stack, config and mode, returns the first run's recording, its data frozen,
+     * instead of building it again: the tests build GC Notify's unchanged stacks dozens of times, and a diff against
+     * a ref whose stack file is unchanged builds it once. Runs with `invokes` are never reused.
      */
     reuseAs?: string;
 }
@@ -234,20 +234,20 @@ export async function runOffline<T>(stack: string, program: () => T, opts: Offli
         if (v === undefined) delete config[k];
         else config[k] = typeof v === "string" ? v : JSON.stringify(v);
     }
-    const reuseKey = opts.reuseAs !== undefined && opts.invokes === undefined ? JSON.stringify([opts.reuseAs, stack, config, opts.preview ?? false]) : undefined;
-    const reused = reuseKey === undefined ? undefined : recordings.get(reuseKey);
+    if (opts.reuseAs === undefined || opts.invokes !== undefined) return record(stack, config, program, opts);
+    const key = JSON.stringify([opts.reuseAs, stack, config, opts.preview ?? false]);
+    const reused = recordings.get(key);
+    // Most recently used last: a hit moves to the end, and the first entry is the one to let go.
+    recordings.delete(key);
     if (reused) {
-        recordings.delete(reuseKey!);
-        recordings.set(reuseKey!, reused);
+        recordings.set(key, reused);
         return reused as Recording & { outputs: T };
     }
     const recording = await record(stack, config, program, opts);
-    if (reuseKey !== undefined) {
-        // Its data only: the outputs are the program's own objects, which share the config's defaults with later runs.
-        for (const data of [recording.resources, recording.unmockedCalls, recording.warnings, recording.calls]) deepFreeze(data);
-        recordings.set(reuseKey, recording);
-        if (recordings.size > KEPT_RECORDINGS) recordings.delete(recordings.keys().next().value!);
-    }
+    // Its data only: the outputs are the program's own objects, which share the config's defaults with later runs.
+    for (const data of [recording.resources, recording.unmockedCalls, recording.warnings, recording.calls]) deepFreeze(data);
+    recordings.set(key, recording);
+    if (recordings.size > KEPT_RECORDINGS) recordings.delete(recordings.keys().next().value!);
     return recording;
 }
 

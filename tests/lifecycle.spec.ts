@@ -217,6 +217,26 @@ describe("the offline runtime, closer to the engine", () => {
         expect(builds).to.equal(6);
     });
 
+    it("keeps the 32 recordings used last: the one used longest ago is built again", async () => {
+        let builds = 0;
+        const program = () => {
+            builds++;
+            return new aws.sqs.Queue("q", {});
+        };
+        const run = (n: number) => runOffline("staging", program, { reuseAs: "bound test", overrides: { "test:n": String(n) } });
+        for (let n = 0; n < 33; n++) await run(n);
+        expect(builds).to.equal(33);
+        // 0 went when 32 came; 1, used again, moves past 2, which goes when 0 comes back.
+        await run(1);
+        expect(builds).to.equal(33);
+        await run(0);
+        expect(builds).to.equal(34);
+        await run(1);
+        expect(builds).to.equal(34);
+        await run(2);
+        expect(builds).to.equal(35);
+    });
+
     for (const stack of ALL_STACKS) {
         it(`${stack}: registers the same resources under preview semantics, where outputs of new resources are unknown`, async function () {
             this.timeout(30_000);
