@@ -247,21 +247,15 @@ export class FakeAwsApi extends LoopbackServer {
                 });
                 let statusCode = 200;
                 let headers: Record<string, string> = {};
-                const chunks: Buffer[] = [];
+                // What the answers other than the faults use of a ServerResponse: a head, then the whole body.
                 const res = {
-                    destroyed: false,
                     writeHead(status: number, head: Record<string, string> = {}) {
                         statusCode = status;
                         headers = Object.fromEntries(Object.entries(head).map(([k, v]) => [k.toLowerCase(), String(v)]));
                         return res;
                     },
-                    write(chunk: string | Buffer) {
-                        chunks.push(Buffer.from(chunk));
-                        return true;
-                    },
-                    end(chunk?: string | Buffer) {
-                        if (chunk !== undefined) chunks.push(Buffer.from(chunk));
-                        resolve({ response: { statusCode, headers, body: Readable.from([Buffer.concat(chunks)]) } });
+                    end(body?: string | Buffer) {
+                        resolve({ response: { statusCode, headers, body: Readable.from(body === undefined ? [] : [Buffer.from(body)]) } });
                         return res;
                     },
                 };
