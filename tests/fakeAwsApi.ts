@@ -120,11 +120,6 @@ export interface FakeFis {
     experiments?: Record<string, { templateId: string; started: number; stopped?: number; tags: Tags }>;
 }
 
-/**
- * hang: the request is read and never answered; trickle: 200, then a byte every 10 ms, never ending; slow: the real
- * answer after `ms`; garbage: 200 with a proxy's HTML page; empty: 200 with no body; huge: 200 with `bytes` of body;
- * error: the service's own error (in its protocol's form) with this status and code.
- */
 /** A request as the SDK's clients hand it to their request handler (@smithy/protocol-http HttpRequest). */
 interface SdkRequest {
     method: string;
@@ -140,6 +135,11 @@ const escapeUri = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) =
 /** Faults whose point is the connection's timing: they go over HTTP, where the SDK's deadlines act. */
 const SOCKET_FAULTS: Fault["kind"][] = ["hang", "slow", "trickle", "huge"];
 
+/**
+ * hang: the request is read and never answered; trickle: 200, then a byte every 10 ms, never ending; slow: the real
+ * answer after `ms`; garbage: 200 with a proxy's HTML page; empty: 200 with no body; huge: 200 with `bytes` of body;
+ * error: the service's own error (in its protocol's form) with this status and code.
+ */
 export type Fault = { kind: "hang" } | { kind: "trickle" } | { kind: "slow"; ms: number } | { kind: "garbage" } | { kind: "empty" } | { kind: "huge"; bytes: number } | { kind: "error"; status: number; code: string; message: string };
 
 /** An entry of an SQS batch call that failed (BatchResultErrorEntry: Code, Message, SenderFault). */
